@@ -1,0 +1,137 @@
+"""The engine: run each rule in isolation, then link and order what they found."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from analyzers import __version__
+from analyzers.facts import Facts
+from analyzers.models import (
+    BundleInfo,
+    ClusterRef,
+    CollectionGap,
+    Finding,
+    ParseProblem,
+    Report,
+    RuleDoc,
+    RuleResult,
+    RuleStatus,
+    Severity,
+    Summary,
+    ToolInfo,
+)
+from analyzers.plugins import LoadedRule
+from analyzers.rule import Context, Rule
+from bundle import Bundle
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    result: RuleResult
+    findings: list[Finding]
+    seconds: float
+
+
+def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
+    """Run one rule: skipped when a required input is absent, error when it raises."""
+    start = time.perf_counter()
+
+    def outcome(status: RuleStatus, reason: str | None, found: list[Finding]) -> Outcome:
+        result = RuleResult(rule_id=rule.id, status=status, reason=reason,
+                            title=rule.title(), origin=origin)
+        return Outcome(result, found, time.perf_counter() - start)
+
+    for needed in rule.inputs:
+        if not needed.optional and not needed.present(ctx.bundle):
+            return outcome(RuleStatus.SKIPPED, needed.missing_reason(ctx.bundle), [])
+    try:
+        found = list(rule().check(ctx))
+    except Exception as exc:  # noqa: BLE001 - isolation is the point
+        log.debug("rule %s raised", rule.id, exc_info=True)
+        return outcome(RuleStatus.ERROR, f"{type(exc).__name__}: {exc} (see --verbose)", [])
+    wrong = [f.id for f in found if f.rule_id != rule.id]
+    if wrong:
+        return outcome(RuleStatus.ERROR, f"produced findings of another rule: {wrong[:3]}", [])
+    return outcome(RuleStatus.FAILED if found else RuleStatus.PASSED, None, found)
+
+
+def link(findings: list[Finding]) -> list[Finding]:
+    """Make ``caused_by``/``causes`` symmetric and drop links to absent findings."""
+    ids = {f.id for f in findings}
+    causes: dict[str, set[str]] = defaultdict(set)
+    caused_by: dict[str, set[str]] = defaultdict(set)
+    for finding in findings:
+        for parent in finding.caused_by:
+            if parent in ids and parent != finding.id:
+                caused_by[finding.id].add(parent)
+                causes[parent].add(finding.id)
+        for child in finding.causes:
+            if child in ids and child != finding.id:
+                causes[finding.id].add(child)
+                caused_by[child].add(finding.id)
+    return [f.model_copy(update={"caused_by": sorted(caused_by[f.id]),
+                                 "causes": sorted(causes[f.id])}) for f in findings]
+
+
+def _order(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity.rank, f.rule_id, f.id))
+
+
+def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
+            progress: Progress | None = None) -> Report:
+    rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
+    facts = Facts(bundle)
+    ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
+    results: list[RuleResult] = []
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for index, loaded in enumerate(rules, start=1):
+        if progress is not None:
+            progress(f"[{index}/{len(rules)}] {loaded.rule.id}")
+        outcome = run_rule(loaded.rule, loaded.origin, ctx)
+        log.debug("%s %s in %.3fs", loaded.rule.id, outcome.result.status, outcome.seconds)
+        results.append(outcome.result)
+        for finding in outcome.findings:
+            if finding.id in seen:
+                log.warning("duplicate finding id %s dropped", finding.id)
+                continue
+            seen.add(finding.id)
+            findings.append(finding)
+    linked = _order(link(findings))
+    counts = {severity.value: 0 for severity in Severity}
+    for finding in linked:
+        counts[finding.severity.value] += 1
+    manifest = bundle.manifest
+    return Report(
+        tool=ToolInfo(version=version),
+        bundle=BundleInfo(
+            path=bundle.display,
+            format_version=manifest.format_version,
+            created_at=manifest.created_at,
+            cluster=ClusterRef(context=manifest.cluster.context,
+                               server_version=manifest.cluster.server_version),
+            nodes=len(bundle.cluster.nodes) or len(bundle.node_names),
+            gpu_nodes=len(facts.gpu_nodes),
+        ),
+        summary=Summary(**counts),
+        findings=linked,
+        rules=sorted(results, key=lambda r: r.rule_id),
+        collection_gaps=[CollectionGap(path=item.path, node=item.node, error=item.error or "")
+                         for item in manifest.failed_items],
+        problems=[ParseProblem(path=p.path, kind=p.kind, message=p.message, where=p.where)
+                  for p in bundle.problems],
+        rule_docs=[_doc(loaded.rule) for loaded in rules],
+    )
+
+
+def _doc(rule: type[Rule]) -> RuleDoc:
+    docs = rule.docs()
+    return RuleDoc(rule_id=rule.id, title=docs.title or rule.slug, severity=rule.severity,
+                   why=docs.why, remediation=docs.remediation)

@@ -1,0 +1,101 @@
+"""Loaded runtime handlers per node, and why an expected handler is missing.
+
+The loaded configuration (``containerd config dump``) is the truth; the copied
+files only explain it. The explanation is decided once here so that RT001 can say
+which cause holds on each node and the cause's rule can claim the same nodes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from enum import StrEnum
+
+from analyzers.facts.containerd_merge import Clobber, emulate, parse_version, runtimes_in
+from bundle import NodeArtifacts
+
+NVIDIA_HANDLER = "nvidia"
+
+
+class Cause(StrEnum):
+    """Why the nvidia handler is missing from a node's loaded configuration."""
+
+    TOOLKIT_DISABLED = "CFG004"     # ClusterPolicy toolkit.enabled=false
+    DROPIN_NOT_IMPORTED = "RT003"   # 99-nvidia.toml exists, config.toml does not import it
+    DROPIN_CLOBBERED = "RT002"      # a later drop-in replaced the CRI plugin table
+    TOOLKIT_NOT_RUNNING = "toolkit-not-running"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeState:
+    node: str
+    dump_path: str
+    loaded: frozenset[str] | None       # None: no usable config dump
+    imports: tuple[str, ...]            # the dump's resolved imports
+    nvidia_dropins: tuple[str, ...]     # copied files that define the nvidia runtime
+    clobbers: tuple[Clobber, ...]       # from emulating the imports merge
+
+    @property
+    def has_nvidia(self) -> bool | None:
+        return None if self.loaded is None else NVIDIA_HANDLER in self.loaded
+
+    @property
+    def unimported_dropins(self) -> tuple[str, ...]:
+        imported = set(self.imports)
+        return tuple(p for p in self.nvidia_dropins
+                     if p != "/etc/containerd/config.toml" and p not in imported)
+
+    def nvidia_clobber(self) -> Clobber | None:
+        for clobber in self.clobbers:
+            if NVIDIA_HANDLER in clobber.lost_runtimes:
+                return clobber
+        return None
+
+
+def runtime_state(artifacts: NodeArtifacts) -> RuntimeState:
+    config = artifacts.config_dump
+    files = artifacts.containerd_files
+    imports_raw = config.get("imports", []) if config is not None else []
+    imports = tuple(str(i) for i in imports_raw) if isinstance(imports_raw, list) else ()
+    dropins = []
+    for path, text in sorted(files.items()):
+        if posixpath.basename(path) == "config.toml":
+            continue
+        if NVIDIA_HANDLER in runtimes_in(_safe_toml(text)):
+            dropins.append(path)
+    clobbers: tuple[Clobber, ...] = ()
+    if files:
+        version = parse_version(artifacts.containerd_version or "")
+        clobbers = emulate(files, version).clobbers
+    return RuntimeState(
+        node=artifacts.name,
+        dump_path=artifacts.path("containerd/config-dump.toml"),
+        loaded=runtimes_in(config) if config is not None else None,
+        imports=imports,
+        nvidia_dropins=tuple(dropins),
+        clobbers=clobbers,
+    )
+
+
+def _safe_toml(text: str) -> dict[str, object]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def missing_cause(state: RuntimeState, *, toolkit_enabled: bool,
+                  toolkit_running: bool) -> Cause:
+    """The one explanation that holds for a node whose loaded config lacks nvidia."""
+    if not toolkit_enabled:
+        return Cause.TOOLKIT_DISABLED
+    if state.unimported_dropins:
+        return Cause.DROPIN_NOT_IMPORTED
+    if state.nvidia_clobber() is not None:
+        return Cause.DROPIN_CLOBBERED
+    if not toolkit_running:
+        return Cause.TOOLKIT_NOT_RUNNING
+    return Cause.UNKNOWN

@@ -1,0 +1,153 @@
+"""Result models: the findings JSON contract (schema version 1).
+
+These are strict (frozen, ``extra="forbid"``): they are our own output, read by
+automation. Fields may gain siblings but never change meaning or shape without a
+new ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe: critical 4 … info 0."""
+        return _RANK[self]
+
+    def at_least(self, other: Severity) -> bool:
+        return self.rank >= other.rank
+
+
+_RANK = {Severity.CRITICAL: 4, Severity.HIGH: 3, Severity.MEDIUM: 2, Severity.LOW: 1,
+         Severity.INFO: 0}
+
+
+class RuleStatus(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class Evidence(_Strict):
+    """A quote from the bundle: path, 1-based line (or null), excerpt; JSON pointer
+    for values inside JSON files."""
+
+    path: str
+    line: int | None = None
+    excerpt: str
+    pointer: str | None = None
+
+
+class ObjectRef(_Strict):
+    kind: str
+    namespace: str | None = None
+    name: str
+
+
+class Finding(_Strict):
+    id: str
+    rule_id: str
+    title: str
+    severity: Severity
+    summary: str
+    nodes: list[str] = Field(default_factory=list)
+    objects: list[ObjectRef] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    remediation: str = ""
+    caused_by: list[str] = Field(default_factory=list)
+    causes: list[str] = Field(default_factory=list)
+
+
+class RuleResult(_Strict):
+    rule_id: str
+    status: RuleStatus
+    reason: str | None = None
+    title: str = ""
+    origin: str = ""
+
+
+class CollectionGap(_Strict):
+    path: str
+    node: str | None = None
+    error: str
+
+
+class ParseProblem(_Strict):
+    path: str
+    kind: str
+    message: str
+    where: str | None = None
+
+
+class ToolInfo(_Strict):
+    name: str = "gpu-triage"
+    version: str
+
+
+class ClusterRef(_Strict):
+    context: str | None = None
+    server_version: str | None = None
+
+
+class BundleInfo(_Strict):
+    path: str
+    format_version: int
+    created_at: str | None = None
+    cluster: ClusterRef
+    nodes: int
+    gpu_nodes: int
+
+
+class Summary(_Strict):
+    critical: int = 0
+    high: int = 0
+    medium: int = 0
+    low: int = 0
+    info: int = 0
+
+
+class RuleDoc(_Strict):
+    """A rule's user documentation, carried so reports can show it offline."""
+
+    rule_id: str
+    title: str
+    severity: Severity
+    why: str
+    remediation: str
+
+
+class Report(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    tool: ToolInfo
+    bundle: BundleInfo
+    summary: Summary
+    findings: list[Finding]
+    rules: list[RuleResult]
+    collection_gaps: list[CollectionGap]
+    problems: list[ParseProblem] = Field(default_factory=list)
+    rule_docs: list[RuleDoc] = Field(default_factory=list)
+
+    def worst(self) -> Severity | None:
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=lambda s: s.rank)
+
+    def by_id(self) -> dict[str, Finding]:
+        return {f.id: f for f in self.findings}

@@ -1,0 +1,169 @@
+"""The rule base: explicit metadata, a documented docstring, stateless ``check``.
+
+A rule's docstring is its user documentation: the first line is the title, then the
+sections ``Why it matters:`` and ``Remediation:``. ``gpu-triage explain ID`` prints it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from bundle.evidence import Locator
+
+if TYPE_CHECKING:
+    from analyzers.facts import Facts
+    from bundle import Bundle
+
+RULE_ID = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
+SECTIONS = ("Why it matters", "Remediation")
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A bundle path a rule reads. ``per_node`` paths are relative to ``nodes/<name>/``;
+    glob patterns are allowed. An ``optional`` input corroborates and never skips."""
+
+    path: str
+    per_node: bool = False
+    optional: bool = False
+
+    def describe(self) -> str:
+        return f"nodes/*/{self.path}" if self.per_node else self.path
+
+    def present(self, bundle: Bundle) -> bool:
+        if self.per_node:
+            return any(self.present_on(bundle, node) for node in bundle.node_names)
+        return _matches(bundle, self.path)
+
+    def present_on(self, bundle: Bundle, node: str) -> bool:
+        return _matches(bundle, f"nodes/{node}/{self.path}")
+
+    def missing_reason(self, bundle: Bundle) -> str:
+        if self.per_node:
+            return f"no node collected {self.path}"
+        item = bundle.manifest.item(self.path)
+        if item is not None and item.error:
+            return f"{self.path} was not collected: {item.error}"
+        return f"{self.path} is not in the bundle"
+
+
+def cluster(name: str, *, optional: bool = False) -> Input:
+    return Input(f"cluster/{name}", optional=optional)
+
+
+def node(path: str, *, optional: bool = False) -> Input:
+    return Input(path, per_node=True, optional=optional)
+
+
+def _matches(bundle: Bundle, pattern: str) -> bool:
+    if not any(ch in pattern for ch in "*?["):
+        return bundle.has(pattern)
+    return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDocs:
+    title: str
+    why: str
+    remediation: str
+    body: str
+
+
+class Context:
+    """What a rule sees: the bundle, the shared facts, and the loaded rules' metadata."""
+
+    def __init__(self, bundle: Bundle, facts: Facts, rules: Sequence[type[Rule]]) -> None:
+        self.bundle = bundle
+        self.facts = facts
+        self.rules = tuple(rules)
+
+
+class Rule:
+    """Base class; subclasses set the class variables and implement ``check``."""
+
+    id: ClassVar[str]
+    slug: ClassVar[str]
+    severity: ClassVar[Severity]
+    inputs: ClassVar[tuple[Input, ...]] = ()
+    tags: ClassVar[tuple[str, ...]] = ()
+    # Rules of a later phase run after the others (e.g. reporting parse problems that
+    # earlier rules recorded while reading files).
+    phase: ClassVar[int] = 0
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def family(cls) -> str:
+        return cls.id.rstrip("0123456789")
+
+    @classmethod
+    def docs(cls) -> RuleDocs:
+        return parse_docstring(inspect.getdoc(cls) or "")
+
+    @classmethod
+    def title(cls) -> str:
+        return cls.docs().title or cls.slug
+
+    @classmethod
+    def finding(
+        cls,
+        subject: str,
+        summary: str,
+        *,
+        severity: Severity | None = None,
+        title: str | None = None,
+        nodes: Iterable[str] = (),
+        objects: Iterable[ObjectRef] = (),
+        evidence: Iterable[Locator | Evidence] = (),
+        remediation: str | None = None,
+        caused_by: Iterable[str] = (),
+        causes: Iterable[str] = (),
+    ) -> Finding:
+        """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles)."""
+        return Finding(
+            id=f"{cls.id}:{subject}",
+            rule_id=cls.id,
+            title=title or cls.title(),
+            severity=severity or cls.severity,
+            summary=summary,
+            nodes=sorted(set(nodes)),
+            objects=list(objects),
+            evidence=[_evidence(e) for e in evidence],
+            remediation=remediation if remediation is not None else cls.docs().remediation,
+            caused_by=sorted(set(caused_by)),
+            causes=sorted(set(causes)),
+        )
+
+
+def _evidence(item: Locator | Evidence) -> Evidence:
+    if isinstance(item, Evidence):
+        return item
+    return Evidence(path=item.path, line=item.line, excerpt=item.excerpt, pointer=item.pointer)
+
+
+def parse_docstring(doc: str) -> RuleDocs:
+    """Split a rule docstring into title, 'Why it matters' and 'Remediation'."""
+    lines = doc.strip().splitlines()
+    title = lines[0].strip().rstrip(".") if lines else ""
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in lines[1:]:
+        header = line.strip().rstrip(":")
+        if header in SECTIONS and line.strip().endswith(":"):
+            current = header
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    return RuleDocs(
+        title=title,
+        why="\n".join(sections.get("Why it matters", [])).strip(),
+        remediation="\n".join(sections.get("Remediation", [])).strip(),
+        body="\n".join(lines[1:]).strip(),
+    )

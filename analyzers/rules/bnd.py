@@ -1,0 +1,157 @@
+"""BND: the bundle itself — what was not collected, and what could not be read."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Input, Rule
+from bundle.manifest import ManifestItem
+
+# (category, what it means, pattern over the error text); first match wins.
+_GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("forbidden", "refused by RBAC (the collecting identity lacks permission)",
+     re.compile(r"forbidden|unauthori[sz]ed|permission denied|not permitted", re.I)),
+    ("timeout", "timed out",
+     re.compile(r"time[d ]?out|deadline exceeded|timed out", re.I)),
+    ("unreachable", "node or API server unreachable",
+     re.compile(r"unreachable|no route to host|connection refused|could not resolve|"
+                r"unable to connect|connection reset|host key verification", re.I)),
+    ("missing-command", "command or file missing on the node",
+     re.compile(r"not found|no such file|command not found|executable file", re.I)),
+    ("not-started", "container had not started, so it has no log yet",
+     re.compile(r"waiting to start|podinitializing|containercreating", re.I)),
+    ("other", "failed for another reason", re.compile(r".")),
+)
+_SEVERITY = {"not-started": Severity.INFO, "missing-command": Severity.LOW}
+
+
+def _kind(error: str) -> tuple[str, str]:
+    for name, meaning, pattern in _GAP_KINDS:
+        if pattern.search(error):
+            return name, meaning
+    return "other", "failed for another reason"
+
+
+def _affected_rules(ctx: Context, items: Iterable[ManifestItem]) -> list[str]:
+    """IDs of loaded rules that read any of the failed paths."""
+    failed = [item.path for item in items]
+    affected = set()
+    for rule in ctx.rules:
+        for needed in rule.inputs:
+            if any(_covers(needed, path) for path in failed):
+                affected.add(rule.id)
+    return sorted(affected)
+
+
+def _covers(needed: Input, path: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    if needed.per_node:
+        parts = path.split("/", 2)
+        return len(parts) == 3 and parts[0] == "nodes" and fnmatchcase(parts[2], needed.path)
+    return fnmatchcase(path, needed.path)
+
+
+class CollectionGaps(Rule):
+    """Collection gaps: steps the collector attempted that failed.
+
+    Each failed manifest item (RBAC forbidden, node unreachable, command missing,
+    timeout) is grouped by kind, with the rules it left without input.
+
+    Why it matters:
+    A rule without its input cannot see a problem, so "no finding" for it means
+    "not checked". Knowing what is missing tells you what to ask the customer for.
+
+    Remediation:
+    Re-run the collector with the missing permission or access, for example:
+      kubectl auth can-i list events --all-namespaces
+      gpu-triage collect --nodes <node> --node-mode ssh
+    """
+
+    id = "BND001"
+    slug = "collection-gaps"
+    severity = Severity.LOW
+    inputs = (Input("manifest.json"),)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[str, list[ManifestItem]] = defaultdict(list)
+        meanings: dict[str, str] = {}
+        for item in ctx.bundle.manifest.failed_items:
+            kind, meaning = _kind(item.error or "")
+            groups[kind].append(item)
+            meanings[kind] = meaning
+        for kind, items in sorted(groups.items()):
+            cluster_level = any(item.path.startswith("cluster/") for item in items)
+            severity = _SEVERITY.get(kind, Severity.MEDIUM if cluster_level else Severity.LOW)
+            affected = _affected_rules(ctx, items)
+            nodes = sorted({item.node for item in items if item.node})
+            paths = ", ".join(item.path for item in items[:4])
+            more = f" and {len(items) - 4} more" if len(items) > 4 else ""
+            left = (f" Rules left without these inputs: {', '.join(affected)}." if affected
+                    else "")
+            yield self.finding(
+                kind,
+                f"{len(items)} collection step(s) {meanings[kind]}: {paths}{more}.{left}",
+                severity=severity,
+                title=f"Collection gaps: {meanings[kind]}",
+                nodes=nodes,
+                evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
+                          for item in items[:10]],
+            )
+
+
+class UnreadableBundleParts(Rule):
+    """Partial bundle: members refused, the archive cut short, or files that do not parse.
+
+    Why it matters:
+    What could not be read was not analysed. A truncated upload or a corrupt file
+    silently narrows every rule that depends on it.
+
+    Remediation:
+    Ask for the bundle again (check its size against the collector's final line), or
+    re-collect the named files. Verify the archive locally with:
+      gzip -t bundle.tgz && tar -tzf bundle.tgz | tail
+    """
+
+    id = "BND002"
+    slug = "unreadable-bundle-parts"
+    severity = Severity.MEDIUM
+    phase = 1
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        grouped: dict[str, list[Evidence]] = defaultdict(list)
+        for problem in ctx.bundle.problems:
+            line = _line_of(problem.where)
+            excerpt = problem.message if problem.where is None or line is not None \
+                else f"{problem.where}: {problem.message}"
+            grouped[problem.kind].append(Evidence(path=problem.path, line=line, excerpt=excerpt))
+        titles = {
+            "truncated": ("The archive ends early; it was analysed up to the cut",
+                          Severity.HIGH),
+            "refused": ("Archive members were refused for safety or size", Severity.MEDIUM),
+            "parse": ("Files in the bundle could not be parsed", Severity.MEDIUM),
+        }
+        for kind, evidence in sorted(grouped.items()):
+            title, severity = titles.get(kind, (f"Bundle problems ({kind})", Severity.MEDIUM))
+            paths = sorted({e.path for e in evidence})
+            shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5
+                                            else "")
+            yield self.finding(
+                kind,
+                f"{len(evidence)} problem(s) in {len(paths)} file(s): {shown}. "
+                + evidence[0].excerpt,
+                severity=severity,
+                title=title,
+                evidence=evidence[:20],
+            )
+
+
+def _line_of(where: str | None) -> int | None:
+    match = re.match(r"line (\d+)", where or "")
+    return int(match.group(1)) if match else None
+
+
+RULES = [CollectionGaps, UnreadableBundleParts]

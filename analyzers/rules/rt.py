@@ -1,0 +1,158 @@
+"""RT: the runtime gate — the ``nvidia`` handler in containerd's loaded configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers.facts import Facts
+from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import (
+    EVENT_CAP,
+    event_evidence,
+    events_matching,
+    field,
+    names,
+    node_ref,
+)
+from bundle.evidence import first_line
+from bundle.kube import Pod, RuntimeClass
+
+_CAUSE_TEXT = {
+    Cause.TOOLKIT_DISABLED: "the ClusterPolicy disables the Container Toolkit, so nothing "
+                            "registered the handler on this node (see CFG004)",
+    Cause.DROPIN_NOT_IMPORTED: "the toolkit's drop-in exists but config.toml does not import "
+                               "it (see RT003)",
+    Cause.DROPIN_CLOBBERED: "a later drop-in replaced the whole CRI plugin table and dropped "
+                            "the runtime (see RT002)",
+    Cause.TOOLKIT_NOT_RUNNING: "the Container Toolkit pod is not running on this node, so "
+                               "the drop-in was never written (or was removed when it exited)",
+    Cause.UNKNOWN: "the copied containerd files do not explain it; compare them with the "
+                   "loaded configuration",
+}
+
+
+def _uses_nvidia(pod: Pod, handlers: dict[str, str]) -> bool:
+    name = pod.spec.runtime_class_name
+    return name is not None and handlers.get(name, name) == NVIDIA_HANDLER
+
+
+def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[str]:
+    if cause is Cause.TOOLKIT_DISABLED and facts.cluster_policy is not None:
+        return [f"CFG004:{facts.cluster_policy.metadata.name}"]
+    if cause in (Cause.DROPIN_NOT_IMPORTED, Cause.DROPIN_CLOBBERED):
+        return [f"{cause.value}:{node_name}"]
+    return []
+
+
+def _remediation(node_name: str, cause: Cause, namespace: str) -> str:
+    look = (f"# on {node_name} (kubectl debug node/{node_name} -it --image=busybox -- "
+            "chroot /host sh):\n"
+            "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms\n"
+            "ls -l /etc/containerd/conf.d/\n")
+    if cause is Cause.TOOLKIT_DISABLED:
+        return look + "# then follow CFG004: enable the toolkit with helm --reuse-values"
+    if cause is Cause.TOOLKIT_NOT_RUNNING:
+        return look + (f"kubectl -n {namespace} get pods -o wide "
+                       f"-l app=nvidia-container-toolkit-daemonset "
+                       f"--field-selector spec.nodeName={node_name}\n"
+                       f"kubectl -n {namespace} logs -l app=nvidia-container-toolkit-daemonset "
+                       "-c nvidia-container-toolkit-ctr --tail=100")
+    if cause is Cause.UNKNOWN:
+        return look + "# compare /etc/containerd/config.toml and conf.d/* with the dump"
+    return look + f"# then follow {cause.value} for the fix"
+
+
+class NoNvidiaRuntime(Rule):
+    """A GPU node's containerd has no nvidia runtime loaded.
+
+    The loaded configuration (``containerd config dump``) lacks ``runtimes.nvidia``
+    although a RuntimeClass with handler ``nvidia`` exists or pods on the node use it.
+    Pod sandboxes then fail with ``no runtime for "nvidia" is configured``. The
+    finding says which explanation holds on the node: the toolkit disabled (CFG004),
+    the drop-in not imported (RT003), clobbered by a later drop-in (RT002), or the
+    toolkit pod not running.
+
+    Why it matters:
+    Every pod with ``runtimeClassName: nvidia`` fails before its first container
+    starts — including the operator's own device plugin, so the node stops
+    advertising GPUs and GPU workloads cannot be scheduled.
+
+    Remediation:
+    Judge the loaded configuration, not the files: on the node run
+    ``containerd config dump | grep -c runtimes.nvidia`` (0 confirms). Fix the cause
+    named in the finding, one node at a time.
+    """
+
+    id = "RT001"
+    slug = "no-nvidia-runtime"
+    severity = Severity.CRITICAL
+    inputs = (
+        node("containerd/config-dump.toml"),
+        cluster("runtimeclasses.json", optional=True),
+        cluster("pods.json", optional=True),
+        cluster("events.json", optional=True),
+    )
+    tags = ("runtime", "containerd")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        facts = ctx.facts
+        classes = ctx.bundle.cluster.runtimeclasses
+        handlers = {rc.metadata.name: rc.handler for rc in classes}
+        nvidia_classes = [rc for rc in classes if rc.handler == NVIDIA_HANDLER]
+        namespace = facts.operator_namespace or "gpu-operator"
+        for node_name in facts.gpu_nodes:
+            state = facts.runtime(node_name)
+            if state.has_nvidia is not False:
+                continue
+            users = [p for p in facts.pods_by_node.get(node_name, [])
+                     if _uses_nvidia(p, handlers)]
+            if not nvidia_classes and not users and facts.cluster_policy is None:
+                continue
+            cause = facts.runtime_cause(node_name)
+            yield self._finding(ctx, node_name, cause, users, nvidia_classes, namespace)
+
+    def _finding(self, ctx: Context, node_name: str, cause: Cause, users: list[Pod],
+                 nvidia_classes: list[RuntimeClass], namespace: str) -> Finding:
+        facts = ctx.facts
+        state = facts.runtime(node_name)
+        loaded = ", ".join(sorted(state.loaded or ())) or "none"
+        evidence: list[Evidence] = [Evidence(
+            path=state.dump_path, line=None,
+            excerpt=f"(no runtimes.{NVIDIA_HANDLER} table; loaded runtimes: {loaded})")]
+        dump_text = ctx.bundle.node(node_name).config_dump_text or ""
+        runtime_line = first_line(state.dump_path, dump_text, "runtimes.")
+        if runtime_line is not None:
+            evidence.append(Evidence(path=runtime_line.path, line=runtime_line.line,
+                                     excerpt=runtime_line.excerpt))
+        for rc in nvidia_classes[:1]:
+            evidence.append(field(rc, f"RuntimeClass {rc.metadata.name} handler: {rc.handler}",
+                                  "handler"))
+        sandbox_events = []
+        for pod in users:
+            sandbox_events.extend(events_matching(facts.pod_events(pod), self.id))
+        for event in sandbox_events[:EVENT_CAP]:
+            evidence.append(event_evidence(event))
+        for pod in users[:EVENT_CAP]:
+            evidence.append(field(pod, f"{pod.namespace}/{pod.name} runtimeClassName: "
+                                       f"{pod.spec.runtime_class_name}", "spec",
+                                  "runtimeClassName"))
+        user_names = names((p.name for p in users), 3)
+        pods_text = (f"{len(users)} pod(s) there need it ({user_names})"
+                     if users else "the operator's RuntimeClass points at it")
+        failing = (f"; {len(sandbox_events)} sandbox creation failure event(s) confirm it"
+                   if sandbox_events else "")
+        summary = (f"On {node_name}, containerd's loaded configuration has no "
+                   f"'{NVIDIA_HANDLER}' runtime (loaded: {loaded}), yet {pods_text}{failing}. "
+                   f"Cause: {_CAUSE_TEXT[cause]}.")
+        objects = [node_ref(node_name)] + [
+            ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in users[:10]]
+        return self.finding(
+            node_name, summary, nodes=[node_name], objects=objects, evidence=evidence,
+            remediation=_remediation(node_name, cause, namespace),
+            caused_by=_cause_link(facts, node_name, cause),
+        )
+
+
+RULES = [NoNvidiaRuntime]

@@ -1,0 +1,52 @@
+"""The bundle manifest: what the collector tried, and how each step ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUPPORTED_FORMAT_VERSIONS = (1,)
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ManifestItem(_View):
+    path: str = ""
+    command: list[str] | str | None = None
+    node: str | None = None
+    exit_code: int | None = None
+    started_at: str | None = None
+    duration_ms: int | None = None
+    bytes: int | None = None
+    truncated: bool = False
+    error: str | None = None
+
+
+class ClusterInfo(_View):
+    context: str | None = None
+    server_version: str | None = None
+
+
+class Manifest(_View):
+    format: str = "gpu-triage-bundle"
+    format_version: int = 1
+    collector: dict[str, Any] = Field(default_factory=dict)
+    created_at: str | None = None
+    cluster: ClusterInfo = Field(default_factory=ClusterInfo)
+    operator_namespace: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    redaction: dict[str, Any] = Field(default_factory=dict)
+    items: list[ManifestItem] = Field(default_factory=list)
+
+    def item(self, path: str) -> ManifestItem | None:
+        for entry in self.items:
+            if entry.path == path:
+                return entry
+        return None
+
+    @property
+    def failed_items(self) -> list[ManifestItem]:
+        return [entry for entry in self.items if entry.error]

@@ -1,0 +1,405 @@
+"""The Bundle: one opened support bundle, each file read and parsed at most once."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from bundle import kube
+from bundle.archive import MANIFEST, Limits, Source, open_source
+from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
+from bundle.nvsmi import NvidiaSmi, parse_nvidia_smi
+from bundle.problems import BundleError, Problem, ProblemLog
+from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
+
+if TYPE_CHECKING:
+    from bundle.kernel import KernelLine
+
+T = TypeVar("T", bound=BaseModel)
+
+# Kubernetes names used as path segments (DNS-1123); anything else is refused.
+_SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+
+
+def is_k8s_name(segment: str) -> bool:
+    return bool(_SEGMENT.match(segment))
+
+
+class Bundle:
+    """An opened bundle. Use :func:`bundle.open_bundle`; close it when done."""
+
+    def __init__(self, source: Source, problems: ProblemLog, display: str) -> None:
+        self._source = source
+        self._problems = problems
+        self.display = display
+        self._paths = source.paths()
+        self._path_set = frozenset(self._paths)
+        self.manifest = self._load_manifest()
+        self.cluster = ClusterObjects(self)
+
+    # -- raw access -------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        return self._paths
+
+    def has(self, path: str) -> bool:
+        return path in self._path_set
+
+    def size(self, path: str) -> int | None:
+        return self._source.size(path)
+
+    def read_bytes(self, path: str) -> bytes | None:
+        return self._source.read(path) if path in self._path_set else None
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        text = data.decode("utf-8", errors="replace")
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+            self.problem(path, "not valid UTF-8; undecodable bytes were replaced")
+        return text
+
+    def read_json(self, path: str) -> Any:
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            self.problem(path, f"invalid JSON: {exc}", where=_json_where(exc))
+            return None
+
+    def problem(self, path: str, message: str, *, kind: str = "parse",
+                where: str | None = None) -> None:
+        self._problems.add(path, message, kind=kind, where=where)
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return self._problems.items
+
+    def close(self) -> None:
+        self._source.close()
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- structure --------------------------------------------------------------------
+
+    def _load_manifest(self) -> Manifest:
+        raw = self.read_json(MANIFEST)
+        if not isinstance(raw, dict):
+            if raw is not None:
+                self.problem(MANIFEST, "not a JSON object; read as format version 1")
+            return Manifest()
+        version = raw.get("format_version")
+        if version not in SUPPORTED_FORMAT_VERSIONS:
+            supported = ", ".join(str(v) for v in SUPPORTED_FORMAT_VERSIONS)
+            raise BundleError(self.display, f"unknown bundle format_version {version!r} "
+                              f"(this gpu-triage reads version {supported}); upgrade gpu-triage")
+        try:
+            return Manifest.model_validate(raw)
+        except ValidationError as exc:
+            self.problem(MANIFEST, f"fields of the wrong type: {_first_error(exc)}")
+            return Manifest.model_validate({k: raw[k] for k in ("format", "format_version")
+                                            if k in raw})
+
+    @cached_property
+    def node_names(self) -> list[str]:
+        """Nodes that have a ``nodes/<name>/`` directory in the bundle."""
+        names: set[str] = set()
+        for path in self._paths:
+            if path.startswith("nodes/") and path.count("/") >= 2:
+                segment = path.split("/", 2)[1]
+                if is_k8s_name(segment):
+                    names.add(segment)
+                else:
+                    self.problem(path, "node directory name is not a Kubernetes name; ignored",
+                                 kind="refused")
+        return sorted(names)
+
+    def node(self, name: str) -> NodeArtifacts:
+        return self._node_cache.setdefault(name, NodeArtifacts(self, name))
+
+    @cached_property
+    def _node_cache(self) -> dict[str, NodeArtifacts]:
+        return {}
+
+    @cached_property
+    def logs(self) -> dict[tuple[str, str, str], str]:
+        """(namespace, pod, container) → path of the current container log."""
+        found: dict[tuple[str, str, str], str] = {}
+        for path in self._paths:
+            parts = path.split("/")
+            if len(parts) != 4 or parts[0] != "logs" or not parts[3].endswith(".log"):
+                continue
+            if parts[3].endswith(".previous.log"):
+                continue
+            namespace, pod, container = parts[1], parts[2], parts[3][: -len(".log")]
+            if all(is_k8s_name(s) for s in (namespace, pod, container)):
+                found[(namespace, pod, container)] = path
+            else:
+                self.problem(path, "log path segments are not Kubernetes names; ignored",
+                             kind="refused")
+        return found
+
+
+class ClusterObjects:
+    """Typed views of ``cluster/*.json``; each list is parsed on first use."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self._bundle = bundle
+
+    def _list(self, path: str, model: type[T], kind: str) -> list[T]:
+        raw = self._bundle.read_json(path)
+        if raw is None:
+            return []
+        if not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
+            got = raw.get("kind") if isinstance(raw, dict) else type(raw).__name__
+            self._bundle.problem(path, f"expected a List of {kind} objects, got {got!r}")
+            return []
+        objects: list[T] = []
+        for index, item in enumerate(raw["items"]):
+            pointer = f"/items/{index}"
+            if not isinstance(item, dict):
+                self._bundle.problem(path, f"item is a JSON {type(item).__name__}, expected an "
+                                     f"object", where=pointer)
+                continue
+            if item.get("kind") not in (None, kind):
+                self._bundle.problem(path, f"item of kind {item.get('kind')!r} in a {kind} list; "
+                                     "ignored", where=pointer)
+                continue
+            try:
+                obj = model.model_validate(item)
+            except ValidationError as exc:
+                self._bundle.problem(path, f"{kind} not understood: {_first_error(exc)}",
+                                     where=pointer)
+                continue
+            locate: Callable[[str, str], None] | None = getattr(obj, "locate", None)
+            if locate is not None:
+                locate(path, pointer)
+            objects.append(obj)
+        return objects
+
+    @cached_property
+    def version(self) -> dict[str, Any]:
+        raw = self._bundle.read_json("cluster/version.json")
+        return raw if isinstance(raw, dict) else {}
+
+    @cached_property
+    def nodes(self) -> list[kube.Node]:
+        return self._list("cluster/nodes.json", kube.Node, "Node")
+
+    @cached_property
+    def pods(self) -> list[kube.Pod]:
+        return self._list("cluster/pods.json", kube.Pod, "Pod")
+
+    @cached_property
+    def events(self) -> list[kube.Event]:
+        return self._list("cluster/events.json", kube.Event, "Event")
+
+    @cached_property
+    def daemonsets(self) -> list[kube.DaemonSet]:
+        return self._list("cluster/daemonsets.json", kube.DaemonSet, "DaemonSet")
+
+    @cached_property
+    def deployments(self) -> list[kube.Deployment]:
+        return self._list("cluster/deployments.json", kube.Deployment, "Deployment")
+
+    @cached_property
+    def runtimeclasses(self) -> list[kube.RuntimeClass]:
+        return self._list("cluster/runtimeclasses.json", kube.RuntimeClass, "RuntimeClass")
+
+    @cached_property
+    def resourcequotas(self) -> list[kube.ResourceQuota]:
+        return self._list("cluster/resourcequotas.json", kube.ResourceQuota, "ResourceQuota")
+
+    @cached_property
+    def configmaps(self) -> list[kube.ConfigMap]:
+        return self._list("cluster/configmaps.json", kube.ConfigMap, "ConfigMap")
+
+    @cached_property
+    def clusterpolicies(self) -> list[kube.ClusterPolicy]:
+        return self._list("cluster/clusterpolicies.json", kube.ClusterPolicy, "ClusterPolicy")
+
+    @cached_property
+    def nvidiadrivers(self) -> list[kube.NVIDIADriver]:
+        return self._list("cluster/nvidiadrivers.json", kube.NVIDIADriver, "NVIDIADriver")
+
+    @cached_property
+    def helm(self) -> dict[str, list[kube.HelmRevision]]:
+        """Release name → revisions sorted by number, from ``cluster/helm/<release>.json``."""
+        releases: dict[str, list[kube.HelmRevision]] = {}
+        for path in self._bundle.paths:
+            if not (path.startswith("cluster/helm/") and path.endswith(".json")):
+                continue
+            name = path[len("cluster/helm/"):-len(".json")]
+            raw = self._bundle.read_json(path)
+            if raw is None:
+                continue
+            if not isinstance(raw, list):
+                self._bundle.problem(path, "expected a list of release revisions")
+                continue
+            revisions = []
+            for index, item in enumerate(raw):
+                try:
+                    revision = kube.HelmRevision.model_validate(item)
+                except ValidationError as exc:
+                    self._bundle.problem(path, f"revision not understood: {_first_error(exc)}",
+                                         where=f"/{index}")
+                    continue
+                revision.locate(path, f"/{index}")
+                revisions.append(revision)
+            releases[name] = sorted(revisions, key=lambda r: r.revision)
+        return releases
+
+
+class NodeArtifacts:
+    """The files collected on one node; every artifact is read lazily and once."""
+
+    def __init__(self, bundle: Bundle, name: str) -> None:
+        self._bundle = bundle
+        self.name = name
+        self.prefix = f"nodes/{name}/"
+
+    def path(self, relative: str) -> str:
+        return self.prefix + relative
+
+    def has(self, relative: str) -> bool:
+        return self._bundle.has(self.path(relative))
+
+    def text(self, relative: str) -> str | None:
+        return self._bundle.read_text(self.path(relative))
+
+    @cached_property
+    def config_dump_text(self) -> str | None:
+        return self.text("containerd/config-dump.toml")
+
+    @cached_property
+    def config_dump(self) -> dict[str, Any] | None:
+        """``containerd config dump`` as a mapping; None when absent or unparsable."""
+        text = self.config_dump_text
+        if text is None:
+            return None
+        return _toml(self._bundle, self.path("containerd/config-dump.toml"), text)
+
+    @cached_property
+    def containerd_version(self) -> str | None:
+        text = self.text("containerd/version.txt")
+        return text.strip() if text else None
+
+    @cached_property
+    def containerd_files(self) -> dict[str, str]:
+        """Host path (``/etc/containerd/...``) → text of the copied file."""
+        base = self.path("containerd/files/")
+        found: dict[str, str] = {}
+        for path in self._bundle.paths:
+            if path.startswith(base):
+                text = self._bundle.read_text(path)
+                if text is not None:
+                    found["/" + path[len(base):]] = text
+        return found
+
+    def journal(self, unit: str) -> list[JournalEntry]:
+        return self._journals.setdefault(unit, self._read_journal(unit))
+
+    @cached_property
+    def _journals(self) -> dict[str, list[JournalEntry]]:
+        return {}
+
+    def _read_journal(self, unit: str) -> list[JournalEntry]:
+        path = self.path(f"journal/{unit}.jsonl")
+        text = self._bundle.read_text(path)
+        if text is None:
+            return []
+        entries: list[JournalEntry] = []
+        for entry, line, error in parse_journal(text):
+            if entry is None:
+                self._bundle.problem(path, error, where=f"line {line}")
+            else:
+                entries.append(entry)
+        return entries
+
+    @cached_property
+    def dmesg(self) -> list[KernelLine]:
+        from bundle.kernel import parse_dmesg
+
+        path = self.path("dmesg.txt")
+        text = self._bundle.read_text(path)
+        return parse_dmesg(text, path) if text else []
+
+    @cached_property
+    def systemd_containerd(self) -> dict[str, str] | None:
+        text = self.text("systemd/containerd.txt")
+        return parse_key_values(text) if text is not None else None
+
+    def host(self, name: str) -> str | None:
+        return self.text(f"host/{name}")
+
+    @cached_property
+    def nvidia_smi(self) -> NvidiaSmi | None:
+        path = self.path("nvidia-smi.xml")
+        data = self._bundle.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return parse_nvidia_smi(data)
+        except Exception as exc:  # noqa: BLE001 - any parser failure is a recorded problem
+            self._bundle.problem(path, f"nvidia-smi XML not understood: {exc}")
+            return None
+
+    @cached_property
+    def cdi_files(self) -> dict[str, str]:
+        base = self.path("cdi/")
+        return {p[len(base):]: t for p in self._bundle.paths if p.startswith(base)
+                if (t := self._bundle.read_text(p)) is not None}
+
+    def paths(self) -> Iterator[str]:
+        return (p for p in self._bundle.paths if p.startswith(self.prefix))
+
+
+def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        bundle.problem(path, f"invalid TOML: {exc}")
+        return None
+
+
+def _json_where(exc: orjson.JSONDecodeError) -> str | None:
+    lineno = getattr(exc, "lineno", None)
+    colno = getattr(exc, "colno", None)
+    return f"line {lineno}, column {colno}" if lineno is not None else None
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    first = errors[0]
+    where = "/".join(str(p) for p in first.get("loc", ()))
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first.get('msg', '')}{more}"
+
+
+def open_bundle(path: str | Path, limits: Limits | None = None) -> Bundle:
+    """Open a bundle directory, .tar or .tgz. Raises BundleError if it cannot be read."""
+    location = Path(path)
+    problems = ProblemLog()
+    source = open_source(location, limits or Limits(), problems)
+    try:
+        return Bundle(source, problems, str(location))
+    except BundleError:
+        source.close()
+        raise

@@ -1,0 +1,73 @@
+"""Small parsers for line-oriented node artifacts: journal JSON lines, systemd show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One ``journalctl -o json`` record; ``line`` is its 1-based line in the file."""
+
+    line: int
+    message: str
+    time: datetime | None
+    pid: int | None
+    fields: Mapping[str, Any] = field(repr=False)
+
+
+def journal_message(value: object) -> str:
+    """journald writes MESSAGE as a string, or as a list of byte values when not UTF-8."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, int) and 0 <= b < 256 for b in value):
+        return bytes(value).decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def journal_time(value: object) -> datetime | None:
+    """``__REALTIME_TIMESTAMP`` is microseconds since the epoch, as a string."""
+    try:
+        micros = int(str(value))
+        return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def parse_journal(text: str) -> Iterator[tuple[JournalEntry | None, int, str]]:
+    """Yield (entry, line, error); entry is None with an error for a bad line."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            yield None, number, f"not JSON ({exc})"
+            continue
+        if not isinstance(record, dict):
+            yield None, number, f"a JSON {type(record).__name__}, expected an object"
+            continue
+        pid_text = record.get("_PID")
+        pid = int(pid_text) if isinstance(pid_text, str) and pid_text.isdigit() else None
+        yield JournalEntry(
+            line=number,
+            message=journal_message(record.get("MESSAGE")),
+            time=journal_time(record.get("__REALTIME_TIMESTAMP")),
+            pid=pid,
+            fields=record,
+        ), number, ""
+
+
+def parse_key_values(text: str) -> dict[str, str]:
+    """``systemctl show`` output: KEY=VALUE lines; other lines are ignored."""
+    result: dict[str, str] = {}
+    for raw in text.splitlines():
+        key, sep, value = raw.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            result[key.strip()] = value.strip()
+    return result

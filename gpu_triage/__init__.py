@@ -1,0 +1,1 @@
+"""gpu-triage: the command-line composition root (bundle → facts → rules → reports)."""

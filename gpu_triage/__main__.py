@@ -1,0 +1,3 @@
+from gpu_triage.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""The ``gpu-triage`` command: option parsing, wiring, and errors mapped to exit codes.
+
+This is the only module that imports every package. Environment variables are read
+here, once; library code never prints or exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from analyzers import __version__
+from gpu_triage.exitcodes import Exit
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+FORMATS = ("text", "json", "md", "html")
+_SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
+
+EPILOG = "\b\nExit codes:\n" + Exit.help_text()
+
+
+class Failure(click.ClickException):
+    """A handled failure with its own exit code and a one-line message."""
+
+    def __init__(self, message: str, code: Exit) -> None:
+        super().__init__(message)
+        self.exit_code = int(code)
+
+
+def _stderr(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def bundle_stem(path: Path) -> str:
+    name = path.resolve().name if path.name in ("", ".", "..") else path.name
+    for suffix in (".tar.gz", ".tgz", ".tar"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpu-triage")
+@click.option("-v", "--verbose", is_flag=True, help="Log details (and tracebacks) to stderr.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """Offline triage of GPU Operator support bundles.
+
+    Collect a bundle at the customer with `gpu-triage collect`, then analyse it
+    anywhere with `gpu-triage analyze BUNDLE`.
+    """
+    ctx.obj = {"verbose": verbose}
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+@cli.command(epilog=EPILOG)
+@click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS),
+              help="Output format. Default: a terminal summary on stdout plus "
+                   "<bundle>.report.html in the current directory.")
+@click.option("-o", "--output", type=str, help="Write the report to FILE ('-' for stdout).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="high", show_default=True,
+              help="Exit 1 when a finding is at or above this severity.")
+@click.option("--max-member-mib", type=click.IntRange(1), default=512, show_default=True,
+              help="Refuse archive members larger than this.")
+@click.option("--max-total-gib", type=click.IntRange(1), default=16, show_default=True,
+              help="Stop reading an archive that expands beyond this.")
+@click.option("--max-members", type=click.IntRange(1), default=500_000, show_default=True,
+              help="Stop reading an archive with more members than this.")
+@click.pass_context
+def analyze(ctx: click.Context, bundle_path: Path, fmt: str | None, output: str | None,
+            fail_on: str, max_member_mib: int, max_total_gib: int, max_members: int) -> None:
+    """Analyse a support bundle (directory, .tgz or .tar) and report root causes."""
+    from analyzers.engine import analyze as run
+    from analyzers.models import Severity
+    from bundle import BundleError, Limits, open_bundle
+    from reports import render
+
+    rules = _load_rules()
+    limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
+                    max_members=max_members)
+    show_progress = sys.stderr.isatty() or ctx.obj["verbose"]
+    try:
+        with open_bundle(bundle_path, limits) as opened:
+            report = run(opened, rules, progress=_progress if show_progress else None)
+    except BundleError as exc:
+        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+    if show_progress:
+        _stderr("")
+    stem = bundle_stem(bundle_path)
+    html_name = f"{stem}.report.html"
+    if fmt is None and output not in (None, "-"):
+        fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
+    if fmt is None:
+        click.echo(render(report, "text", color=_colour()), nl=False)
+        Path(html_name).write_text(render(report, "html"), encoding="utf-8")
+        _stderr(f"HTML report: {html_name}")
+    else:
+        text = render(report, fmt, color=fmt == "text" and output in (None, "-") and _colour(),
+                      html_name=html_name)
+        if output in (None, "-"):
+            click.echo(text, nl=False)
+        else:
+            Path(output).write_text(text, encoding="utf-8")
+            _stderr(f"{fmt} report: {output}")
+    threshold = Severity(fail_on)
+    if any(f.severity.at_least(threshold) for f in report.findings):
+        ctx.exit(int(Exit.FINDINGS))
+
+
+def _progress(message: str) -> None:
+    click.echo(f"\ranalysing {message:<40}", err=True, nl=False)
+
+
+def _colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _load_rules() -> list:  # type: ignore[type-arg]
+    from analyzers.plugins import discover
+
+    discovery = discover()
+    for error in discovery.errors:
+        _stderr(f"warning: rule plugin skipped: {error}")
+    if not discovery.rules:
+        raise Failure("no rules are installed (is gpu-triage installed with pip install -e .?)",
+                      Exit.INTERNAL)
+    return discovery.rules
+
+
+@cli.command("rules")
+def list_rules() -> None:
+    """List the installed rules: ID, severity, title and origin."""
+    for loaded in _load_rules():
+        rule = loaded.rule
+        click.echo(f"{rule.id:<8} {rule.severity.value:<9} {rule.title()}  [{loaded.origin}]")
+
+
+@cli.command()
+@click.argument("rule_id")
+def explain(rule_id: str) -> None:
+    """Print a rule's documentation."""
+    by_id = {loaded.rule.id: loaded for loaded in _load_rules()}
+    loaded = by_id.get(rule_id.upper())
+    if loaded is None:
+        known = ", ".join(sorted(by_id))
+        raise Failure(f"unknown rule {rule_id!r}; installed rules: {known}", Exit.USAGE)
+    rule = loaded.rule
+    docs = rule.docs()
+    inputs = ", ".join(i.describe() + (" (optional)" if i.optional else "") for i in rule.inputs)
+    click.echo(f"{rule.id} ({rule.slug}) · default severity {rule.severity.value} · "
+               f"{loaded.origin}\n\n{docs.title}\n\n{docs.body}\n\nInputs: {inputs or 'none'}")
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                               "help_option_names": []})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def collect(args: tuple[str, ...]) -> None:
+    """Collect a support bundle from the current cluster (read-only; see --help)."""
+    from collectors.collect import main as collect_main
+
+    code = collect_main(list(args))
+    if code:
+        raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI and turn every outcome into an exit code."""
+    verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    try:
+        result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        _stderr("aborted")
+        return 130
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    except KeyboardInterrupt:
+        _stderr("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users
+        if verbose:
+            logging.getLogger("gpu_triage").exception("unexpected error")
+        summary = " ".join(str(exc).split())[:200]
+        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {summary} "
+                "(rerun with --verbose for details)")
+        return int(Exit.INTERNAL)
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,74 @@
+"""The terminal summary: root causes first, then the rest, then what was checked."""
+
+from __future__ import annotations
+
+import click
+
+from analyzers.models import Finding, Severity
+from reports.view import View, build, first_command, plain
+from analyzers.models import Report
+
+_COLOURS = {Severity.CRITICAL: "red", Severity.HIGH: "red", Severity.MEDIUM: "yellow",
+            Severity.LOW: "cyan", Severity.INFO: "white"}
+
+
+def _sev(severity: Severity, color: bool) -> str:
+    label = f"{severity.value.upper():<8}"
+    bold = severity in (Severity.CRITICAL, Severity.HIGH)
+    return click.style(label, fg=_COLOURS[severity], bold=bold) if color else label
+
+
+def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]:
+    lines = [f"{indent}{_sev(f.severity, color)} {f.rule_id}  {plain(f.title)}",
+             f"{indent}         {plain(f.summary)}"]
+    symptoms = view.explained_by(f)
+    if symptoms:
+        listed = ", ".join(s.id for s in symptoms[:8])
+        more = f" (+{len(symptoms) - 8})" if len(symptoms) > 8 else ""
+        lines.append(f"{indent}         explains: {listed}{more}")
+    if f.evidence:
+        e = f.evidence[0]
+        at = f":{e.line}" if e.line else (f"#{e.pointer}" if e.pointer else "")
+        lines.append(f"{indent}         evidence: {plain(e.path)}{at}  {plain(e.excerpt)[:160]}")
+    command = first_command(f.remediation)
+    if command:
+        lines.append(f"{indent}         first step: {plain(command)}")
+    return lines
+
+
+def render(report: Report, *, color: bool = False) -> str:
+    view = build(report)
+    info = report.bundle
+    cluster = info.cluster
+    out = [
+        f"gpu-triage {report.tool.version} · {plain(cluster.context or 'cluster')} "
+        f"{plain(cluster.server_version or '')} · bundle created {info.created_at or 'unknown'}",
+        f"{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
+        + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
+        "",
+    ]
+    verdict = view.verdict
+    if verdict is None:
+        out.append("No problems found. Checked: "
+                   + ", ".join(r.rule_id for r in report.rules if r.status.value == "passed"))
+    if view.chains:
+        out.append(click.style("ROOT CAUSES", bold=True) if color else "ROOT CAUSES")
+        for chain in view.chains:
+            out.extend(_finding(chain.root, view, color, "  "))
+        out.append("")
+    if view.standalone:
+        out.append(click.style("OTHER FINDINGS", bold=True) if color else "OTHER FINDINGS")
+        for finding in view.standalone:
+            out.extend(_finding(finding, view, color, "  "))
+        out.append("")
+    symptoms = sum(len(c.symptoms) for c in view.chains)
+    if symptoms:
+        out.append(f"{symptoms} symptom finding(s) are folded under their root causes; "
+                   "see the HTML or JSON report.")
+    counts = view.status_counts()
+    out.append("Rules: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+               + f" · collection gaps: {len(report.collection_gaps)}"
+               + f" · unreadable: {len(report.problems)}")
+    for line in view.problem_rules():
+        out.append(f"  {plain(line)}")
+    return "\n".join(out) + "\n"

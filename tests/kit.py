@@ -1,0 +1,92 @@
+"""Build tiny format-v1 bundles inside tests: a directory, a .tgz or a .tar."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+Content = str | bytes | dict[str, Any] | list[Any]
+
+
+def kube_list(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": list(items),
+            "metadata": {"resourceVersion": ""}}
+
+
+def _bytes(content: Content) -> bytes:
+    if isinstance(content, bytes):
+        return content
+    if isinstance(content, str):
+        return content.encode()
+    return orjson.dumps(content, option=orjson.OPT_INDENT_2)
+
+
+def manifest(files: Mapping[str, bytes], failed: list[dict[str, Any]] | None = None,
+             **extra: Any) -> dict[str, Any]:
+    items = [{"path": path, "command": ["test"], "node": _node_of(path), "exit_code": 0,
+              "started_at": "2026-11-29T14:00:00Z", "duration_ms": 1, "bytes": len(data),
+              "truncated": False, "error": None} for path, data in sorted(files.items())]
+    for gap in failed or []:
+        items.append({"command": ["test"], "exit_code": 1, "bytes": 0, "truncated": False,
+                      "node": _node_of(gap["path"]), **gap})
+    data = {
+        "format": "gpu-triage-bundle", "format_version": 1,
+        "collector": {"name": "gpu-triage-collect", "version": "0.1.0"},
+        "created_at": "2026-11-29T14:00:00Z",
+        "cluster": {"context": "test", "server_version": "v1.37.1"},
+        "operator_namespace": "gpu-operator",
+        "options": {}, "redaction": {"enabled": True, "counts": {}},
+        "items": items,
+    }
+    data.update(extra)
+    return data
+
+
+def _node_of(path: str) -> str | None:
+    parts = path.split("/")
+    return parts[1] if parts[0] == "nodes" and len(parts) > 2 else None
+
+
+def encode(files: Mapping[str, Content], failed: list[dict[str, Any]] | None = None,
+           **extra: Any) -> dict[str, bytes]:
+    raw = {path: _bytes(content) for path, content in files.items()}
+    if "manifest.json" not in raw:
+        raw = {"manifest.json": _bytes(manifest(raw, failed, **extra)), **raw}
+    return raw
+
+
+def write_dir(root: Path, files: Mapping[str, Content], failed: list[dict[str, Any]] | None = None,
+              **extra: Any) -> Path:
+    for path, data in encode(files, failed, **extra).items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return root
+
+
+def write_tar(target: Path, files: Mapping[str, Content], *, top: str = "gpu-triage-test",
+              gzip: bool = True, failed: list[dict[str, Any]] | None = None) -> Path:
+    mode = "w:gz" if gzip else "w"
+    with tarfile.open(target, mode) as archive:
+        for path, data in encode(files, failed).items():
+            info = tarfile.TarInfo(f"{top}/{path}" if top else path)
+            info.size = len(data)
+            info.mtime = 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    return target
+
+
+def pack_dir(source: Path, target: Path) -> Path:
+    """A .tgz of an existing bundle directory under one top-level directory."""
+    with tarfile.open(target, "w:gz") as archive:
+        manifest_path = source / "manifest.json"
+        archive.add(manifest_path, arcname=f"{source.name}/manifest.json")
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and path != manifest_path:
+                archive.add(path, arcname=f"{source.name}/{path.relative_to(source)}")
+    return target
