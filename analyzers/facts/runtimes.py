@@ -33,6 +33,7 @@ class RuntimeState:
     dump_path: str
     loaded: frozenset[str] | None       # None: no usable config dump
     imports: tuple[str, ...]            # the dump's resolved imports
+    load_order: tuple[str, ...]         # files the emulated merge reads, in order
     nvidia_dropins: tuple[str, ...]     # copied files that define the nvidia runtime
     clobbers: tuple[Clobber, ...]       # from emulating the imports merge
 
@@ -42,7 +43,7 @@ class RuntimeState:
 
     @property
     def unimported_dropins(self) -> tuple[str, ...]:
-        imported = set(self.imports)
+        imported = set(self.imports) | set(self.load_order)
         return tuple(p for p in self.nvidia_dropins
                      if p != "/etc/containerd/config.toml" and p not in imported)
 
@@ -65,14 +66,16 @@ def runtime_state(artifacts: NodeArtifacts) -> RuntimeState:
         if NVIDIA_HANDLER in runtimes_in(_safe_toml(text)):
             dropins.append(path)
     clobbers: tuple[Clobber, ...] = ()
+    load_order: tuple[str, ...] = ()
     if files:
-        version = parse_version(artifacts.containerd_version or "")
-        clobbers = emulate(files, version).clobbers
+        merged = emulate(files, parse_version(artifacts.containerd_version or ""))
+        clobbers, load_order = merged.clobbers, merged.load_order
     return RuntimeState(
         node=artifacts.name,
         dump_path=artifacts.path("containerd/config-dump.toml"),
         loaded=runtimes_in(config) if config is not None else None,
         imports=imports,
+        load_order=load_order,
         nvidia_dropins=tuple(dropins),
         clobbers=clobbers,
     )

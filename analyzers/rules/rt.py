@@ -155,4 +155,9 @@ class NoNvidiaRuntime(Rule):
         )
 
 
-RULES = [NoNvidiaRuntime]
+from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported  # noqa: E402
+from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing  # noqa: E402
+from analyzers.rules.rt_service import ContainerdRestarts, CriPluginDisabled  # noqa: E402
+
+RULES = [NoNvidiaRuntime, DropInClobber, DropInNotImported, ContainerdRestarts,
+         CriPluginDisabled, CdiSpecMissing, BrokenRuntimeReference]

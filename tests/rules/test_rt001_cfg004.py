@@ -61,7 +61,7 @@ def test_toolkit_disabled_explains_the_missing_runtime(tmp_path: Path) -> None:
     assert ("cluster/pods.json", "/items/0/spec/runtimeClassName") in paths
     cfg = found["CFG004:cluster-policy"]
     assert cfg.nodes == ["gpu-a"]
-    assert cfg.causes == ["RT001:gpu-a"]
+    assert cfg.causes == ["RT001:gpu-a", "RT007:handler/nvidia-cdi"]
     assert cfg.evidence[0].pointer == "/items/0/spec/toolkit/enabled"
     assert any(e.path == "nodes/gpu-a/host/nvidia-ctk.txt" and e.line == 1 for e in cfg.evidence)
     assert "--reuse-values --set toolkit.enabled=true" in cfg.remediation

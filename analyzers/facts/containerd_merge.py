@@ -1,0 +1,903 @@
+"""Emulate how containerd loads ``config.toml`` plus its ``imports`` (rule RT002).
+
+Given the files copied from a node (host path -> TOML text) and the containerd
+version, predict the configuration containerd loads, which runtime handlers the CRI
+plugin ends up with, and which later file replaced an earlier file's plugin table.
+
+Loading, all versions
+    containerd keeps a queue that starts with the main file. It takes the next path,
+    skips it when that exact path string was loaded already (so a file imported twice
+    or a circular import is merged once, at its first position), merges it, then
+    appends the file's own ``imports`` to the end of the queue (breadth first, so
+    recursive imports work). An import without ``*`` is cleaned and, when relative,
+    joined to the importing file's directory. An import with ``*`` is expanded with
+    Go's ``filepath.Glob``: per directory level, names sorted byte-wise, ``*`` and
+    ``?`` never cross ``/``, ``[...]`` classes negate with ``^``, dot files match, a
+    glob that matches nothing adds nothing, a malformed pattern is an error. A
+    missing import, a glob match that is a directory, or a file that is not valid
+    TOML stops containerd (it does not start; ``config dump`` fails).
+
+containerd 1.x (1.6, 1.7)
+    Each file is merged with ``mergo`` (override, append slices) and then every
+    ``[plugins.<name>]`` table of the newer file *replaces* the whole table loaded
+    before (same for ``proxy_plugins``, ``stream_processors``, ``timeouts`` keys).
+    Top-level values override only when non-zero (``oom_score = 0`` cannot reset
+    ``-999``), ``disabled_plugins`` / ``required_plugins`` append (duplicates kept).
+    The merged ``version`` is the last non-zero one (default 1). Version 1 reads the
+    CRI plugin from ``plugins.cri`` and ignores ``plugins."io.containerd.grpc.v1.cri"``;
+    version 2 reads the full URI and refuses to start when any plugin key (or
+    disabled/required plugin) is not a URI. When the CRI table defines
+    ``containerd.runtimes`` that map *replaces* the built-in ``runc`` (even an empty
+    table leaves no runtime); without it ``runc`` stays. Before 1.6.29 / 1.7.16 a
+    relative glob import is resolved against the process's working directory
+    (``/`` under systemd), not the importing file. 1.6.32+ and 1.7.17+ refuse
+    ``version`` > 2 (older 1.x reads it as 2); 1.7 also requires plugin keys to
+    start with ``io.containerd.``.
+
+containerd 2.x (read from the source only, no 2.x binary was run)
+    Plugin tables are deep-merged key by key (commit a21e379b, first in 2.0.0):
+    tables merge recursively and any other value (scalars, arrays) of the newer
+    file wins, zero values included. 2.0-2.2: files of version 0/1 get their plugin
+    names renamed (``cri`` -> ``io.containerd.grpc.v1.cri``) and are merged; if the
+    final merged version is 2 the CRI plugins' migrations then run once over the
+    merged tables: ``io.containerd.grpc.v1.cri`` moves into
+    ``io.containerd.cri.v1.runtime`` (existing keys of the target win; 2.0.0/2.0.1
+    replace the target table) and ``io.containerd.cri.v1.images``, and the gRPC
+    table keeps only its server settings. If the final version is 3 no migration
+    runs and CRI settings left under ``io.containerd.grpc.v1.cri`` are ignored.
+    2.3+: every older file is migrated on its own before the merge; 2.3.x also
+    refuses a drop-in whose version is higher than the main file's. The runtime
+    plugin decodes into a default config whose ``runtimes`` map already holds
+    ``runc`` and go-toml v2 adds to that map, so ``runc`` always stays.
+
+Verified against a binary
+    Debian's containerd 1.6.20 (``containerd --config F config dump``): everything
+    in the 1.x paragraph that applies to 1.6.20 (load order, duplicate and circular
+    imports, glob order, cwd-relative globs, missing and unparsable files, glob
+    matching a directory, whole-table replacement, version 1 vs 2 plugin names,
+    version 3 read as 2, non-URI key refusal, zero-value and slice merging, the
+    ``runc`` default), and the output of :func:`corrected_dropin`. The property test
+    ``tests/test_containerd_merge_property.py`` checks it on generated cases. Other
+    1.x releases are from their source (same loader, different version gates).
+    Everything about 2.x is from reading the source at v2.0.0 .. v2.3.x and main.
+
+Left out
+    Type errors inside plugin settings (a string where containerd wants a table),
+    symlinks in the copied tree, the ``runtime_platform`` part of the image
+    migration, plugins that are not registered in the binary (their tables stay in
+    the merged config here but are dropped from a dump), the Windows glob rules,
+    and TOML dialect differences between Go's parsers and :mod:`tomllib`.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import cast
+
+import tomlkit
+import tomlkit.items
+from tomlkit.container import Container
+from tomlkit.toml_document import TOMLDocument
+
+CRI_V1_ID = "cri"
+CRI_GRPC = "io.containerd.grpc.v1.cri"
+CRI_RUNTIME = "io.containerd.cri.v1.runtime"
+CRI_IMAGES = "io.containerd.cri.v1.images"
+DEFAULT_MAIN = "/etc/containerd/config.toml"
+DEFAULT_RUNTIME = "runc"
+
+Version = tuple[int, int, int]
+Table = dict[str, object]
+
+# Top-level fields of containerd's server config and how they merge.
+_SCALARS: dict[str, type] = {
+    "version": int, "root": str, "state": str, "temp": str, "plugin_dir": str,
+    "oom_score": int,
+}
+_STRUCTS = ("grpc", "ttrpc", "debug", "metrics", "cgroup")
+_SLICES = ("disabled_plugins", "required_plugins", "imports")
+_KEYED = ("proxy_plugins", "stream_processors", "timeouts")
+
+# Plugin names that version 1 configs could use without the URI prefix.
+_V1_CORE_PLUGINS = {
+    "cri": CRI_GRPC,
+    "cgroups": "io.containerd.monitor.v1.cgroups",
+    "linux": "io.containerd.runtime.v1.linux",
+    "scheduler": "io.containerd.gc.v1.scheduler",
+    "bolt": "io.containerd.metadata.v1.bolt",
+    "task": "io.containerd.runtime.v2.task",
+    "opt": "io.containerd.internal.v1.opt",
+    "restart": "io.containerd.internal.v1.restart",
+    "tracing": "io.containerd.internal.v1.tracing",
+    "otlp": "io.containerd.tracing.processor.v1.otlp",
+    "aufs": "io.containerd.snapshotter.v1.aufs",
+    "btrfs": "io.containerd.snapshotter.v1.btrfs",
+    "devmapper": "io.containerd.snapshotter.v1.devmapper",
+    "native": "io.containerd.snapshotter.v1.native",
+    "overlayfs": "io.containerd.snapshotter.v1.overlayfs",
+    "zfs": "io.containerd.snapshotter.v1.zfs",
+}
+
+# CRI keys that the 2.x migration sends elsewhere than the runtime plugin.
+_IMAGE_KEYS = (
+    "registry", "image_decryption", "max_concurrent_downloads",
+    "image_pull_progress_timeout", "image_pull_with_sync_fs", "stats_collect_period",
+)
+_SERVER_KEYS = (
+    "disable_tcp_service", "stream_server_address", "stream_server_port",
+    "stream_idle_timeout", "enable_tls_streaming", "x509_key_pair_streaming",
+)
+_IMAGE_CONTAINERD_KEYS = ("snapshotter", "disable_snapshot_annotations", "discard_unpacked_layers")
+
+
+@dataclass(frozen=True)
+class Clobber:
+    """A later file replaced a plugin table that an earlier file had set (1.x)."""
+
+    file: str            # the later file that replaced the table (absolute path)
+    overridden: str      # the earlier file whose settings were lost
+    plugin: str          # e.g. "io.containerd.grpc.v1.cri"
+    lost_runtimes: tuple[str, ...]   # runtime handler names defined before and gone after
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What containerd would load from the copied files."""
+
+    config: dict[str, object]           # merged config (1.x plugin names as written;
+    #                                     2.x after migration to version 3 names)
+    load_order: tuple[str, ...]         # files in the order merged (absolute paths)
+    runtimes: frozenset[str]            # CRI runtime handlers containerd ends up with
+    clobbers: tuple[Clobber, ...]
+    problems: tuple[str, ...]           # unparsable file, missing import, etc.
+    load_error: str | None = None       # why containerd would not start; None when it loads
+
+
+class _LoadError(Exception):
+    """containerd would stop loading here (it does not start, `config dump` fails)."""
+
+
+class _BadPattern(Exception):
+    """Go's filepath.ErrBadPattern."""
+
+
+# --------------------------------------------------------------------------- versions
+
+_VERSION_TOKEN = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_version(version_txt: str) -> tuple[int, int, int] | None:
+    """containerd's version from ``containerd --version`` output; None when absent.
+
+    Accepts upstream (``... v1.7.27 <commit>``), Debian (``... 1.6.20~ds1 1.6.20~ds1-1``),
+    Docker's packages (``containerd containerd.io 1.7.27 <commit>``), 2.x (module path
+    ``.../containerd/v2 v2.0.0 <commit>``) and suffixed builds (``v1.7.23-k3s2``).
+    """
+    for line in version_txt.splitlines():
+        tokens = line.split()
+        # The first word is the program name, the second the module or package name
+        # (which may end in /v2); a bare version line has neither.
+        for token in tokens[2:] if len(tokens) > 2 else tokens:
+            found = _VERSION_TOKEN.match(token)
+            if found:
+                patch = found.group(3)
+                return int(found.group(1)), int(found.group(2)), int(patch) if patch else 0
+    return None
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """The behaviour switches of one containerd release."""
+
+    major: int
+    glob_relative_to_parent: bool     # 1.6.29+/1.7.16+: relative globs join the parent dir
+    rejects_version_above_2: bool     # 1.6.32+/1.7.17+
+    plugin_key_needs_prefix: bool     # 1.7+: plugin keys must start with io.containerd.
+    per_file_migration: bool          # 2.3+: older files migrated one by one before merging
+    dropin_version_check: bool        # 2.3.x: drop-in version may not exceed the main file's
+    runtime_migration_replaces: bool  # 2.0.0, 2.0.1: runtime migration replaces the table
+    description: str
+
+
+def _profile(version: Version) -> _Profile:
+    major, minor, patch = version
+    text = f"containerd {major}.{minor}.{patch}"
+    if major >= 2:
+        return _Profile(
+            major=2, glob_relative_to_parent=True, rejects_version_above_2=False,
+            plugin_key_needs_prefix=False,
+            per_file_migration=(minor, patch) >= (3, 0),
+            dropin_version_check=minor == 3,
+            runtime_migration_replaces=(minor, patch) < (0, 2),
+            description=text,
+        )
+    relative_fix = (minor == 6 and patch >= 29) or (minor == 7 and patch >= 16) or minor > 7
+    version_gate = (minor == 6 and patch >= 32) or (minor == 7 and patch >= 17) or minor > 7
+    return _Profile(
+        major=1, glob_relative_to_parent=relative_fix, rejects_version_above_2=version_gate,
+        plugin_key_needs_prefix=minor >= 7, per_file_migration=False,
+        dropin_version_check=False, runtime_migration_replaces=False, description=text,
+    )
+
+
+# --------------------------------------------------------------------------- paths, glob
+
+
+def _clean(path: str) -> str:
+    """Go's filepath.Clean on Unix."""
+    if not path:
+        return "."
+    cleaned = posixpath.normpath(path)
+    if cleaned.startswith("//"):
+        cleaned = "/" + cleaned.lstrip("/")
+    return cleaned
+
+
+def _join(*parts: str) -> str:
+    """Go's filepath.Join: join the non-empty parts and clean."""
+    kept = [p for p in parts if p]
+    return _clean("/".join(kept)) if kept else ""
+
+
+class _Tree:
+    """The copied files seen as a file system rooted at ``/``."""
+
+    def __init__(self, files: Mapping[str, str], cwd: str) -> None:
+        self.files = {_clean(path): text for path, text in files.items() if path.startswith("/")}
+        self.cwd = cwd
+        self.children: dict[str, set[str]] = {}
+        for path in self.files:
+            child = path
+            while child != "/":
+                parent = posixpath.dirname(child)
+                self.children.setdefault(parent, set()).add(posixpath.basename(child))
+                child = parent
+
+    def absolute(self, path: str) -> str:
+        return _clean(path) if path.startswith("/") else _join(self.cwd, path)
+
+    def is_dir(self, path: str) -> bool:
+        absolute = self.absolute(path)
+        return absolute == "/" or absolute in self.children
+
+    def exists(self, path: str) -> bool:
+        return self.absolute(path) in self.files or self.is_dir(path)
+
+    def names(self, path: str) -> list[str]:
+        return sorted(self.children.get(self.absolute(path), ()))
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """Translate one Go filepath.Match pattern (no separators) to a regex, or raise."""
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+
+    def escaped_char(j: int) -> tuple[str, int]:
+        # getEsc: one (possibly backslash-escaped) character inside a class.
+        if j >= n or pattern[j] in "-]":
+            raise _BadPattern(pattern)
+        if pattern[j] == "\\":
+            j += 1
+            if j >= n:
+                raise _BadPattern(pattern)
+        if j + 1 >= n:
+            raise _BadPattern(pattern)  # the class is not closed
+        return pattern[j], j + 1
+
+    while i < n:
+        char = pattern[i]
+        if char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "\\":
+            if i + 1 >= n:
+                raise _BadPattern(pattern)
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        elif char == "[":
+            i += 1
+            negated = i < n and pattern[i] == "^"
+            if negated:
+                i += 1
+            ranges: list[tuple[str, str]] = []
+            while True:
+                if i < n and pattern[i] == "]" and ranges:
+                    i += 1
+                    break
+                low, i = escaped_char(i)
+                high = low
+                if pattern[i] == "-":
+                    high, i = escaped_char(i + 1)
+                ranges.append((low, high))
+            parts = [f"{re.escape(lo)}-{re.escape(hi)}" for lo, hi in ranges if lo <= hi]
+            if not parts:
+                out.append("[^\\s\\S]" if not negated else "[\\s\\S]")
+            else:
+                out.append(("[^" if negated else "[") + "".join(parts) + "]")
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _has_meta(path: str) -> bool:
+    return any(char in path for char in "*?[\\")
+
+
+def _glob(pattern: str, tree: _Tree, depth: int = 0) -> list[str]:
+    """Go's filepath.Glob over the copied tree (I/O errors ignored, as Go does)."""
+    if depth > 10000:
+        raise _BadPattern(pattern)
+    for segment in pattern.split("/"):
+        _pattern_regex(segment)  # validate the whole pattern first, as Glob does
+    if not _has_meta(pattern):
+        return [pattern] if tree.exists(pattern) else []
+    slash = pattern.rfind("/")
+    directory, name = pattern[: slash + 1], pattern[slash + 1 :]
+    if directory == "":
+        directory = "."
+    elif directory != "/":
+        directory = directory[:-1]
+    if not _has_meta(directory):
+        return _glob_dir(directory, name, tree)
+    if directory == pattern:
+        raise _BadPattern(pattern)
+    found: list[str] = []
+    for match in _glob(directory, tree, depth + 1):
+        found.extend(_glob_dir(match, name, tree))
+    return found
+
+
+def _glob_dir(directory: str, name: str, tree: _Tree) -> list[str]:
+    if not tree.is_dir(directory):
+        return []
+    regex = _pattern_regex(name)
+    return [_join(directory, entry) for entry in tree.names(directory) if regex.fullmatch(entry)]
+
+
+def _resolve_imports(parent: str, imports: list[str], tree: _Tree, profile: _Profile) -> list[str]:
+    resolved: list[str] = []
+    for raw in imports:
+        path = raw
+        if profile.glob_relative_to_parent or "*" not in raw:
+            path = _clean(raw)
+            if not path.startswith("/"):
+                path = _join(posixpath.dirname(parent) or ".", path)
+        if "*" in path:
+            try:
+                resolved.extend(_glob(path, tree))
+            except _BadPattern:
+                raise _LoadError(f"{parent}: import {raw!r} is not a valid glob pattern") from None
+        else:
+            resolved.append(path)
+    return resolved
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def _is_zero(value: object) -> bool:
+    return value is None or value == "" or value == 0 or value is False or value == []
+
+
+def _as_table(value: object) -> Table | None:
+    return cast(Table, value) if isinstance(value, dict) else None
+
+
+def _deep_merge(into: Table, newer: Mapping[str, object]) -> None:
+    """2.x plugin merge: tables merge recursively, every other value of `newer` wins."""
+    for key, value in newer.items():
+        current = into.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            _deep_merge(cast(Table, current), cast(Table, value))
+        else:
+            into[key] = copy.deepcopy(value)
+
+
+def _check_types(path: str, data: Mapping[str, object]) -> None:
+    for key, kind in _SCALARS.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise _LoadError(f"{path}: `{key}` must be {kind.__name__}, got {value!r}")
+    for key in _SLICES:
+        value = data.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            raise _LoadError(f"{path}: `{key}` must be an array of strings")
+    for key in (*_STRUCTS, *_KEYED, "plugins"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise _LoadError(f"{path}: `{key}` must be a table")
+    plugins = _as_table(data.get("plugins")) or {}
+    for name, table in plugins.items():
+        if not isinstance(table, dict):
+            raise _LoadError(f"{path}: plugins.{name} must be a table")
+
+
+def _merge_top(merged: Table, data: Mapping[str, object], major: int) -> None:
+    """Merge everything but `plugins`: the mergo rules both major versions share."""
+    for key in _SCALARS:
+        if key in data and (key not in merged or not _is_zero(data[key])):
+            merged[key] = data[key]
+    for key in _STRUCTS:
+        section = _as_table(data.get(key))
+        if section is None:
+            continue
+        target = _as_table(merged.setdefault(key, {})) or {}
+        for field, value in section.items():
+            if field not in target or not _is_zero(value):
+                target[field] = copy.deepcopy(value)
+    for key in _SLICES:
+        items = cast(list[str], data.get(key) or [])
+        target_list = cast(list[str], merged.setdefault(key, []))
+        for item in items:
+            if major == 1 or item not in target_list:
+                target_list.append(item)
+    for key in _KEYED:
+        section = _as_table(data.get(key))
+        if section is not None:
+            keyed = _as_table(merged.setdefault(key, {})) or {}
+            for name, value in section.items():
+                keyed[name] = copy.deepcopy(value)
+
+
+def _v1_plugin_name(name: str) -> str:
+    if "." in name:
+        return name
+    if name in _V1_CORE_PLUGINS:
+        return _V1_CORE_PLUGINS[name]
+    if name.endswith("-service"):
+        return "io.containerd.service.v1." + name
+    if name in ("windows", "windows-lcow"):
+        return "io.containerd.snapshotter.v1." + name
+    return "io.containerd.grpc.v1." + name
+
+
+def _v1_migrate(data: Table) -> None:
+    """2.x: rename version 1 plugin names to URIs (plugins, disabled, required)."""
+    plugins = _as_table(data.get("plugins"))
+    if plugins is not None:
+        data["plugins"] = {_v1_plugin_name(k): v for k, v in plugins.items()}
+    for key in ("disabled_plugins", "required_plugins"):
+        names = data.get(key)
+        if isinstance(names, list):
+            data[key] = [_v1_plugin_name(str(n)) for n in names]
+
+
+def _migrate_cri(plugins: Table, profile: _Profile) -> None:
+    """2.x CRI plugin migrations from version 2 names (runtime, images, then gRPC)."""
+    source = _as_table(plugins.get(CRI_GRPC))
+    if source is None:
+        return
+    # io.containerd.cri.v1.runtime
+    if profile.runtime_migration_replaces:
+        runtime = copy.deepcopy(source)
+    else:
+        runtime = _as_table(plugins.get(CRI_RUNTIME)) or {}
+        for key, value in source.items():
+            if key in ("cni", "containerd", "sandbox_image", *_IMAGE_KEYS, *_SERVER_KEYS):
+                continue
+            runtime.setdefault(key, copy.deepcopy(value))
+        cni = _as_table(source.get("cni"))
+        if cni is not None:
+            new_cni = _as_table(runtime.get("cni")) or {}
+            for key, value in cni.items():
+                if key == "bin_dir":
+                    new_cni["bin_dirs"] = [value]
+                else:
+                    new_cni.setdefault(key, copy.deepcopy(value))
+            runtime["cni"] = new_cni
+        containerd = _as_table(source.get("containerd"))
+        if containerd is not None:
+            new_containerd = _as_table(runtime.get("containerd")) or {}
+            for key, value in containerd.items():
+                if key not in _IMAGE_CONTAINERD_KEYS:
+                    new_containerd.setdefault(key, copy.deepcopy(value))
+            runtime["containerd"] = new_containerd
+    for handler in (_runtimes_of(runtime) or {}).values():
+        settings = _as_table(handler)
+        if settings is not None and "sandbox_mode" in settings and "sandboxer" not in settings:
+            settings["sandboxer"] = settings["sandbox_mode"]
+            if not profile.runtime_migration_replaces:
+                del settings["sandbox_mode"]
+    plugins[CRI_RUNTIME] = runtime
+    # io.containerd.cri.v1.images
+    images = _as_table(plugins.get(CRI_IMAGES)) or {}
+    pinned = _as_table(images.get("pinned_images")) or {}
+    if "sandbox_image" in source:
+        pinned["sandbox"] = source["sandbox_image"]
+    if pinned:
+        images["pinned_images"] = pinned
+    for key in _IMAGE_KEYS:
+        if key in source:
+            images[key] = copy.deepcopy(source[key])
+    containerd_src = _as_table(source.get("containerd"))
+    if containerd_src is not None and "runtimes" in containerd_src:
+        for key in _IMAGE_CONTAINERD_KEYS:
+            if key in containerd_src:
+                images[key] = copy.deepcopy(containerd_src[key])
+    plugins[CRI_IMAGES] = images
+    # io.containerd.grpc.v1.cri keeps the streaming server settings only
+    plugins[CRI_GRPC] = {k: source[k] for k in _SERVER_KEYS if k in source}
+
+
+def _runtimes_of(table: object) -> dict[str, object] | None:
+    """The `containerd.runtimes` table of one CRI plugin table, if it defines one."""
+    containerd = (_as_table(table) or {}).get("containerd")
+    return _as_table((_as_table(containerd) or {}).get("runtimes"))
+
+
+def runtimes_in(config: Mapping[str, object]) -> frozenset[str]:
+    """Runtime handler names a config (a file, a merged config or a dump) defines.
+
+    Looks at every place some containerd reads CRI runtimes from:
+    ``plugins.cri`` (1.x, version 1), ``plugins."io.containerd.grpc.v1.cri"`` (1.x
+    version 2, migrated by 2.x) and ``plugins."io.containerd.cri.v1.runtime"`` (2.x).
+    On a ``containerd config dump`` only the loaded location is populated, so the
+    result is what containerd loaded. Built-in defaults are not added here.
+    """
+    plugins = _as_table(config.get("plugins")) or {}
+    names: set[str] = set()
+    for key in (CRI_V1_ID, CRI_GRPC, CRI_RUNTIME):
+        names.update((_runtimes_of(plugins.get(key)) or {}).keys())
+    return frozenset(names)
+
+
+def _leaves(table: Mapping[str, object], prefix: tuple[str, ...] = ()) -> set[tuple[object, ...]]:
+    found: set[tuple[object, ...]] = set()
+    for key, value in table.items():
+        if isinstance(value, dict):
+            found.add((*prefix, key, "{}"))
+            found.update(_leaves(cast(Table, value), (*prefix, key)))
+        else:
+            found.add((*prefix, key, repr(value)))
+    return found
+
+
+# --------------------------------------------------------------------------- emulate
+
+
+class _Loader:
+    def __init__(
+        self, files: Mapping[str, str], version: Version | None, main: str, cwd: str
+    ) -> None:
+        self.tree = _Tree(files, cwd)
+        self.problems: list[str] = []
+        self.parsed: dict[str, Table] = {}
+        self.main = main
+        if version is None:
+            version = self._guess_version()
+        self.profile = _profile(version)
+        self.merged: Table = {}
+        self.owner: dict[str, tuple[str, Table]] = {}
+        self.clobbers: list[Clobber] = []
+        self.order: list[str] = []
+
+    def _guess_version(self) -> Version:
+        declared: list[int] = []
+        for text in self.tree.files.values():
+            try:
+                value = tomllib.loads(text).get("version")
+            except tomllib.TOMLDecodeError:
+                continue
+            if isinstance(value, int):
+                declared.append(value)
+        guess: Version = (2, 2, 0) if any(v >= 3 for v in declared) else (1, 7, 27)
+        self.problems.append(
+            "containerd version unknown: emulating containerd "
+            + ".".join(map(str, guess))
+            + (" (a file declares version 3)" if guess[0] == 2 else "")
+        )
+        return guess
+
+    def parse(self, key: str) -> Table:
+        absolute = self.tree.absolute(key)
+        text = self.tree.files.get(absolute)
+        if text is None:
+            if self.tree.is_dir(key):
+                raise _LoadError(f"{absolute}: is a directory, not a config file")
+            raise _LoadError(f"{absolute}: imported but not among the copied files")
+        try:
+            data: Table = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise _LoadError(f"{absolute}: not valid TOML ({error})") from None
+        _check_types(absolute, data)
+        unknown = sorted(
+            k for k in data
+            if k not in _SCALARS and k not in (*_STRUCTS, *_SLICES, *_KEYED, "plugins")
+        )
+        if unknown:
+            self.problems.append(f"{absolute}: unknown top-level keys ignored: {unknown}")
+        return data
+
+    def run(self) -> MergeResult:
+        self.merged = {"version": 1 if self.profile.major == 1 else 3}
+        error: str | None = None
+        main_abs = self.tree.absolute(self.main)
+        if main_abs not in self.tree.files and not self.tree.is_dir(self.main):
+            self.problems.append(
+                f"{main_abs}: main config not among the copied files; containerd started "
+                "without --config runs on its built-in defaults"
+            )
+        else:
+            try:
+                self._load_all()
+                self._finish()
+            except _LoadError as stop:
+                error = str(stop)
+                self.problems.append(f"containerd would not start: {error}")
+        runtimes = frozenset() if error is not None else self._effective_runtimes()
+        return MergeResult(
+            config=self.merged,
+            load_order=tuple(self.order),
+            runtimes=runtimes,
+            clobbers=tuple(self.clobbers),
+            problems=tuple(self.problems),
+            load_error=error,
+        )
+
+    def _load_all(self) -> None:
+        loaded: set[str] = set()
+        pending = [self.main]
+        root_version = 0
+        while pending:
+            key = pending.pop(0)
+            if key in loaded:
+                continue
+            data = self.parse(key)
+            absolute = self.tree.absolute(key)
+            file_version = cast(int, data.get("version", 0))
+            if self.profile.major == 2:
+                if self.profile.dropin_version_check:
+                    root_version = root_version or file_version
+                    if file_version > root_version:
+                        raise _LoadError(
+                            f"{absolute}: drop-in config version {file_version} higher than "
+                            f"root config version {root_version}"
+                        )
+                self._merge_v2(data, absolute)
+            else:
+                self._merge_v1(data, absolute)
+            imports = cast(list[str], data.get("imports") or [])
+            loaded.add(key)
+            self.order.append(absolute)
+            pending.extend(_resolve_imports(key, imports, self.tree, self.profile))
+        if self.profile.major == 1:
+            self.merged["imports"] = list(self.order)
+
+    def _merge_v1(self, data: Table, absolute: str) -> None:
+        _merge_top(self.merged, data, 1)
+        plugins = cast(Table, self.merged.setdefault("plugins", {}))
+        for name, table in (_as_table(data.get("plugins")) or {}).items():
+            new_table = copy.deepcopy(cast(Table, table))
+            previous = self.owner.get(name)
+            if previous is not None:
+                earlier_file, earlier = previous
+                if _leaves(earlier) - _leaves(new_table):
+                    before = set((_runtimes_of(earlier) or {}).keys())
+                    after = set((_runtimes_of(new_table) or {}).keys())
+                    self.clobbers.append(Clobber(
+                        file=absolute, overridden=earlier_file, plugin=name,
+                        lost_runtimes=tuple(sorted(before - after)),
+                    ))
+            plugins[name] = new_table
+            self.owner[name] = (absolute, new_table)
+
+    def _merge_v2(self, data: Table, absolute: str) -> None:
+        data = copy.deepcopy(data)
+        file_version = cast(int, data.get("version", 0))
+        target = cast(int, self.merged.get("version", 3))
+        if self.profile.per_file_migration:
+            if file_version > 3:
+                raise _LoadError(f"{absolute}: config version {file_version} is not supported")
+            if file_version < target:
+                plugins = cast(Table, data.setdefault("plugins", {}))
+                for step in range(file_version, target):
+                    if step == 1:
+                        _v1_migrate(data)
+                        plugins = cast(Table, data["plugins"])
+                    if step < 3:
+                        _migrate_cri(plugins, self.profile)
+                data["version"] = target
+        elif file_version in (0, 1):
+            if target >= 2:
+                _v1_migrate(data)
+            data["version"] = target
+        _merge_top(self.merged, data, 2)
+        plugins_into = cast(Table, self.merged.setdefault("plugins", {}))
+        _deep_merge(plugins_into, _as_table(data.get("plugins")) or {})
+
+    def _finish(self) -> None:
+        version = cast(int, self.merged.get("version") or 1)
+        plugins = cast(Table, self.merged.setdefault("plugins", {}))
+        names = [*cast(list[str], self.merged.get("disabled_plugins", [])),
+                 *cast(list[str], self.merged.get("required_plugins", []))]
+        if self.profile.major == 2:
+            if version > 3:
+                raise _LoadError(f"config version {version} is not supported (max 3)")
+            for name in names:
+                if "." not in name:
+                    raise _LoadError(f"invalid plugin URI {name!r} in disabled/required plugins")
+            if version < 3:
+                _migrate_cri(plugins, self.profile)
+                self.merged["version"] = 3
+            if _runtimes_of(plugins.get(CRI_GRPC)):
+                self.problems.append(
+                    f"runtimes under plugins.{CRI_GRPC!r} are ignored by containerd 2.x "
+                    f"(config version 3 reads them from {CRI_RUNTIME!r})"
+                )
+            return
+        if version < 2:
+            self.problems.append("config version 1 is deprecated: plugins are read by short "
+                                 "name (plugins.cri), full plugin URIs are ignored")
+            if CRI_GRPC in plugins and CRI_V1_ID not in plugins:
+                self.problems.append(f"version 1 config: plugins.{CRI_GRPC!r} is ignored; "
+                                     "containerd 1.x reads plugins.cri")
+            return
+        if version > 2 and self.profile.rejects_version_above_2:
+            raise _LoadError(f"unsupported config version `{version}` (1.x reads 1 or 2)")
+        for name in [*names, *plugins]:
+            if not self._is_uri(name):
+                raise _LoadError(f"invalid plugin key URI {name!r} expect io.containerd.x.vx")
+
+    def _is_uri(self, name: str) -> bool:
+        if self.profile.plugin_key_needs_prefix:
+            return name.startswith("io.containerd.") and len(name.split(".", 3)) >= 4
+        return len(name.split(".")) >= 4
+
+    def _effective_runtimes(self) -> frozenset[str]:
+        plugins = _as_table(self.merged.get("plugins")) or {}
+        disabled = set(cast(list[str], self.merged.get("disabled_plugins", [])))
+        if self.profile.major == 2:
+            if CRI_RUNTIME in disabled:
+                self.problems.append(f"{CRI_RUNTIME} is disabled: no CRI runtimes load")
+                return frozenset()
+            defined = _runtimes_of(plugins.get(CRI_RUNTIME)) or {}
+            return frozenset({DEFAULT_RUNTIME, *defined})
+        version = cast(int, self.merged.get("version") or 1)
+        key = CRI_V1_ID if version < 2 else CRI_GRPC
+        if key in disabled:
+            self.problems.append(f"the CRI plugin ({key}) is disabled: no CRI runtimes load")
+            return frozenset()
+        table = _as_table(plugins.get(key)) or {}
+        containerd = table.get("containerd")
+        if containerd is not None and not isinstance(containerd, dict):
+            self.problems.append(f"plugins.{key}.containerd is not a table: the CRI plugin "
+                                 "config cannot be decoded")
+            return frozenset()
+        if containerd is not None and "runtimes" in containerd:
+            runtimes = containerd["runtimes"]
+            if not isinstance(runtimes, dict):
+                self.problems.append(f"plugins.{key}.containerd.runtimes is not a table: the "
+                                     "CRI plugin config cannot be decoded")
+                return frozenset()
+            return frozenset(runtimes)
+        return frozenset({DEFAULT_RUNTIME})
+
+
+def emulate(
+    files: Mapping[str, str],
+    version: tuple[int, int, int] | None,
+    main: str = DEFAULT_MAIN,
+    *,
+    cwd: str = "/",
+) -> MergeResult:
+    """Predict what containerd `version` loads from `files` (host path -> TOML text).
+
+    `version` None guesses (2.x when a file declares ``version = 3``, else 1.7) and
+    says so in ``problems``. `cwd` is containerd's working directory, which only
+    matters for relative glob imports before 1.6.29 / 1.7.16 (``/`` under systemd).
+    Never raises: anything containerd would stop on is in ``load_error`` and
+    ``problems``, and ``runtimes`` is then empty.
+    """
+    return _Loader(files, version, main, cwd).run()
+
+
+# --------------------------------------------------------------------------- corrected drop-in
+
+
+def _plain(value: object) -> object:
+    unwrap = getattr(value, "unwrap", None)
+    return unwrap() if callable(unwrap) else value
+
+
+def _merge_documents(
+    into: Container, newer: Container, carried: list[tomlkit.items.Comment]
+) -> list[tomlkit.items.Comment]:
+    """Fold `newer` into `into` (newer wins on values), keeping both files' comments.
+
+    A comment of `newer` travels with the next item it precedes, so a comment above
+    a table that lands inside an existing table still sits above that table.
+    Returns the comments that preceded nothing.
+    """
+    for key, item in newer.body:
+        if key is None:
+            if isinstance(item, tomlkit.items.Comment):
+                carried.append(item)
+            continue
+        name = key.key
+        current = into.get(name) if name in into else None
+        if isinstance(item, tomlkit.items.Table) and isinstance(current, tomlkit.items.Table):
+            carried = _merge_documents(current.value, item.value, carried)
+            continue
+        for comment in carried:
+            into.append(None, comment)
+        carried = []
+        if name in into:
+            into[name] = item
+        else:
+            into.append(key, item)
+    return carried
+
+
+def _is_main(path: str) -> bool:
+    return posixpath.basename(path) == posixpath.basename(DEFAULT_MAIN)
+
+
+def _header(files: Iterable[str]) -> str:
+    names = " and ".join(files)
+    return (f"Single drop-in written by gpu-triage from {names}; it replaces both files, "
+            "so the nvidia runtime and the other file's settings load together.")
+
+
+def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
+    """One drop-in that carries both files of a clobber, to replace both of them.
+
+    The earlier (overridden) file's tables, the nvidia runtimes among them, are
+    deep-merged with the clobbering file's settings, the clobbering file winning on
+    conflicting values, under the same plugin table. Comments of both files are kept.
+    The result is TOML text: install it under the clobbering file's name and delete
+    the overridden file. When the overridden file is the main ``config.toml`` keep
+    that file (it is what imports the drop-ins); its ``imports`` are not copied.
+    The drop-in must stay the last file that sets this plugin's table.
+    """
+    tree = _Tree(files, "/")
+    earlier_text = tree.files.get(_clean(clobber.overridden), "")
+    later_text = tree.files.get(_clean(clobber.file), "")
+    expected = tomllib.loads(earlier_text) if earlier_text else {}
+    later = tomllib.loads(later_text) if later_text else {}
+    for data, path in ((expected, clobber.overridden), (later, clobber.file)):
+        if _is_main(path):
+            data.pop("imports", None)
+    _deep_merge(expected, later)
+    header = _header((clobber.overridden, clobber.file))
+    try:
+        document = tomlkit.parse(earlier_text)
+        later_document = tomlkit.parse(later_text)
+        for source, path in ((document, clobber.overridden), (later_document, clobber.file)):
+            if _is_main(path) and "imports" in source:
+                del source["imports"]
+        for comment in _merge_documents(document, later_document, []):
+            document.append(None, comment)
+        document.body.insert(0, (None, tomlkit.comment(header)))
+        text = document.as_string()
+        if tomllib.loads(text) == expected:
+            return text
+    except Exception:  # tomlkit quirks: fall back to the plain rewrite below
+        pass
+    return _plain_rewrite(expected, header, (earlier_text, later_text))
+
+
+def _plain_rewrite(data: Table, header: str, sources: Iterable[str]) -> str:
+    """A fresh document of `data`; the sources' comments kept as a block on top."""
+    document: TOMLDocument = tomlkit.document()
+    document.add(tomlkit.comment(header))
+    for text in sources:
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                document.add(tomlkit.comment(stripped.lstrip("#").strip()))
+    document.add(tomlkit.nl())
+    for key, value in data.items():
+        document.add(key, tomlkit.item(_plain(value)))
+    return document.as_string()

@@ -1,0 +1,151 @@
+"""RT002 and RT003: why the toolkit's drop-in did not reach the loaded configuration."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+
+from analyzers.facts.containerd_merge import corrected_dropin
+from analyzers.facts.runtimes import NVIDIA_HANDLER
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, node
+from analyzers.rules.common import node_ref
+from bundle.evidence import first_line
+
+
+def _file_evidence(ctx: Context, node_name: str, host_path: str, needle: str) -> Evidence:
+    artifacts = ctx.bundle.node(node_name)
+    path = artifacts.path("containerd/files" + host_path)
+    text = artifacts.containerd_files.get(host_path, "")
+    hit = first_line(path, text, needle)
+    if hit is None:
+        return Evidence(path=path, excerpt=f"({posixpath.basename(host_path)})")
+    return Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt)
+
+
+class DropInClobber(Rule):
+    """A later containerd drop-in replaced the CRI plugin table and dropped the nvidia runtime.
+
+    containerd 1.x merges ``imports`` in sorted order and a file that sets
+    ``[plugins."io.containerd.grpc.v1.cri"...]`` replaces that plugin's *whole*
+    table. A three-line registry drop-in named to sort after ``99-nvidia.toml``
+    silently deletes the nvidia runtime. The rule emulates the merge over the copied
+    files, checks it against the loaded configuration, and names the clobbering
+    file and the file it overrode.
+
+    Why it matters:
+    ``cat 99-nvidia.toml`` looks right and ``config dump`` still shows runc, so
+    the trap is easy to misdiagnose twice; meanwhile every pod that needs the
+    ``nvidia`` handler fails to start on the node.
+
+    Remediation:
+    Replace the two files with one drop-in that carries both settings (the finding
+    shows it), keep it the last file that touches the CRI plugin, restart containerd
+    on one node, and confirm ``containerd config dump | grep -c runtimes.nvidia``.
+    """
+
+    id = "RT002"
+    slug = "dropin-clobber"
+    severity = Severity.CRITICAL
+    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
+              node("containerd/version.txt", optional=True))
+    tags = ("runtime", "containerd")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for node_name in ctx.facts.gpu_nodes:
+            state = ctx.facts.runtime(node_name)
+            clobber = state.nvidia_clobber()
+            if clobber is None or state.has_nvidia is True:
+                continue
+            files = ctx.bundle.node(node_name).containerd_files
+            version = ctx.bundle.node(node_name).containerd_version or "unknown version"
+            later = posixpath.basename(clobber.file)
+            earlier = posixpath.basename(clobber.overridden)
+            loaded = ("the loaded configuration confirms it (no runtimes.nvidia)"
+                      if state.has_nvidia is False else
+                      "no config dump was collected to confirm it")
+            summary = (f"On {node_name}, {clobber.file} loads after {clobber.overridden} and, "
+                       f"on containerd 1.x ({version}), replaces the whole {clobber.plugin} "
+                       f"table: the runtimes {', '.join(clobber.lost_runtimes)} are gone; "
+                       f"{loaded}.")
+            evidence = [
+                _file_evidence(ctx, node_name, clobber.file, clobber.plugin),
+                _file_evidence(ctx, node_name, clobber.overridden, f"runtimes.{NVIDIA_HANDLER}"),
+                Evidence(path=state.dump_path,
+                         excerpt=f"(no runtimes.{NVIDIA_HANDLER} table; loaded runtimes: "
+                                 f"{', '.join(sorted(state.loaded or ())) or 'none'})"),
+            ]
+            try:
+                merged = corrected_dropin(files, clobber)
+            except Exception as exc:  # noqa: BLE001 - the advice must not hide the finding
+                merged = f"# could not build a merged drop-in: {exc}"
+            remediation = (
+                f"# on {node_name}: look first\n"
+                f"ls -l {posixpath.dirname(clobber.file)}/\n"
+                "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms\n"
+                f"# replace {later} and {earlier} with one file carrying both settings,\n"
+                f"# saved as {clobber.file} (it must stay the last file touching the CRI "
+                f"plugin), then remove {clobber.overridden}"
+                + (" (keep config.toml itself)" if earlier == "config.toml" else "") + ":\n"
+                + merged.rstrip() + "\n"
+                "# restart on this node only, then check before moving to the next\n"
+                "systemctl restart containerd && containerd config dump | grep -c "
+                "'runtimes.nvidia'"
+            )
+            yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
+                               evidence=evidence, remediation=remediation,
+                               causes=[f"RT001:{node_name}"])
+
+
+class DropInNotImported(Rule):
+    """The nvidia drop-in exists but containerd does not import it.
+
+    ``/etc/containerd/conf.d/99-nvidia.toml`` defines the runtime, but
+    ``config.toml`` has no ``imports`` covering it, so the loaded configuration
+    (whose ``imports`` list names every file it read) never includes it.
+
+    Why it matters:
+    The toolkit wrote its configuration and reported success, yet containerd runs
+    without the ``nvidia`` handler; operand pods fail with ``no runtime for "nvidia"``.
+
+    Remediation:
+    Add the drop-in directory to the top of ``/etc/containerd/config.toml``
+    (``imports = ["/etc/containerd/conf.d/*.toml"]``, keeping any existing entries),
+    restart containerd on one node and check ``containerd config dump``.
+    """
+
+    id = "RT003"
+    slug = "dropin-not-imported"
+    severity = Severity.CRITICAL
+    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"))
+    tags = ("runtime", "containerd")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for node_name in ctx.facts.gpu_nodes:
+            state = ctx.facts.runtime(node_name)
+            if state.has_nvidia is not False or not state.unimported_dropins:
+                continue
+            dropin = state.unimported_dropins[0]
+            imports = ", ".join(state.imports) or "none"
+            dump_text = ctx.bundle.node(node_name).config_dump_text or ""
+            dump_line = first_line(state.dump_path, dump_text, "imports")
+            evidence = [_file_evidence(ctx, node_name, dropin, f"runtimes.{NVIDIA_HANDLER}"),
+                        Evidence(path=state.dump_path, line=dump_line.line if dump_line else None,
+                                 excerpt=dump_line.excerpt if dump_line else "(no imports)")]
+            main = "/etc/containerd/config.toml"
+            if main in ctx.bundle.node(node_name).containerd_files:
+                evidence.append(_file_evidence(ctx, node_name, main, "version"))
+            summary = (f"On {node_name}, {dropin} defines the nvidia runtime but containerd "
+                       f"never read it: the loaded configuration imports {imports}.")
+            glob = posixpath.dirname(dropin) + "/*.toml"
+            remediation = (
+                f"# on {node_name}\n"
+                f"grep -n '^imports' {main} || echo 'no imports line'\n"
+                f"# add (or extend) at the top of {main}:\n"
+                f'imports = ["{glob}"]\n'
+                "systemctl restart containerd && containerd config dump | grep -c "
+                "'runtimes.nvidia'"
+            )
+            yield self.finding(node_name, summary, nodes=[node_name],
+                               objects=[node_ref(node_name)], evidence=evidence,
+                               remediation=remediation, causes=[f"RT001:{node_name}"])

@@ -1,0 +1,169 @@
+"""RT006 and RT007: references that point at nothing — CDI specs and runtime handlers."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
+from bundle.kube import RuntimeClass
+
+_SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
+
+
+def _cdi_collected(ctx: Context, node_name: str) -> bool:
+    prefix = f"nodes/{node_name}/cdi"
+    return any(item.path.startswith(prefix) for item in ctx.bundle.manifest.items) or \
+        bool(ctx.bundle.node(node_name).cdi_files)
+
+
+def _cause_link(ctx: Context, node_name: str) -> list[str]:
+    cause = ctx.facts.runtime_cause(node_name)
+    policy = ctx.facts.cluster_policy
+    if cause is Cause.TOOLKIT_DISABLED and policy is not None:
+        return [f"CFG004:{policy.metadata.name}"]
+    return []
+
+
+class CdiSpecMissing(Rule):
+    """CDI is enabled but a GPU node has no NVIDIA CDI spec, or a stale one.
+
+    With ``cdi.enabled`` (the default since GPU Operator 25.10) devices are injected
+    by name from specs under ``/var/run/cdi`` or ``/etc/cdi``. A node without an
+    NVIDIA spec, or with a spec generated for another driver version, cannot
+    resolve the device names the plugin hands out.
+
+    Why it matters:
+    Containers fail at creation with ``unresolvable CDI devices`` or get libraries
+    of a driver that is no longer installed, while the node still advertises GPUs.
+
+    Remediation:
+    On the node: ``ls -l /var/run/cdi /etc/cdi``; check that the toolkit pod is
+    running there (it writes the management spec) or regenerate a host spec with
+    ``nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`` after a driver change.
+    """
+
+    id = "RT006"
+    slug = "cdi-spec-missing"
+    severity = Severity.HIGH
+    inputs = (cluster("clusterpolicies.json"), node("nvidia-smi.xml", optional=True))
+    tags = ("runtime", "cdi")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        policy = ctx.facts.cluster_policy
+        cdi = policy.spec.get("cdi") if policy is not None else None
+        if policy is None or not isinstance(cdi, dict) or cdi.get("enabled") is not True:
+            return
+        for node_name in ctx.facts.gpu_nodes:
+            if node_name not in ctx.bundle.node_names or not _cdi_collected(ctx, node_name):
+                continue
+            artifacts = ctx.bundle.node(node_name)
+            specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
+            policy_evidence = field(policy, "spec.cdi.enabled: true", "spec", "cdi", "enabled")
+            if not specs:
+                gap = next((i for i in ctx.bundle.manifest.items
+                            if i.path.startswith(f"nodes/{node_name}/cdi") and i.error), None)
+                excerpt = (f"{gap.path}: {gap.error}" if gap is not None
+                           else "(no file with 'nvidia' in its name under cdi/)")
+                yield self.finding(
+                    node_name,
+                    f"On {node_name}, CDI is enabled in ClusterPolicy {policy.metadata.name} but "
+                    "no NVIDIA CDI spec exists under /etc/cdi or /var/run/cdi.",
+                    nodes=[node_name], objects=[node_ref(node_name)],
+                    evidence=[policy_evidence,
+                              Evidence(path=artifacts.path("cdi/"), excerpt=excerpt)],
+                    caused_by=_cause_link(ctx, node_name))
+                continue
+            smi = artifacts.nvidia_smi
+            driver = smi.driver_version if smi is not None else None
+            for path, text in sorted(specs.items()):
+                versions = set(_SO_VERSION.findall(text))
+                if driver and versions and driver not in versions:
+                    found = ", ".join(sorted(versions))
+                    yield self.finding(
+                        node_name,
+                        f"On {node_name}, the CDI spec cdi/{path} was generated for driver "
+                        f"{found}, but the node runs {driver}.",
+                        severity=Severity.HIGH, nodes=[node_name], objects=[node_ref(node_name)],
+                        evidence=[Evidence(path=artifacts.path("cdi/" + path),
+                                           excerpt=f"libraries of driver {found}"),
+                                  Evidence(path=artifacts.path("nvidia-smi.xml"),
+                                           excerpt=f"driver_version {driver}")])
+                    break
+
+
+class BrokenRuntimeReference(Rule):
+    """A runtimeClassName or RuntimeClass handler points at nothing.
+
+    Pods name a ``runtimeClassName`` that no RuntimeClass defines (the API server
+    refuses them, or they stay unscheduled), or a RuntimeClass's handler is defined
+    by no GPU node's loaded containerd configuration.
+
+    Why it matters:
+    The object looks valid in Kubernetes (``kubectl get runtimeclass`` lists it)
+    while the node cannot honour it: every pod using it fails at sandbox creation.
+
+    Remediation:
+    Compare ``kubectl get runtimeclass -o custom-columns=N:.metadata.name,H:.handler``
+    with ``containerd config dump | grep 'runtimes\\.'`` on a GPU node; create the
+    missing RuntimeClass or fix the node's containerd configuration.
+    """
+
+    id = "RT007"
+    slug = "broken-runtime-reference"
+    severity = Severity.MEDIUM
+    inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
+              node("containerd/config-dump.toml", optional=True))
+    tags = ("runtime",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        classes = {rc.metadata.name: rc for rc in ctx.bundle.cluster.runtimeclasses}
+        yield from self._missing_classes(ctx, classes)
+        yield from self._missing_handlers(ctx, classes)
+
+    def _missing_classes(self, ctx: Context, classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
+        users = defaultdict(list)
+        for pod in ctx.bundle.cluster.pods:
+            name = pod.spec.runtime_class_name
+            if name and name not in classes and not pod.terminated:
+                users[name].append(pod)
+        for name, pods in sorted(users.items()):
+            evidence = [field(p, f"{p.namespace}/{p.name} runtimeClassName: {name}", "spec",
+                              "runtimeClassName") for p in pods[:3]]
+            evidence += [event_evidence(e) for p in pods[:3]
+                         for e in events_matching(ctx.facts.pod_events(p), self.id)][:3]
+            yield self.finding(
+                f"class/{name}",
+                f"{len(pods)} pod(s) name runtimeClassName '{name}', which no RuntimeClass "
+                f"defines ({names(f'{p.namespace}/{p.name}' for p in pods)}).",
+                objects=[ObjectRef(kind="Pod", namespace=p.namespace, name=p.name)
+                         for p in pods[:10]],
+                evidence=evidence)
+
+    def _missing_handlers(self, ctx: Context, classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
+        judged = [n for n in ctx.facts.gpu_nodes if ctx.facts.runtime(n).loaded is not None]
+        if not judged:
+            return
+        for name, rc in sorted(classes.items()):
+            handler = rc.handler
+            if handler == NVIDIA_HANDLER:
+                continue  # RT001 judges the nvidia handler node by node
+            lacking = [n for n in judged if handler not in (ctx.facts.runtime(n).loaded or ())]
+            if len(lacking) < len(judged):
+                continue
+            links = sorted({link for n in lacking for link in _cause_link(ctx, n)})
+            yield self.finding(
+                f"handler/{handler}",
+                f"RuntimeClass {name} uses handler '{handler}', but no GPU node's loaded "
+                f"containerd configuration defines it ({names(lacking)}); pods using it "
+                "cannot start anywhere.",
+                nodes=lacking, objects=[ObjectRef(kind="RuntimeClass", name=name)]
+                + [node_ref(n) for n in lacking[:10]],
+                evidence=[field(rc, f"RuntimeClass {name} handler: {handler}", "handler")]
+                + [Evidence(path=ctx.facts.runtime(n).dump_path,
+                            excerpt=f"(no runtimes.{handler} table)") for n in lacking[:2]],
+                caused_by=links)

@@ -1,0 +1,213 @@
+"""RT004 and RT005: containerd itself — restarts, restart policy, the CRI plugin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from analyzers import signatures
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, node
+from analyzers.rules.common import node_ref
+from bundle.textfiles import JournalEntry
+
+# systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
+# the description suffix newer systemd versions add ("Started containerd.service - ...").
+_KILLED_HUP = re.compile(r"main process exited, code=killed, status=1/HUP", re.I)
+_SENT_HUP = re.compile(r"sent signal SIGHUP to main process (\d+)", re.I)
+_SCHEDULED = re.compile(r"scheduled restart job, restart counter is at (\d+)", re.I)
+_STARTED = re.compile(r"^Started (containerd\.service\b|containerd container runtime)", re.I)
+_FAILED = re.compile(r"(start request repeated too quickly|failed with result '[^']+')", re.I)
+LOOP_WINDOW = timedelta(minutes=10)
+LOOP_COUNT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    entry: JournalEntry
+    killed_by_hup: bool
+
+
+def restarts(entries: list[JournalEntry]) -> tuple[list[Restart], list[JournalEntry]]:
+    """containerd (re)starts seen in its journal, and failure lines."""
+    found: list[Restart] = []
+    failures: list[JournalEntry] = []
+    hup_pending = False
+    for entry in entries:
+        text = entry.message
+        if _KILLED_HUP.search(text) or _SENT_HUP.search(text):
+            hup_pending = True
+        elif _STARTED.search(text):
+            found.append(Restart(entry, hup_pending))
+            hup_pending = False
+        elif _FAILED.search(text):
+            failures.append(entry)
+    return found, failures
+
+
+def _pids(entries: list[JournalEntry]) -> list[int]:
+    """containerd's own PIDs in order of appearance (its log lines, not systemd's)."""
+    seen: list[int] = []
+    for entry in entries:
+        ident = str(entry.fields.get("SYSLOG_IDENTIFIER", ""))
+        if entry.pid is not None and ident.startswith("containerd") and entry.pid not in seen:
+            seen.append(entry.pid)
+    return seen
+
+
+def _loop(times: list[datetime]) -> bool:
+    times = sorted(times)
+    return any(times[i + LOOP_COUNT - 1] - times[i] <= LOOP_WINDOW
+               for i in range(len(times) - LOOP_COUNT + 1))
+
+
+class ContainerdRestarts(Rule):
+    """containerd was restarted (SIGHUP kills, restart loops) or would not come back.
+
+    The Container Toolkit's default restart method sends containerd SIGHUP, which
+    containerd does not handle: the process dies and systemd restarts it — only
+    because the unit says ``Restart=always``. The rule reads the containerd journal
+    (SIGHUP kills, ``Scheduled restart job``, ``Started``, PID changes, restart
+    loops) and ``systemctl show containerd``.
+
+    Why it matters:
+    Each restart interrupts every container start on the node, and a unit whose
+    ``Restart`` is not ``always`` stays dead after the toolkit's SIGHUP (systemd
+    treats SIGHUP as a clean exit for ``on-failure``), taking the node out of service.
+
+    Remediation:
+    Check the unit and its history first:
+      systemctl show containerd -p Restart,NRestarts,ActiveState
+      journalctl -u containerd --since -7d | grep -E 'Started|Stopped|signal|restart'
+    Make ``Restart=always`` a drop-in (``systemctl edit containerd``), and roll
+    toolkit changes (time-slicing, upgrades) out one node at a time.
+    """
+
+    id = "RT004"
+    slug = "containerd-restarts"
+    severity = Severity.MEDIUM
+    inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True))
+    tags = ("runtime", "containerd")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for node_name in ctx.facts.gpu_nodes:
+            finding = self._node(ctx, node_name)
+            if finding is not None:
+                yield finding
+
+    def _node(self, ctx: Context, node_name: str) -> Finding | None:
+        artifacts = ctx.bundle.node(node_name)
+        journal_path = artifacts.path("journal/containerd.jsonl")
+        entries = artifacts.journal("containerd")
+        found, failures = restarts(entries)
+        unit = artifacts.systemd_containerd or {}
+        policy = unit.get("Restart")
+        state = unit.get("ActiveState")
+        restart_times = [r.entry.time for r in found if r.entry.time is not None]
+        looping = _loop(restart_times)
+        hups = [r for r in found if r.killed_by_hup]
+        weak_policy = policy is not None and policy != "always"
+        dead = state is not None and state not in ("active", "reloading", "activating")
+        if not found and not failures and not weak_policy and not dead:
+            return None
+        severity = Severity.INFO
+        if found:
+            severity = Severity.LOW
+        if looping or failures:
+            severity = Severity.HIGH
+        if weak_policy:
+            severity = Severity.HIGH
+        if dead:
+            severity = Severity.CRITICAL
+        parts = []
+        if found:
+            when = ", ".join(r.entry.time.strftime("%Y-%m-%d %H:%M:%S") for r in found[:4]
+                             if r.entry.time is not None)
+            parts.append(f"containerd started {len(found)} time(s) in the journal ({when}"
+                         f"{', …' if len(found) > 4 else ''}), {len(hups)} after a SIGHUP kill")
+        pids = _pids(entries)
+        if len(pids) > 1:
+            parts.append(f"its PID changed {len(pids) - 1} time(s) ({' → '.join(map(str, pids[:5]))})")
+        if looping:
+            parts.append(f"{LOOP_COUNT}+ restarts within {int(LOOP_WINDOW.total_seconds() // 60)} "
+                         "minutes: a restart loop")
+        if failures:
+            parts.append(f"systemd reported failure: {failures[0].message}")
+        if weak_policy:
+            parts.append(f"the unit has Restart={policy}, so a SIGHUP from the toolkit would "
+                         "leave containerd dead")
+        if dead:
+            parts.append(f"containerd is {state} ({unit.get('SubState', '?')}) at collection "
+                         "time")
+        evidence = [Evidence(path=journal_path, line=r.entry.line, excerpt=r.entry.message)
+                    for r in (hups or found)[:4]]
+        evidence += [Evidence(path=journal_path, line=e.line, excerpt=e.message)
+                     for e in failures[:2]]
+        systemd_path = artifacts.path("systemd/containerd.txt")
+        if weak_policy or dead:
+            evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
+                                     f"ActiveState={state}"))
+        return self.finding(node_name, f"On {node_name}, " + "; ".join(parts) + ".",
+                            severity=severity, nodes=[node_name], objects=[node_ref(node_name)],
+                            evidence=evidence)
+
+
+_CRI_NAMES = ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
+              "io.containerd.cri.v1.images")
+
+
+class CriPluginDisabled(Rule):
+    """containerd's CRI plugin is disabled or failed to load.
+
+    ``disabled_plugins`` in the loaded configuration names ``cri`` (a default of
+    some distribution packages that target Docker) or the CRI plugin failed to
+    load according to the containerd journal.
+
+    Why it matters:
+    Without the CRI plugin kubelet cannot talk to containerd at all: the node is
+    NotReady or no pod sandbox can be created, GPU or not.
+
+    Remediation:
+    On the node: ``containerd config dump | grep disabled_plugins``; remove ``cri``
+    from ``disabled_plugins`` in ``/etc/containerd/config.toml`` (Docker's packaged
+    config disables it), fix the error the journal names, and restart containerd.
+    """
+
+    id = "RT005"
+    slug = "cri-plugin-disabled"
+    severity = Severity.CRITICAL
+    inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
+    tags = ("runtime", "containerd")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for node_name in ctx.bundle.node_names:
+            artifacts = ctx.bundle.node(node_name)
+            evidence: list[Evidence] = []
+            dump = artifacts.config_dump or {}
+            disabled = [str(p) for p in dump.get("disabled_plugins", []) or []
+                        if str(p) in _CRI_NAMES]
+            if disabled:
+                dump_path = artifacts.path("containerd/config-dump.toml")
+                text = artifacts.config_dump_text or ""
+                line = next((i for i, raw in enumerate(text.splitlines(), 1)
+                             if raw.strip().startswith("disabled_plugins")), None)
+                evidence.append(Evidence(path=dump_path, line=line,
+                                         excerpt=f"disabled_plugins = {disabled}"))
+            journal_path = artifacts.path("journal/containerd.jsonl")
+            for entry in artifacts.journal("containerd"):
+                if any("RT005" in m.signature.rules for m in
+                       signatures.match(entry.message, "journal:containerd")):
+                    evidence.append(Evidence(path=journal_path, line=entry.line,
+                                             excerpt=entry.message))
+                    if len(evidence) >= 4:
+                        break
+            if not evidence:
+                continue
+            why = (f"disabled_plugins lists {', '.join(disabled)}" if disabled
+                   else "the journal shows the CRI plugin failing to load")
+            yield self.finding(node_name, f"On {node_name}, containerd runs without its CRI "
+                               f"plugin: {why}. kubelet cannot create pods through it.",
+                               nodes=[node_name], objects=[node_ref(node_name)],
+                               evidence=evidence)
