@@ -13,7 +13,7 @@ TOP = 6
 def _inline(text: str) -> str:
     """Bundle text as inline Markdown: no controls, no markup, no raw HTML."""
     text = plain(text).replace("\n", " ")
-    return re.sub(r"([\\`*_{}\[\]<>()#+!|~])", r"\\\1", text)
+    return re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
 
 
 def _code(text: str) -> str:

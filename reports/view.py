@@ -7,7 +7,8 @@ Markdown and HTML outputs always agree on what the root cause is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from analyzers.models import Finding, Report, RuleStatus, Severity
 
@@ -18,6 +19,41 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 def plain(text: str) -> str:
     """Bundle text made safe for a terminal: ANSI escapes and control characters removed."""
     return _CONTROL.sub("", _ANSI.sub("", text))
+
+
+def clean(text: str) -> str:
+    """Bundle text made safe to write anywhere: :func:`plain`, and lone surrogates (which
+    no UTF-8 file can hold) replaced."""
+    return plain(text).encode("utf-8", "replace").decode("utf-8")
+
+
+def family(rule_id: str) -> str:
+    """``RT`` of ``RT002``."""
+    return rule_id.rstrip("0123456789")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleGroup:
+    """Findings of one rule, in report order (the same problem on several subjects)."""
+
+    rule_id: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted({n for f in self.findings for n in f.nodes})
+
+
+def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
+    """Group findings by rule, keeping the order in which each rule first appears."""
+    order: dict[str, list[Finding]] = {}
+    for finding in findings:
+        order.setdefault(finding.rule_id, []).append(finding)
+    return [RuleGroup(rule_id, tuple(items)) for rule_id, items in order.items()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,20 +67,28 @@ class View:
     report: Report
     chains: tuple[Chain, ...]
     standalone: tuple[Finding, ...]
+    symptoms_of: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Finding | None:
-        """The most severe root cause; a standalone finding if there is no chain."""
+        """The most severe root cause. Among equally severe ones, the rule whose findings
+        explain the most other findings (over every node it fires on) wins, then the
+        finding of that rule explaining the most; a standalone finding if there is no
+        chain."""
         candidates = [c.root for c in self.chains] + list(self.standalone)
         if not candidates:
             return None
-        return min(candidates, key=lambda f: (-f.severity.rank, -len(f.causes), f.id))
+        explained: dict[str, set[str]] = {}
+        for chain in self.chains:
+            explained.setdefault(chain.root.rule_id, set()).update(
+                s.id for s in chain.symptoms)
+        return min(candidates, key=lambda f: (
+            -f.severity.rank, -len(explained.get(f.rule_id, ())), -len(self.explained_by(f)),
+            f.rule_id, f.id))
 
     def explained_by(self, finding: Finding) -> tuple[Finding, ...]:
-        for chain in self.chains:
-            if chain.root.id == finding.id:
-                return chain.symptoms
-        return ()
+        """What a root cause explains (empty for findings that are not roots)."""
+        return self.symptoms_of.get(finding.id, ())
 
     def status_counts(self) -> dict[str, int]:
         counts = {status.value: 0 for status in RuleStatus}
@@ -81,14 +125,24 @@ def build(report: Report) -> View:
         else:
             standalone.append(finding)
     chains.sort(key=lambda c: (-c.root.severity.rank, c.root.rule_id, c.root.id))
-    return View(report, tuple(chains), tuple(standalone))
+    return View(report, tuple(chains), tuple(standalone),
+                {chain.root.id: chain.symptoms for chain in chains})
+
+
+_COMMAND = re.compile(r"^(?:[a-z][a-z0-9_.-]*|/[\w./-]+|\./[\w./-]+)(?:\s|$)")
 
 
 def first_command(remediation: str) -> str | None:
-    """The first command line of a remediation text (comments and blanks skipped)."""
+    """The first command of a remediation text: comments, blanks and prose skipped.
+
+    A command starts with a lower-case program name or a path (``kubectl ...``,
+    ``/usr/bin/nvidia-smi``); prose starts with a capital and often ends with ':'.
+    """
     for line in remediation.splitlines():
         stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
+        if stripped.startswith("#") or stripped.endswith(":"):
+            continue
+        if _COMMAND.match(stripped):
             return stripped
     return None
 

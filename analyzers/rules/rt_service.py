@@ -20,6 +20,7 @@ _SENT_HUP = re.compile(r"sent signal SIGHUP to main process (\d+)", re.I)
 _SCHEDULED = re.compile(r"scheduled restart job, restart counter is at (\d+)", re.I)
 _STARTED = re.compile(r"^Started (containerd\.service\b|containerd container runtime)", re.I)
 _FAILED = re.compile(r"(start request repeated too quickly|failed with result '[^']+')", re.I)
+_GAVE_UP = re.compile(r"start request repeated too quickly", re.I)
 LOOP_WINDOW = timedelta(minutes=10)
 LOOP_COUNT = 3
 
@@ -27,21 +28,30 @@ LOOP_COUNT = 3
 @dataclass(frozen=True, slots=True)
 class Restart:
     entry: JournalEntry
-    killed_by_hup: bool
+    kill: JournalEntry | None  # the SIGHUP kill line that preceded this start
+
+    @property
+    def killed_by_hup(self) -> bool:
+        return self.kill is not None
 
 
 def restarts(entries: list[JournalEntry]) -> tuple[list[Restart], list[JournalEntry]]:
-    """containerd (re)starts seen in its journal, and failure lines."""
+    """containerd starts seen in its journal, and failures it did not recover from.
+
+    systemd logs "Failed with result 'signal'" for every SIGHUP kill it then
+    restarts from; such a line counts as a failure only when no start follows it.
+    """
     found: list[Restart] = []
     failures: list[JournalEntry] = []
-    hup_pending = False
+    kill: JournalEntry | None = None
     for entry in entries:
         text = entry.message
         if _KILLED_HUP.search(text) or _SENT_HUP.search(text):
-            hup_pending = True
+            kill = kill or entry
         elif _STARTED.search(text):
-            found.append(Restart(entry, hup_pending))
-            hup_pending = False
+            found.append(Restart(entry, kill))
+            kill = None
+            failures = [f for f in failures if _GAVE_UP.search(f.message)]
         elif _FAILED.search(text):
             failures.append(entry)
     return found, failures
@@ -55,6 +65,20 @@ def _pids(entries: list[JournalEntry]) -> list[int]:
         if entry.pid is not None and ident.startswith("containerd") and entry.pid not in seen:
             seen.append(entry.pid)
     return seen
+
+
+def _same_moment(node_name: str, mine: list[Restart],
+                 seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> list[str]:
+    """Other nodes whose containerd restarted within a minute of one of this node's."""
+    times = [r.entry.time for r in mine if r.entry.time is not None]
+    others = []
+    for other, (found, _) in sorted(seen.items()):
+        if other == node_name:
+            continue
+        if any(r.entry.time is not None and abs(r.entry.time - t) <= timedelta(minutes=1)
+               for r in found[1:] for t in times):
+            others.append(other)
+    return others
 
 
 def _loop(times: list[datetime]) -> bool:
@@ -92,16 +116,19 @@ class ContainerdRestarts(Rule):
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        seen = {n: restarts(ctx.bundle.node(n).journal("containerd"))
+                for n in ctx.facts.gpu_nodes}
         for node_name in ctx.facts.gpu_nodes:
-            finding = self._node(ctx, node_name)
+            finding = self._node(ctx, node_name, seen)
             if finding is not None:
                 yield finding
 
-    def _node(self, ctx: Context, node_name: str) -> Finding | None:
+    def _node(self, ctx: Context, node_name: str,
+              seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> Finding | None:
         artifacts = ctx.bundle.node(node_name)
         journal_path = artifacts.path("journal/containerd.jsonl")
         entries = artifacts.journal("containerd")
-        found, failures = restarts(entries)
+        found, failures = seen[node_name]
         unit = artifacts.systemd_containerd or {}
         policy = unit.get("Restart")
         state = unit.get("ActiveState")
@@ -110,11 +137,11 @@ class ContainerdRestarts(Rule):
         hups = [r for r in found if r.killed_by_hup]
         weak_policy = policy is not None and policy != "always"
         dead = state is not None and state not in ("active", "reloading", "activating")
-        if not found and not failures and not weak_policy and not dead:
+        # The first start in the window is the boot; only later ones are restarts.
+        restarted = len(found) > 1 or bool(hups)
+        if not restarted and not failures and not weak_policy and not dead:
             return None
-        severity = Severity.INFO
-        if found:
-            severity = Severity.LOW
+        severity = Severity.LOW
         if looping or failures:
             severity = Severity.HIGH
         if weak_policy:
@@ -122,7 +149,7 @@ class ContainerdRestarts(Rule):
         if dead:
             severity = Severity.CRITICAL
         parts = []
-        if found:
+        if restarted:
             when = ", ".join(r.entry.time.strftime("%Y-%m-%d %H:%M:%S") for r in found[:4]
                              if r.entry.time is not None)
             parts.append(f"containerd started {len(found)} time(s) in the journal ({when}"
@@ -130,6 +157,10 @@ class ContainerdRestarts(Rule):
         pids = _pids(entries)
         if len(pids) > 1:
             parts.append(f"its PID changed {len(pids) - 1} time(s) ({' → '.join(map(str, pids[:5]))})")
+        together = _same_moment(node_name, found[1:], seen)
+        if together:
+            parts.append(f"{', '.join(together)} restarted within the same minute: a change "
+                         "re-ran the toolkit on several nodes at once")
         if looping:
             parts.append(f"{LOOP_COUNT}+ restarts within {int(LOOP_WINDOW.total_seconds() // 60)} "
                          "minutes: a restart loop")
@@ -141,17 +172,34 @@ class ContainerdRestarts(Rule):
         if dead:
             parts.append(f"containerd is {state} ({unit.get('SubState', '?')}) at collection "
                          "time")
-        evidence = [Evidence(path=journal_path, line=r.entry.line, excerpt=r.entry.message)
-                    for r in (hups or found)[:4]]
+        evidence = []
+        for restart in (hups or found[1:])[:3]:
+            if restart.kill is not None:
+                evidence.append(Evidence(path=journal_path, line=restart.kill.line,
+                                         excerpt=restart.kill.message))
+            evidence.append(Evidence(path=journal_path, line=restart.entry.line,
+                                     excerpt=restart.entry.message))
         evidence += [Evidence(path=journal_path, line=e.line, excerpt=e.message)
                      for e in failures[:2]]
         systemd_path = artifacts.path("systemd/containerd.txt")
         if weak_policy or dead:
             evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
                                      f"ActiveState={state}"))
+        remediation = (
+            f"# on {node_name}\n"
+            "systemctl show containerd -p Restart,RestartUSec,NRestarts,ActiveState\n"
+            "journalctl -u containerd --since -7d | grep -E 'Started|Stopped|signal|restart'\n"
+            + ("# make systemd restart containerd after the toolkit's SIGHUP:\n"
+               "mkdir -p /etc/systemd/system/containerd.service.d\n"
+               "printf '[Service]\\nRestart=always\\nRestartSec=5\\n' > "
+               "/etc/systemd/system/containerd.service.d/restart.conf\n"
+               "systemctl daemon-reload\n" if weak_policy else "")
+            + ("systemctl start containerd && systemctl status containerd --no-pager\n"
+               if dead else "")
+            + "# roll toolkit changes (time-slicing, upgrades) out one node at a time")
         return self.finding(node_name, f"On {node_name}, " + "; ".join(parts) + ".",
                             severity=severity, nodes=[node_name], objects=[node_ref(node_name)],
-                            evidence=evidence)
+                            evidence=evidence, remediation=remediation)
 
 
 _CRI_NAMES = ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
