@@ -1,0 +1,1429 @@
+#!/usr/bin/env python3
+"""gpu-triage collector: build a support bundle (format 1) of a Kubernetes cluster with NVIDIA GPUs.
+
+The customer-side half of gpu-triage. It needs python3 (3.8 or newer, standard library only) and
+a working kubectl, and it is read-only by construction:
+
+* kubectl runs only with the verbs version, get, logs and debug, plus `delete pod` for the debug
+  pods this run created itself: Kubectl.argv builds every kubectl argv and refuses the rest.
+* Node data comes from node.sh (next to this file), run as root on each GPU node by the chosen
+  node mode (a `kubectl debug node` pod, ssh, or this machine); it only reads.
+* Secrets are never written. Helm release Secrets are decoded here and reduced to the release
+  history with redacted user values; env values, ConfigMap data and Helm values under
+  secret-looking keys become "<redacted>" (Redactor).
+
+The result is one .tgz whose first member is manifest.json; every attempted step has a manifest
+item, failed ones included. Layout: ../shared/bundle-format.md; how to run it: README.md here.
+
+    python3 collect.py [options]        (the same as: gpu-triage collect [options])
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import concurrent.futures as futures
+import contextlib
+import datetime
+import gzip
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+COLLECTOR_NAME = "gpu-triage-collect"
+COLLECTOR_VERSION = "0.1.0"
+FORMAT_VERSION = 1
+
+REDACTED = "<redacted>"
+SECRET_WORDS = "pass|secret|token|key|credential|auth|cert"
+SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
+_KEY = f"[A-Za-z0-9_.-]{{0,60}}(?:{SECRET_WORDS})[A-Za-z0-9_.-]{{0,60}}"
+# `key: value`, `key = value`, `--key=value` inside free text, where the key looks secret.
+EMBEDDED_SECRET_RE = re.compile(
+    rf"(?<![A-Za-z0-9_.-])(?P<key>{_KEY})(?P<quote>[\"']?)(?P<sep>[ \t]*[:=][ \t]*)"
+    r"(?P<value>(?:(?:Bearer|Basic)[ \t]+)?(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&{}\[\]]+))",
+    re.IGNORECASE,
+)
+# The same for TOML (containerd configs): whole `key = value` lines only.
+TOML_SECRET_RE = re.compile(
+    rf"^(?P<lead>[ \t]*{_KEY}[ \t]*=[ \t]*)(?P<value>[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE
+)
+NOT_SECRET = frozenset(['""', "''", "true", "false", "null", "none", "~", REDACTED, '"<redacted>"'])
+BASE64_RE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+DNS1123_RE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+SAFE_SEGMENT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+SINCE_RE = re.compile(r"^[0-9]+[smhdw]$")
+SSH_HOST_RE = re.compile(r"^[A-Za-z0-9_.:\[\]@%-]+$")
+CREATING_POD_RE = re.compile(rb"Creating debugging pod (\S+) with container \S+ on node \S+\.\r?\n")
+IPV4_RE = re.compile(
+    rb"(?<![\d.])((?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+    rb"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))(?!\.?\d)"
+)
+
+GPU_NODE_LABELS = (
+    "nvidia.com/gpu.present",
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+OPERATOR_POD_LABELS = (("app", "gpu-operator"), ("app.kubernetes.io/component", "gpu-operator"))
+HELM_RELEASE_TYPE = "helm.sh/release.v1"
+DEBUG_POD_PREFIX = "node-debugger-"
+
+VERSION_STEP = ("cluster/version.json", ("version", "-o", "json"))
+CLUSTER_LISTS = tuple(
+    (f"cluster/{name}.json", ("get", resource, *scope, "-o", "json"))
+    for name, resource, scope in (
+        ("nodes", "nodes", ()),
+        ("pods", "pods", ("-A",)),
+        ("events", "events", ("-A",)),
+        ("daemonsets", "daemonsets", ("-A",)),
+        ("deployments", "deployments", ("-A",)),
+        ("namespaces", "namespaces", ()),
+        ("runtimeclasses", "runtimeclasses", ()),
+        ("resourcequotas", "resourcequotas", ("-A",)),
+        ("clusterpolicies", "clusterpolicies.nvidia.com", ()),
+        ("nvidiadrivers", "nvidiadrivers.nvidia.com", ()),
+    )
+)
+
+# What node.sh writes under nodes/<node>/: (path, command in words, always written).
+# Used by --dry-run and for the failed items of a node that could not be reached.
+NODE_STEPS = (
+    ("containerd/version.txt", "containerd --version", True),
+    ("containerd/config-dump.toml", "containerd config dump", True),
+    ("containerd/files/etc/containerd/config.toml", "cat /etc/containerd/config.toml", True),
+    ("containerd/files/etc/containerd/conf.d/<file>", "cat /etc/containerd/conf.d/<file>", False),
+    ("journal/containerd.jsonl", "journalctl -u containerd -o json --since -<since>", True),
+    ("journal/kubelet.jsonl", "journalctl -u kubelet -o json --since -<since>", True),
+    ("journal/nvidia-fabricmanager.jsonl", "journalctl -u nvidia-fabricmanager ...", False),
+    ("dmesg.txt", "dmesg --time-format iso (else dmesg) | grep -iE 'NVRM|Xid|...'", True),
+    ("nvidia-smi.xml", "nvidia-smi -q -x (else chroot /run/nvidia/driver nvidia-smi)", True),
+    ("systemd/containerd.txt", "systemctl show containerd -p Restart,NRestarts,...", True),
+    ("host/uname.txt", "uname -a", True),
+    ("host/os-release", "cat /etc/os-release", True),
+    ("host/cmdline", "cat /proc/cmdline", True),
+    ("host/modules.txt", "grep -E '^(nvidia[a-z_]*|nouveau) ' /proc/modules", True),
+    ("host/secureboot.txt", "mokutil --sb-state", True),
+    ("host/nvidia-ctk.txt", "command -v nvidia-ctk && nvidia-ctk --version", True),
+    ("host/unattended-upgrades.txt", "cat /etc/apt/apt.conf.d/*-upgrades", True),
+    ("cdi/<file>", "cat /var/run/cdi/<file> /etc/cdi/<file>", False),
+)
+
+_print_lock = threading.Lock()
+
+
+def eprint(message: str) -> None:
+    with _print_lock:
+        print(message, file=sys.stderr, flush=True)
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017 (datetime.UTC is 3.11+)
+
+
+def iso(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_dns1123(name: Any) -> bool:
+    return isinstance(name, str) and bool(DNS1123_RE.match(name))
+
+
+def dump_json(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def load_json(data: bytes) -> Any:
+    """JSON from command output, or None when it is not JSON."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def first_text(data: bytes, limit: int = 2000) -> str:
+    return data.decode("utf-8", "replace").strip()[:limit]
+
+
+# --- Redaction ------------------------------------------------------------------------------
+
+
+def _gunzip_limited(data: bytes, limit: int = 16 << 20) -> bytes:
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+        out = stream.read(limit + 1)
+    if len(out) > limit:
+        raise ValueError("decompressed data too large")
+    return out
+
+
+def decoded_layers(text: str, depth: int = 0) -> str | None:
+    """Text hidden in `text` by base64 (and gzip), up to 3 layers deep; None if not base64 text."""
+    compact = "".join(text.split())
+    if not 16 <= len(compact) <= (4 << 20) or len(compact) % 4 or not BASE64_RE.fullmatch(compact):
+        return None
+    try:
+        raw = base64.b64decode(compact, validate=True)
+        inner = (_gunzip_limited(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    except (binascii.Error, ValueError, OSError, EOFError):
+        return None
+    deeper = decoded_layers(inner, depth + 1) if depth < 3 else None
+    return inner if deeper is None else inner + "\n" + deeper
+
+
+def has_embedded_secret(text: str) -> bool:
+    values = (m.group("value").lower() for m in EMBEDDED_SECRET_RE.finditer(text))
+    return any(value not in NOT_SECRET for value in values)
+
+
+class Redactor:
+    """Replaces secret-looking values with "<redacted>", counting per category what it did."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _hit(self, category: str, n: int = 1) -> None:
+        if n:
+            with self._lock:
+                self.counts[category] = self.counts.get(category, 0) + n
+
+    def scrub(self, value: str, category: str) -> str:
+        """Free text: a base64-wrapped secret goes whole; embedded key=value pairs lose values."""
+        if not self.enabled or not value:
+            return value
+        hidden = decoded_layers(value)
+        if hidden is not None and has_embedded_secret(hidden):
+            self._hit(category)
+            return REDACTED
+        hits = [0]
+
+        def replace(match: re.Match[str]) -> str:
+            found = match.group("value")
+            if found.lower() in NOT_SECRET:
+                return match.group(0)
+            hits[0] += 1
+            wrapped = found[0] + REDACTED + found[0] if found[0] in "\"'" else REDACTED
+            return match.group("key") + match.group("quote") + match.group("sep") + wrapped
+
+        result = EMBEDDED_SECRET_RE.sub(replace, value)
+        self._hit(category, hits[0])
+        return result
+
+    def kubernetes(self, obj: Any, configmaps: bool = False) -> None:
+        """In place, for a kubectl List or one object: env values, container args, ConfigMaps."""
+        if not self.enabled:
+            return
+        items = obj.get("items") if isinstance(obj, dict) else None
+        for item in items if isinstance(items, list) else [obj]:
+            self._walk(item)
+            if isinstance(item, dict) and (configmaps or item.get("kind") == "ConfigMap"):
+                self._configmap(item)
+
+    def _walk(self, node: Any) -> None:
+        if isinstance(node, list):
+            for value in node:
+                self._walk(value)
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            if key == "env" and isinstance(value, list):
+                self._env_list(value)
+            elif key in ("command", "args") and isinstance(value, list):
+                node[key] = [self._scrub_arg(v) for v in value]
+            elif key == "annotations" and isinstance(value, dict):
+                self._last_applied(value)
+            else:
+                self._walk(value)
+
+    def _scrub_arg(self, arg: Any) -> Any:
+        return self.scrub(arg, "args-values") if isinstance(arg, str) else arg
+
+    def _env_list(self, env: list[Any]) -> None:
+        for entry in env:
+            value = entry.get("value") if isinstance(entry, dict) else None
+            if not isinstance(value, str) or not value:
+                continue
+            if SECRET_KEY_RE.search(str(entry.get("name"))):
+                entry["value"] = REDACTED
+                self._hit("env-values")
+            else:
+                entry["value"] = self.scrub(value, "env-values")
+
+    def _last_applied(self, annotations: dict[str, Any]) -> None:
+        """kubectl apply keeps a full copy of the object, env values included, in an annotation."""
+        text = annotations.get(LAST_APPLIED)
+        if not isinstance(text, str):
+            return
+        inner = load_json(text.encode("utf-8"))
+        if inner is None:
+            annotations[LAST_APPLIED] = self.scrub(text, "annotation-values")
+            return
+        self.kubernetes(inner)
+        annotations[LAST_APPLIED] = json.dumps(inner, separators=(",", ":"))
+
+    def _configmap(self, cm: dict[str, Any]) -> None:
+        helm_record = ((cm.get("metadata") or {}).get("labels") or {}).get("owner") == "helm"
+        for field in ("data", "binaryData"):
+            data = cm.get(field)
+            if not isinstance(data, dict):
+                continue
+            for key, value in list(data.items()):
+                if not isinstance(value, str) or not value:
+                    continue
+                if SECRET_KEY_RE.search(key) or (helm_record and key == "release"):
+                    data[key] = REDACTED
+                    self._hit("configmap-values")
+                else:
+                    data[key] = self.scrub(value, "configmap-values")
+
+    def helm_values(self, values: Any) -> Any:
+        """A copy of Helm user values with secret-looking keys redacted at any depth."""
+        return self._values(values) if self.enabled else values
+
+    def _values(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [self._values(value) for value in node]
+        if isinstance(node, str):
+            return self.scrub(node, "helm-values")
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        env_like = SECRET_KEY_RE.search(node["name"]) if isinstance(node.get("name"), str) else None
+        for key, value in node.items():
+            secret = SECRET_KEY_RE.search(str(key)) or (env_like and key == "value")
+            empty = value is None or isinstance(value, bool) or value in ("", [], {})
+            if secret and not empty:
+                out[key] = REDACTED
+                self._hit("helm-values")
+            else:
+                out[key] = self._values(value)
+        return out
+
+    def node_file(self, rel: str, data: bytes) -> bytes:
+        """Node files: containerd configs can hold registry credentials (`password = "..."`)."""
+        if not self.enabled or not (rel.startswith("containerd/") and rel.endswith(".toml")):
+            return data
+        hits = [0]
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group("value").lower() in NOT_SECRET:
+                return match.group(0)
+            hits[0] += 1
+            return match.group("lead") + f'"{REDACTED}"'
+
+        text = TOML_SECRET_RE.sub(replace, data.decode("utf-8", "replace"))
+        self._hit("containerd-values", hits[0])
+        return text.encode("utf-8")
+
+
+# --- Running commands: timeouts, the run deadline, Ctrl-C -----------------------------------
+
+
+class Result(NamedTuple):
+    """What one command did; rc is None when it never started."""
+
+    argv: list[str]
+    rc: int | None
+    stdout: bytes
+    stderr: bytes
+    started_at: str
+    duration_ms: int
+    error: str | None
+
+
+class Runner:
+    """Runs commands with a per-step timeout inside the run's deadline; cancel() stops them."""
+
+    def __init__(self, deadline_s: float) -> None:
+        self.deadline = time.monotonic() + deadline_s
+        self.cancelled = threading.Event()
+        self._live: set[subprocess.Popen[bytes]] = set()
+
+    def cancel(self) -> None:
+        """Safe inside a signal handler: no locks, only kills."""
+        self.cancelled.set()
+        for proc in list(self._live):
+            self._kill(proc)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def run(
+        self,
+        argv: list[str],
+        timeout: float,
+        stdin: bytes | None = None,
+        stdout_path: str | None = None,
+        cleanup: bool = False,
+    ) -> Result:
+        """Run argv. Cleanup commands (debug pod removal) still run after Ctrl-C or the deadline."""
+        started = iso(utc_now())
+        if not cleanup:
+            remaining = self.deadline - time.monotonic()
+            if self.cancelled.is_set() or remaining <= 0:
+                why = "interrupted" if self.cancelled.is_set() else "the --deadline was reached"
+                return Result(argv, None, b"", b"", started, 0, "not run: " + why)
+            timeout = min(timeout, remaining)
+        t0 = time.monotonic()
+        out_file = open(stdout_path, "wb") if stdout_path else None  # noqa: SIM115 (closed below)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=out_file or subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            if out_file:
+                out_file.close()
+            missing = isinstance(exc, FileNotFoundError)
+            why = "command not found" if missing else str(exc)
+            return Result(argv, 127 if missing else 126, b"", b"", started, 0, f"{argv[0]}: {why}")
+        if not cleanup:
+            self._live.add(proc)
+        timed_out = False
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._kill(proc)
+            out, err = proc.communicate()
+        finally:
+            self._live.discard(proc)
+            if out_file:
+                out_file.close()
+        rc = proc.returncode
+        error = None
+        if timed_out:
+            error = f"timed out after {max(1, round(timeout))}s"
+        elif rc != 0 and self.cancelled.is_set() and not cleanup:
+            error = "interrupted"
+        elif rc != 0:
+            status = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+            error = first_text(err or b"") or status
+        duration = int((time.monotonic() - t0) * 1000)
+        return Result(argv, rc, out or b"", err or b"", started, duration, error)
+
+
+# --- Building argv: kubectl (read-only by construction), helm, node transports --------------
+
+
+class ReadOnlyViolation(Exception):
+    """A kubectl or helm invocation that could change the cluster was refused."""
+
+
+class Kubectl:
+    READ_VERBS = ("version", "get", "logs", "debug")
+
+    def __init__(self, context: str | None, kubeconfig: str | None) -> None:
+        self.global_flags = ["--context", context] if context else []
+        self.global_flags += ["--kubeconfig", kubeconfig] if kubeconfig else []
+        self._own_debug_pods: set[str] = set()
+
+    def remember_debug_pod(self, name: str) -> None:
+        """Only pods remembered here (this run's debug pods) may ever be deleted."""
+        self._own_debug_pods.add(name)
+
+    def argv(self, verb: str, *args: str) -> list[str]:
+        """The only builder of kubectl argv: read verbs, and `delete pod` of our own debug pods."""
+        rest = list(args)
+        if verb == "delete":
+            if len(rest) < 2 or rest[0] != "pod" or rest[1] not in self._own_debug_pods:
+                raise ReadOnlyViolation("refusing kubectl delete " + " ".join(rest))
+        elif verb not in self.READ_VERBS:
+            raise ReadOnlyViolation(f"refusing kubectl verb {verb!r} (read-only collector)")
+        if verb == "get" and rest[:1] in (["secret"], ["secrets"]) and "owner=helm" not in rest:
+            raise ReadOnlyViolation("Secrets are only read for Helm release records (owner=helm)")
+        cut = rest.index("--") if "--" in rest else len(rest)
+        return ["kubectl", verb, *rest[:cut], *self.global_flags, *rest[cut:]]
+
+
+def helm_argv(opts: argparse.Namespace, *args: str) -> list[str]:
+    if args[:1] not in (("list",), ("history",)) and args[:2] != ("get", "values"):
+        raise ReadOnlyViolation("refusing helm " + " ".join(args))
+    context = ["--kube-context", opts.context] if opts.context else []
+    config = ["--kubeconfig", opts.kubeconfig] if opts.kubeconfig else []
+    return ["helm", *args, *context, *config]
+
+
+def log_argv(
+    kubectl: Kubectl, ns: str, pod: str, container: str, tail: int, prev: bool
+) -> list[str]:
+    flags = ["--timestamps", f"--tail={tail}", *(["--previous"] if prev else [])]
+    return kubectl.argv("logs", "-n", ns, pod, "-c", container, *flags)
+
+
+def node_transport_argv(
+    opts: argparse.Namespace, kubectl: Kubectl, node: str, address: str | None, run_id: str
+) -> list[str]:
+    """The command that runs node.sh (fed on stdin) on `node` and prints its tar on stdout."""
+    remote = [
+        "env",
+        f"GPU_TRIAGE_RUN_ID={run_id}",
+        f"GPU_TRIAGE_SINCE={opts.since}",
+        f"GPU_TRIAGE_MAX_FILE_BYTES={opts.max_file_bytes}",
+        f"GPU_TRIAGE_STEP_TIMEOUT={max(1, int(opts.step_timeout))}",
+        "sh",
+        "-s",
+    ]
+    if opts.node_mode == "debug-pod":
+        flags = [f"--image={opts.debug_image}"]
+        flags += [f"--profile={opts.debug_profile}"] if opts.debug_profile else []
+        return kubectl.argv(
+            "debug", f"node/{node}", "-n", opts.debug_namespace, *flags,
+            "--stdin=true", "--tty=false", "--", "chroot", "/host", *remote,
+        )  # fmt: skip
+    if opts.node_mode == "ssh":
+        host = opts.ssh_hosts.get(node) or address or node
+        if not SSH_HOST_RE.match(host) or host.startswith("-"):
+            raise ValueError(f"refused ssh host {host!r}")
+        user = ["-l", opts.ssh_user] if opts.ssh_user else []
+        sudo = ["sudo", "-n"] if opts.ssh_sudo else []
+        ssh = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15"]
+        return [*ssh, *user, host, *sudo, *remote]
+    return remote  # local
+
+
+# --- The staging directory and the manifest items -------------------------------------------
+
+
+def safe_relpath(rel: str) -> bool:
+    parts = rel.split("/")
+    return all(SAFE_SEGMENT_RE.match(p) and p not in (".", "..") for p in parts)
+
+
+class Bundle:
+    """Files staged under root (bundle-relative paths) and the manifest items describing them."""
+
+    def __init__(self, root: str, max_bytes: int, quiet: bool) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self.quiet = quiet
+        self.items: list[dict[str, Any]] = []
+        self.planned = 0
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def abspath(self, rel: str) -> str:
+        if not safe_relpath(rel):
+            raise ValueError(f"unsafe bundle path {rel!r}")
+        path = os.path.join(self.root, *rel.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
+
+    def write(self, rel: str, data: bytes) -> tuple[int, bool]:
+        with open(self.abspath(rel), "wb") as handle:
+            handle.write(data[: self.max_bytes])
+        return min(len(data), self.max_bytes), len(data) > self.max_bytes
+
+    def settle(self, rel: str, failed: bool) -> tuple[int, bool]:
+        """Cap a file a command wrote straight into the staging area; drop it if failed+empty."""
+        path = self.abspath(rel)
+        size = os.path.getsize(path) if os.path.exists(path) else 0
+        if failed and size == 0:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            return 0, False
+        if size > self.max_bytes:
+            os.truncate(path, self.max_bytes)
+            return self.max_bytes, True
+        return size, False
+
+    def plan(self, n: int) -> None:
+        with self._lock:
+            self.planned += n
+
+    def add(
+        self,
+        path: str,
+        command: list[str] | None,
+        node: str | None,
+        result: Result | None = None,
+        nbytes: int = 0,
+        truncated: bool = False,
+        error: str | None = None,
+        counted: bool = True,
+    ) -> dict[str, Any]:
+        """Record one attempted step; `counted` steps show up in the progress on stderr."""
+        item = {
+            "path": path,
+            "command": list(command) if command else None,
+            "node": node,
+            "exit_code": result.rc if result else None,
+            "started_at": result.started_at if result else iso(utc_now()),
+            "duration_ms": result.duration_ms if result else 0,
+            "bytes": nbytes,
+            "truncated": bool(truncated),
+            "error": error,
+        }
+        with self._lock:
+            self.items.append(item)
+            if counted:
+                self.done += 1
+                line = f"[{self.done}/{max(self.planned, self.done)}] "
+                line += f"FAILED {path}: {error.splitlines()[0][:200]}" if error else f"ok {path}"
+        if counted and (error or not self.quiet):
+            eprint(line if error else f"{line} ({item['duration_ms']} ms)")
+        return item
+
+
+# --- Cluster objects: Helm releases, which logs, which nodes --------------------------------
+
+
+def decode_helm_release(secret_data: str) -> dict[str, Any]:
+    """Secret .data.release = base64(base64(gzip(JSON))): Kubernetes' base64 around Helm's."""
+    raw = base64.b64decode(base64.b64decode(secret_data))
+    raw = _gunzip_limited(raw, 256 << 20) if raw[:2] == b"\x1f\x8b" else raw
+    release = json.loads(raw.decode("utf-8"))
+    if not isinstance(release, dict):
+        raise ValueError("release record is not a JSON object")
+    return release
+
+
+def reduce_release(release: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    info = release.get("info") or {}
+    meta = (release.get("chart") or {}).get("metadata") or {}
+    return {
+        "revision": release.get("version"),
+        "status": info.get("status"),
+        "chart": f"{meta['name']}-{meta.get('version')}" if meta.get("name") else None,
+        "app_version": meta.get("appVersion"),
+        "updated": info.get("last_deployed"),
+        "description": info.get("description"),
+        "values": redactor.helm_values(release.get("config") or {}),
+    }
+
+
+def requests_gpu(pod: dict[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        resources = container.get("resources") or {}
+        for section in ("limits", "requests"):
+            if any(str(k).startswith("nvidia.com/") for k in resources.get(section) or {}):
+                return True
+    return False
+
+
+def log_targets(pods: dict[str, Any], operator_ns: str | None) -> Iterator[tuple[Any, ...]]:
+    """(namespace, pod, container, previous) for operator pods and GPU pods not Running.
+
+    Containers that never started (no status, or waiting with no earlier run) have no log."""
+    for pod in pods.get("items") or []:
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        in_operator_ns = operator_ns is not None and meta.get("namespace") == operator_ns
+        if not in_operator_ns and not (requests_gpu(pod) and status.get("phase") != "Running"):
+            continue
+        statuses = status.get("initContainerStatuses") or []
+        by_name = {st.get("name"): st for st in statuses + (status.get("containerStatuses") or [])}
+        spec = pod.get("spec") or {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            st = by_name.get(container.get("name")) or {}
+            restarts = st.get("restartCount") or 0
+            state, last = st.get("state") or {}, st.get("lastState") or {}
+            if "running" in state or "terminated" in state or "terminated" in last or restarts:
+                target = (meta.get("namespace"), meta.get("name"), container.get("name"))
+                yield (*target, False)
+                if restarts:
+                    yield (*target, True)
+
+
+def find_operator_namespace(pods: dict[str, Any] | None) -> str | None:
+    for label, value in OPERATOR_POD_LABELS:
+        for pod in (pods or {}).get("items") or []:
+            meta = pod.get("metadata") or {}
+            if (meta.get("labels") or {}).get(label) == value and meta.get("namespace"):
+                return str(meta["namespace"])
+    return None
+
+
+def gpu_node_names(nodes: dict[str, Any]) -> list[str]:
+    names = []
+    for node in nodes.get("items") or []:
+        meta = node.get("metadata") or {}
+        if any((meta.get("labels") or {}).get(label) == "true" for label in GPU_NODE_LABELS):
+            names.append(str(meta.get("name", "")))
+    return names
+
+
+def node_addresses(nodes: dict[str, Any] | None, name: str) -> dict[str, str]:
+    for node in (nodes or {}).get("items") or []:
+        if (node.get("metadata") or {}).get("name") == name:
+            addresses = (node.get("status") or {}).get("addresses") or []
+            return {a.get("type"): a.get("address") for a in addresses if a.get("address")}
+    return {}
+
+
+def parse_steps_tsv(text: str) -> list[dict[str, Any]]:
+    """node.sh's steps.tsv: path, rc, started, duration_ms, bytes, truncated, error, command."""
+    unescapes = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r", "u": "\x1f"}
+
+    def unescape(field: str) -> str:
+        return re.sub(r"\\(.)", lambda m: unescapes.get(m.group(1), m.group(0)), field, flags=re.S)
+
+    def number(field: str) -> int | None:
+        return int(field) if field.lstrip("-").isdigit() else None
+
+    rows = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 8:
+            continue
+        path, rc, started, duration, nbytes, truncated, error, command = fields
+        rows.append({
+            "path": path, "exit_code": number(rc), "started_at": started,
+            "duration_ms": number(duration) or 0, "bytes": number(nbytes) or 0,
+            "truncated": truncated == "1", "error": unescape(error) or None,
+            "command": [unescape(a) for a in command.split("\x1f")] if command else None,
+        })  # fmt: skip
+    return rows
+
+
+# --- Pseudonyms for host names and IP addresses ---------------------------------------------
+
+
+class Pseudonymizer:
+    """Stable replacements in text and paths: node host names -> node-0001, IPv4 -> 10.255.x.y."""
+
+    def __init__(self, hosts: list[tuple[str, list[str]]]) -> None:
+        self.names: dict[str, str] = {}
+        self.ips: dict[str, str] = {}
+        for index, (name, aliases) in enumerate(sorted(hosts)):
+            for alias in [name, *aliases]:
+                short = alias.split(".")[0] if "." in alias and not alias[0].isdigit() else ""
+                for form in (alias, short):
+                    if len(form) >= 3 and ":" not in form:
+                        self.names.setdefault(form, f"node-{index + 1:04d}")
+        words = b"|".join(re.escape(n.encode()) for n in sorted(self.names, key=len, reverse=True))
+        self._names_re = re.compile(rb"(?<![A-Za-z0-9])(?:" + words + rb")(?![A-Za-z0-9])")
+        self._encoded = {n.encode(): p.encode() for n, p in self.names.items()}
+
+    def _ip(self, match: Any) -> bytes:
+        address = match.group(1).decode()
+        if address.startswith("127.") or address in ("0.0.0.0", "255.255.255.255"):
+            return bytes(match.group(0))
+        if address not in self.ips:
+            n = len(self.ips)
+            self.ips[address] = f"10.255.{n // 250}.{n % 250 + 1}"
+        return self.ips[address].encode()
+
+    def text(self, data: bytes) -> bytes:
+        if self.names:
+            data = self._names_re.sub(lambda m: self._encoded[m.group(0)], data)
+        return IPV4_RE.sub(self._ip, data)
+
+    def apply_to_tree(self, root: str) -> None:
+        """Rewrite every staged file and rename paths, in sorted order (stable numbering)."""
+        for rel in sorted(walk_files(root)):
+            path = os.path.join(root, *rel.split("/"))
+            with open(path, "rb") as handle:
+                data = self.text(handle.read())
+            os.remove(path)
+            new_path = os.path.join(root, *self.text(rel.encode()).decode().split("/"))
+            os.makedirs(os.path.dirname(new_path), exist_ok=True)
+            with open(new_path, "wb") as handle:
+                handle.write(data)
+
+    def mapping(self) -> dict[str, dict[str, str]]:
+        return {"names": dict(sorted(self.names.items())), "ips": dict(sorted(self.ips.items()))}
+
+
+def walk_files(root: str) -> list[str]:
+    found = []
+    for directory, _dirs, files in os.walk(root):
+        for name in files:
+            found.append(os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/"))
+    return found
+
+
+# --- The collection run ---------------------------------------------------------------------
+
+
+class Collector:
+    def __init__(self, opts: argparse.Namespace, node_script: bytes) -> None:
+        self.opts = opts
+        self.node_script = node_script
+        self.started = utc_now()
+        self.run_id = uuid.uuid4().hex[:12]
+        self.runner = Runner(opts.deadline)
+        self.kubectl = Kubectl(opts.context, opts.kubeconfig)
+        self.redactor = Redactor(opts.redact)
+        self.work = tempfile.mkdtemp(prefix="gpu-triage-")
+        self.bundle = Bundle(os.path.join(self.work, "bundle"), opts.max_file_bytes, opts.quiet)
+        self.context = opts.context or current_context(opts.kubeconfig)
+        self.server_version: str | None = None
+        self.operator_ns: str | None = opts.namespace
+        self.nodes: dict[str, Any] | None = None
+        self.selected_nodes: list[str] = []
+        self.interrupted = False
+        self._debug_pods: dict[str, str] = {}  # pod name -> node
+        self._deleted: set[str] = set()
+        self._nodes_done = 0
+        self._lock = threading.Lock()
+
+    def run(self) -> int:
+        previous = self._install_signal_handlers()
+        try:
+            if not self._check_access():
+                return 2
+            try:
+                self._collect()
+            except Exception:  # a collector bug must not lose what was already gathered
+                eprint("gpu-triage collect: internal error; writing what was collected:\n"
+                       + traceback.format_exc())  # fmt: skip
+            finally:
+                if self.opts.node_mode == "debug-pod" and self.selected_nodes:
+                    self._cleanup_debug_pods(None)
+            path, size = self._package()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            shutil.rmtree(self.work, ignore_errors=True)
+        failed = sum(1 for item in self.bundle.items if item["error"])
+        note = " (interrupted: partial bundle)" if self.interrupted else ""
+        eprint(f"gpu-triage collect: wrote {path} ({size / 1024:.1f} KiB); "
+               f"{failed} of {len(self.bundle.items)} steps failed{note}")  # fmt: skip
+        return 130 if self.interrupted else 0
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        message = ("\ngpu-triage collect: interrupted; stopping, removing debug pods, writing a "
+                   "partial bundle\n" if not self.interrupted
+                   else "gpu-triage collect: still cleaning up, please wait\n")  # fmt: skip
+        self.interrupted = True
+        os.write(2, message.encode())
+        self.runner.cancel()
+
+    def _check_access(self) -> bool:
+        """`kubectl version` must reach the API server; otherwise one line and exit code 2."""
+        path, args = VERSION_STEP
+        self.bundle.plan(1)
+        result = self.runner.run(self.kubectl.argv(*args), self.opts.step_timeout)
+        if result.rc == 127:
+            eprint("gpu-triage collect: kubectl not found on PATH")
+            return False
+        info = load_json(result.stdout)
+        info = info if isinstance(info, dict) else {}
+        self.server_version = (info.get("serverVersion") or {}).get("gitVersion")
+        if result.rc != 0 or not self.server_version:
+            reason = (result.error or "kubectl version printed no server version").splitlines()
+            where = f" (context {self.context})" if self.context else ""
+            eprint(f"gpu-triage collect: cannot reach the Kubernetes API server{where}: "
+                   + reason[-1])  # fmt: skip
+            return False
+        nbytes, truncated = self.bundle.write(path, dump_json(info))
+        self.bundle.add(path, result.argv, None, result, nbytes, truncated)
+        return True
+
+    def _collect(self) -> None:
+        with futures.ThreadPoolExecutor(max_workers=self.opts.parallel) as pool:
+            self.bundle.plan(len(CLUSTER_LISTS))
+            jobs = {p: pool.submit(self._guard, p, self._get_json, p, a) for p, a in CLUSTER_LISTS}
+            lists = {path: job.result() for path, job in jobs.items()}
+        self.nodes = lists["cluster/nodes.json"]
+        pods = lists["cluster/pods.json"]
+        self.operator_ns = self.operator_ns or find_operator_namespace(pods)
+        self.selected_nodes = self._select_nodes()
+        targets = list(log_targets(pods, self.operator_ns)) if pods else []
+        self.bundle.plan(len(targets) + 2)
+        with futures.ThreadPoolExecutor(max_workers=self.opts.parallel) as pool:
+            for node in self.selected_nodes:  # the slowest first
+                pool.submit(self._guard, "nodes", self._collect_node, node)
+            pool.submit(self._guard, "cluster/configmaps.json", self._collect_configmaps)
+            pool.submit(self._guard, "cluster/helm", self._collect_helm)
+            for target in targets:
+                pool.submit(self._guard, "logs", self._collect_log, *target)
+
+    def _guard(self, path: str, func: Any, *args: Any) -> Any:
+        """Run one step; a bug in it becomes a failed item, never an aborted run."""
+        try:
+            return func(*args)
+        except Exception as exc:
+            error = f"collector error: {type(exc).__name__}: {exc}"
+            eprint(traceback.format_exc())
+            self.bundle.add(path, None, None, error=error)
+            return None
+
+    # ---- cluster-wide --------------------------------------------------------------------
+
+    def _get_json(self, path: str, args: tuple[str, ...], configmaps: bool = False) -> Any:
+        argv = self.kubectl.argv(*args)
+        result = self.runner.run(argv, self.opts.step_timeout)
+        obj, error, nbytes, truncated = None, result.error, 0, False
+        if error is None:
+            obj = load_json(result.stdout)
+            error = None if isinstance(obj, dict) else "kubectl printed no JSON object"
+        if error is None:
+            self.redactor.kubernetes(obj, configmaps=configmaps)
+            nbytes, truncated = self.bundle.write(path, dump_json(obj))
+        self.bundle.add(path, argv, None, result, nbytes, truncated, error)
+        return obj if error is None else None
+
+    def _no_namespace(self, path: str) -> None:
+        error = "operator namespace not found (no readable pod labelled app=gpu-operator); pass -n"
+        self.bundle.add(path, None, None, error=error)
+
+    def _collect_configmaps(self) -> None:
+        if not self.operator_ns:
+            return self._no_namespace("cluster/configmaps.json")
+        args = ("get", "configmaps", "-n", self.operator_ns, "-o", "json")
+        self._get_json("cluster/configmaps.json", args, configmaps=True)
+
+    def _collect_helm(self) -> None:
+        if not self.operator_ns:
+            return self._no_namespace("cluster/helm")
+        if not (shutil.which("helm") and self._helm_via_cli(self.operator_ns)):
+            self._helm_via_secrets(self.operator_ns)
+
+    def _write_history(self, name: Any, argv: list[str], result: Result, entries: list[Any],
+                       error: str | None = None) -> None:  # fmt: skip
+        if not is_dns1123(name):
+            error = f"refused: Helm release name {name!r} is not a DNS-1123 name"
+            self.bundle.add("cluster/helm", argv, None, result, error=error)
+            return
+        path = f"cluster/helm/{name}.json"
+        entries.sort(key=lambda e: e.get("revision") or 0)
+        nbytes, truncated = self.bundle.write(path, dump_json(entries))
+        self.bundle.add(path, argv, None, result, nbytes, truncated, error, counted=False)
+
+    def _helm_via_cli(self, ns: str) -> bool:
+        """`helm history` and `helm get values` per revision; False to fall back to Secrets."""
+        timeout = self.opts.step_timeout
+        listed = self.runner.run(helm_argv(self.opts, "list", "-n", ns, "-a", "-ojson"), timeout)
+        releases = load_json(listed.stdout) if listed.error is None else None
+        if not isinstance(releases, list):
+            eprint(f"gpu-triage collect: helm list failed ({listed.error or 'no JSON list'}); "
+                   "reading the Helm release Secrets instead")  # fmt: skip
+            return False
+        for name in [str(r.get("name")) for r in releases]:
+            argv = helm_argv(self.opts, "history", name, "-n", ns, "-o", "json")
+            result = self.runner.run(argv, timeout)
+            history = load_json(result.stdout) if result.error is None else None
+            if not isinstance(history, list):
+                error = result.error or "helm history printed no JSON list"
+                self._write_history(name, argv, result, [], error)
+                continue
+            entries, errors = [], []
+            for rev in history:
+                revision = str(rev.get("revision"))
+                args = ("get", "values", name, "-n", ns, "--revision", revision, "-o", "json")
+                got = self.runner.run(helm_argv(self.opts, *args), timeout)
+                values = load_json(got.stdout) if got.error is None else None
+                ok = got.error is None and isinstance(values, (dict, type(None)))
+                if not ok:
+                    errors.append(f"revision {revision}: {got.error or 'helm printed no JSON'}")
+                keys = ("revision", "status", "chart", "app_version", "updated", "description")
+                entry = {key: rev.get(key) for key in keys}
+                entry["values"] = self.redactor.helm_values(values or {}) if ok else None
+                entries.append(entry)
+            self._write_history(name, argv, result, entries, "; ".join(errors) or None)
+        self.bundle.add("cluster/helm", listed.argv, None, listed)
+        return True
+
+    def _helm_via_secrets(self, ns: str) -> None:
+        """Decode the release Secrets here; only history and redacted user values are kept."""
+        argv = self.kubectl.argv("get", "secrets", "-n", ns, "-l", "owner=helm", "-o", "json")
+        result = self.runner.run(argv, self.opts.step_timeout)
+        listing = load_json(result.stdout) if result.error is None else None
+        if not isinstance(listing, dict):
+            error = result.error or "kubectl printed no JSON object"
+            self.bundle.add("cluster/helm", argv, None, result, error=error)
+            return
+        histories: dict[str, list[Any]] = {}
+        errors = []
+        for secret in listing.get("items") or []:
+            if secret.get("type") != HELM_RELEASE_TYPE:
+                continue
+            meta = secret.get("metadata") or {}
+            try:
+                release = decode_helm_release((secret.get("data") or {}).get("release") or "")
+            except (ValueError, binascii.Error, OSError, EOFError) as exc:
+                errors.append(f"cannot decode Secret {meta.get('name')}: {exc}")
+                continue
+            name = release.get("name") or (meta.get("labels") or {}).get("name")
+            histories.setdefault(str(name), []).append(reduce_release(release, self.redactor))
+        for name, entries in sorted(histories.items()):
+            self._write_history(name, argv, result, entries)
+        self.bundle.add("cluster/helm", argv, None, result, error="; ".join(errors) or None)
+
+    def _collect_log(self, ns: Any, pod: Any, container: Any, previous: bool) -> None:
+        for kind, name in (("namespace", ns), ("pod", pod), ("container", container)):
+            if not is_dns1123(name):
+                error = f"refused: {kind} name {name!r} is not a DNS-1123 name"
+                self.bundle.add("logs", None, None, error=error)
+                return
+        tail = self.opts.log_tail
+        path = f"logs/{ns}/{pod}/{container}{'.previous' if previous else ''}.log"
+        argv = log_argv(self.kubectl, ns, pod, container, tail, previous)
+        result = self.runner.run(argv, self.opts.step_timeout, None, self.bundle.abspath(path))
+        nbytes, truncated = self.bundle.settle(path, result.error is not None)
+        if not truncated and nbytes:
+            with open(self.bundle.abspath(path), "rb") as handle:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+            truncated = lines >= tail  # kubectl kept the last `tail` lines: there may be more
+        self.bundle.add(path, argv, None, result, nbytes, truncated, result.error)
+
+    # ---- nodes ---------------------------------------------------------------------------
+
+    def _select_nodes(self) -> list[str]:
+        if self.opts.node_mode == "none":
+            return []
+        if self.opts.nodes:
+            return list(self.opts.nodes)
+        known = [(n.get("metadata") or {}).get("name") for n in self._node_objects()]
+        if self.opts.node_mode == "local":
+            host = socket.gethostname().lower()
+            short = host.split(".")[0]
+            return [short if short in known and host not in known else host]
+        if self.nodes is None:
+            error = "cannot choose GPU nodes: the node list was not collected; pass --nodes"
+            self.bundle.add("nodes", None, None, error=error)
+            return []
+        names = gpu_node_names(self.nodes)
+        if not names:
+            eprint("gpu-triage collect: no node has an NVIDIA GPU label; no node data collected "
+                   "(choose nodes with --nodes)")  # fmt: skip
+        return names
+
+    def _collect_node(self, node: str) -> None:
+        if not is_dns1123(node):
+            error = f"refused: node name {node!r} is not a DNS-1123 name"
+            self.bundle.add("nodes", None, node, error=error)
+            return self._node_done(node, False)
+        address = node_addresses(self.nodes, node).get("InternalIP")
+        argv = node_transport_argv(self.opts, self.kubectl, node, address, self.run_id)
+        tar_path = os.path.join(self.work, f"node-{node}.tar")
+        debug = self.opts.node_mode == "debug-pod"
+        result = self.runner.run(argv, self.opts.node_timeout, self.node_script, tar_path)
+        steps, problem = 0, None
+        try:
+            offset = self._note_debug_pod(node, tar_path) if debug else 0
+            steps = self._ingest_node_tar(node, tar_path, offset)
+        except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
+            problem = f"no usable tar stream from the node script ({exc})"
+        finally:
+            if debug and result.rc is not None:
+                self._cleanup_debug_pods(node)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tar_path)
+        if not steps:
+            reason = result.error or problem or "the node script wrote nothing"
+            error = f"node not collected (--node-mode {self.opts.node_mode}): {reason}"
+            for rel, _command, always in NODE_STEPS:
+                if always:
+                    path = f"nodes/{node}/{rel}"
+                    self.bundle.add(path, argv, node, result, error=error, counted=False)
+        self._node_done(node, bool(steps))
+
+    def _node_done(self, node: str, collected: bool) -> None:
+        failed = sum(1 for i in self.bundle.items if i["node"] == node and i["error"])
+        with self._lock:
+            self._nodes_done += 1
+            done = self._nodes_done
+        state = "collected" if collected else "NOT collected"
+        eprint(f"nodes {done}/{len(self.selected_nodes)}: {node} {state} ({failed} failed steps)")
+
+    def _ingest_node_tar(self, node: str, tar_path: str, offset: int) -> int:
+        """Copy node.sh's files into nodes/<node>/, turn steps.tsv into items; returns #steps."""
+        written: dict[str, int] = {}
+        rows = None
+        with open(tar_path, "rb") as handle:
+            handle.seek(offset)
+            if not handle.read(512):
+                raise ValueError("empty output")
+            handle.seek(offset)
+            with tarfile.open(fileobj=handle, mode="r|*") as archive:
+                for member in archive:
+                    name = member.name[2:] if member.name.startswith("./") else member.name
+                    stream = archive.extractfile(member) if member.isfile() and name else None
+                    if stream is None:
+                        continue
+                    if name == "steps.tsv":
+                        rows = parse_steps_tsv(stream.read().decode("utf-8", "replace"))
+                    elif safe_relpath(name):
+                        data = self.redactor.node_file(name, stream.read())
+                        written[name] = self.bundle.write(f"nodes/{node}/{name}", data)[0]
+                    else:
+                        eprint(f"gpu-triage collect: {node}: ignored unsafe tar member {name!r}")
+        if rows is None:
+            raise ValueError("no steps.tsv in the tar stream")
+        for row in rows:
+            path = row["path"] if safe_relpath(row["path"]) else ""
+            item = self.bundle.add(
+                f"nodes/{node}/{path}".rstrip("/"), row["command"], node,
+                nbytes=written.get(path, 0), truncated=row["truncated"], error=row["error"],
+                counted=False,
+            )  # fmt: skip
+            item.update(exit_code=row["exit_code"], started_at=row["started_at"],
+                        duration_ms=row["duration_ms"])  # fmt: skip
+        return len(rows)
+
+    def _note_debug_pod(self, node: str, tar_path: str) -> int:
+        """kubectl debug prints 'Creating debugging pod NAME ...' before the tar: remember NAME."""
+        with open(tar_path, "rb") as handle:
+            match = CREATING_POD_RE.match(handle.read(1024))
+        if not match:
+            return 0
+        name = match.group(1).decode("utf-8", "replace")
+        if name.startswith(f"{DEBUG_POD_PREFIX}{node}-"):
+            with self._lock:
+                self._debug_pods[name] = node
+            self.kubectl.remember_debug_pod(name)
+        return match.end()
+
+    def _cleanup_debug_pods(self, node: str | None) -> None:
+        """Find this run's debug pods (by name, and by the run id in their command); delete them."""
+        ns = self.opts.debug_namespace
+        prefix = DEBUG_POD_PREFIX + (f"{node}-" if node else "")
+        marker = f"GPU_TRIAGE_RUN_ID={self.run_id}"
+        with self._lock:
+            names = {n for n, owner in self._debug_pods.items() if node in (None, owner)}
+        argv = self.kubectl.argv("get", "pods", "-n", ns, "-o", "json")
+        listed = self.runner.run(argv, 60, cleanup=True)
+        pods = load_json(listed.stdout) if listed.error is None else None
+        if not isinstance(pods, dict):
+            eprint(f"gpu-triage collect: cannot list the pods in {ns}: {listed.error}")
+        for pod in (pods or {}).get("items") or []:
+            name = (pod.get("metadata") or {}).get("name") or ""
+            containers = (pod.get("spec") or {}).get("containers") or []
+            words = [w for c in containers for k in ("command", "args") for w in c.get(k) or []]
+            if name.startswith(prefix) and marker in words:
+                names.add(name)
+                self.kubectl.remember_debug_pod(name)
+        for name in sorted(names):
+            with self._lock:
+                if name in self._deleted:
+                    continue
+                self._deleted.add(name)
+            flags = ("-n", ns, "--ignore-not-found", "--wait=false")
+            argv = self.kubectl.argv("delete", "pod", name, *flags)
+            result = self.runner.run(argv, 60, cleanup=True)
+            if result.error is not None:
+                eprint(f"gpu-triage collect: could not delete debug pod {ns}/{name} "
+                       f"({result.error}); please delete it by hand")  # fmt: skip
+            elif not self.opts.quiet:
+                eprint(f"gpu-triage collect: deleted debug pod {ns}/{name}")
+
+    # ---- packaging -----------------------------------------------------------------------
+
+    def _node_objects(self) -> list[dict[str, Any]]:
+        return list((self.nodes or {}).get("items") or [])
+
+    def _hosts(self) -> list[tuple[str, list[str]]]:
+        hosts: dict[str, list[str]] = {}
+        for node in self._node_objects():
+            name = (node.get("metadata") or {}).get("name")
+            if name:
+                addresses = node_addresses(self.nodes, name)
+                kinds = ("Hostname", "InternalDNS", "ExternalDNS")
+                hosts[name] = [a for kind, a in addresses.items() if kind in kinds]
+        for name in self.selected_nodes:
+            ssh_host = self.opts.ssh_hosts.get(name)
+            hosts.setdefault(name, []).extend([ssh_host] if ssh_host else [])
+        return sorted(hosts.items())
+
+    def _manifest(self, pseudonymized: bool) -> dict[str, Any]:
+        opts = self.opts
+        options = {
+            "since": opts.since, "log_tail_lines": opts.log_tail, "node_mode": opts.node_mode,
+            "redact": opts.redact, "pseudonymize": opts.pseudonymize,
+            "max_file_bytes": opts.max_file_bytes, "nodes": self.selected_nodes,
+            "step_timeout_s": opts.step_timeout, "deadline_s": opts.deadline,
+        }  # fmt: skip
+        counts = dict(sorted(self.redactor.counts.items()))
+        return {
+            "format": "gpu-triage-bundle",
+            "format_version": FORMAT_VERSION,
+            "collector": {"name": COLLECTOR_NAME, "version": COLLECTOR_VERSION},
+            "created_at": iso(self.started),
+            "cluster": {"context": self.context, "server_version": self.server_version},
+            "operator_namespace": self.operator_ns,
+            "options": options,
+            "redaction": {"enabled": opts.redact, "counts": counts, "pseudonymized": pseudonymized},
+            "interrupted": self.interrupted,
+            "items": sorted(self.bundle.items, key=lambda i: (i["path"], i["started_at"])),
+        }
+
+    def _package(self) -> tuple[str, int]:
+        """Write <output>.tgz: one top directory, manifest.json first, then the staged files."""
+        top = f"gpu-triage-{slug(self.context)}-{self.started.strftime('%Y%m%dT%H%M%SZ')}"
+        out_path = resolve_output(self.opts.output, top)
+        os.makedirs(self.bundle.root, exist_ok=True)
+        pseudo = Pseudonymizer(self._hosts()) if self.opts.pseudonymize else None
+        manifest = dump_json(self._manifest(pseudo is not None))
+        if pseudo is not None:
+            pseudo.apply_to_tree(self.bundle.root)
+            manifest = pseudo.text(manifest)
+        mtime = int(self.started.timestamp())
+        partial = out_path + ".part"
+        with tarfile.open(partial, "w:gz") as archive:
+            add_bytes(archive, f"{top}/manifest.json", manifest, mtime)
+            for rel in sorted(walk_files(self.bundle.root)):
+                with open(os.path.join(self.bundle.root, *rel.split("/")), "rb") as handle:
+                    add_bytes(archive, f"{top}/{rel}", handle.read(), mtime)
+        os.replace(partial, out_path)
+        if pseudo is not None:
+            base = out_path[:-4] if out_path.endswith(".tgz") else out_path
+            mapping_path = base + ".pseudonyms.json"
+            fd = os.open(mapping_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(pseudo.mapping(), handle, indent=1)
+            eprint(f"gpu-triage collect: pseudonym mapping (keep, never send): {mapping_path}")
+        return out_path, os.path.getsize(out_path)
+
+
+def add_bytes(archive: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode, info.type = len(data), mtime, 0o644, tarfile.REGTYPE
+    archive.addfile(info, io.BytesIO(data))
+
+
+def slug(context: str | None) -> str:
+    text = re.sub(r"[^a-z0-9.-]+", "-", (context or "").lower()).strip("-.")
+    return text[:63].strip("-.") or "cluster"
+
+
+def resolve_output(output: str | None, top: str) -> str:
+    if not output:
+        return os.path.abspath(top + ".tgz")
+    if os.path.isdir(output) or output.endswith(os.sep):
+        os.makedirs(output, exist_ok=True)
+        return os.path.abspath(os.path.join(output, top + ".tgz"))
+    return os.path.abspath(output)
+
+
+def current_context(kubeconfig: str | None) -> str | None:
+    """current-context from the kubeconfig, read as text (`kubectl config` is not a read verb)."""
+    from_env = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    paths = [kubeconfig] if kubeconfig else from_env
+    for path in paths or [os.path.join(os.path.expanduser("~"), ".kube", "config")]:
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                match = re.match(r"^current-context:\s*[\"']?([^\"'#\s]+)", line)
+                if match:
+                    return match.group(1)
+    return None
+
+
+# --- --dry-run ------------------------------------------------------------------------------
+
+
+def print_plan(opts: argparse.Namespace, out: Any) -> None:
+    """Print every command a real run would use; runs nothing, not even kubectl get."""
+    kubectl = Kubectl(opts.context, opts.kubeconfig)
+    ns = opts.namespace or "<operator-namespace>"
+
+    def say(text: str) -> None:
+        print(text, file=out)
+
+    def show(argv: list[str], target: str = "", note: str = "") -> None:
+        note = f"   # {note}" if note else ""
+        say(shlex.join(argv) + (f"   > {target}" if target else "") + note)
+
+    say("# gpu-triage collect --dry-run: nothing is run. A real run would use these commands.")
+    say("# cluster (cluster/*.json; env values and ConfigMap data redacted)")
+    for path, args in (VERSION_STEP, *CLUSTER_LISTS):
+        show(kubectl.argv(*args), path)
+    found = "" if opts.namespace else "namespace: that of the pod labelled app=gpu-operator"
+    configmaps = kubectl.argv("get", "configmaps", "-n", ns, "-o", "json")
+    show(configmaps, "cluster/configmaps.json", found)
+    say(f"# helm release history of {ns} (cluster/helm/<release>.json, values redacted)")
+    if shutil.which("helm"):
+        show(helm_argv(opts, "list", "-n", ns, "-a", "-ojson"))
+        show(helm_argv(opts, "history", "<release>", "-n", ns, "-o", "json"))
+        show(helm_argv(opts, "get", "values", "<release>", "-n", ns, "--revision", "<n>", "-ojson"))
+        say("#   if helm fails:")
+    secrets = kubectl.argv("get", "secrets", "-n", ns, "-l", "owner=helm", "-o", "json")
+    show(secrets, note="decoded here; only history and redacted user values are kept")
+    say(f"# logs: every container of the pods in {ns} and of GPU pods that are not Running")
+    for previous in (False, True):
+        argv = log_argv(kubectl, "<namespace>", "<pod>", "<container>", opts.log_tail, previous)
+        target = f"logs/<namespace>/<pod>/<container>{'.previous' if previous else ''}.log"
+        show(argv, target, "when restartCount > 0" if previous else "")
+    if opts.node_mode == "none":
+        say("# nodes: none (--node-mode none)")
+        return
+    local = [socket.gethostname().lower()] if opts.node_mode == "local" else ["<node>"]
+    nodes = opts.nodes or local
+    chosen = ", ".join(nodes) if opts.nodes else " or ".join(f"{x}=true" for x in GPU_NODE_LABELS)
+    say(f"# nodes ({opts.node_mode}): {chosen}; node.sh goes to stdin, its tar comes on stdout")
+    for node in nodes:
+        address = "<InternalIP>" if opts.node_mode == "ssh" else None
+        show(node_transport_argv(opts, kubectl, node, address, "<run-id>"), f"nodes/{node}/")
+    for rel, command, always in NODE_STEPS:
+        where = "" if always else "  (where present)"
+        command = command.replace("<since>", opts.since)
+        say(f"#   on the node: {command}   > nodes/<node>/{rel}{where}")
+    if opts.node_mode == "debug-pod":
+        dns = opts.debug_namespace
+        listing = kubectl.argv("get", "pods", "-n", dns, "-o", "json")
+        show(listing, note="find this run's debug pods: node-debugger-<node>-*, with the run id")
+        kubectl.remember_debug_pod("<debug-pod>")
+        delete = kubectl.argv("delete", "pod", "<debug-pod>", "-n", dns, "--ignore-not-found")
+        show([*delete, "--wait=false"], note="only this run's debug pods, also after Ctrl-C")
+
+
+# --- Command line ---------------------------------------------------------------------------
+
+HELP_EPILOG = """\
+node modes (how node.sh, next to this file, reaches each node as root):
+  debug-pod  (default) kubectl debug node/<node> --profile=sysadmin --image <--debug-image>
+             -- chroot /host sh -s. Its pods (node-debugger-<node>-*) are deleted afterwards,
+             also after a failure or Ctrl-C. Use --debug-image for an air-gapped registry; any
+             image with chroot and env works (busybox, ubi-minimal, ...).
+  ssh        ssh <host> sh -s; host from --ssh-host NODE=HOST, else the node's InternalIP.
+             BatchMode: keys or an agent, no password prompts. --ssh-sudo for non-root users.
+  local      this machine is the node (run as root): sh -s here. Name it with --nodes.
+  none       cluster objects and logs only.
+
+Collected by default: nodes labelled nvidia.com/gpu.present=true or carrying an NVIDIA PCI
+label from NFD; --nodes a,b chooses others. Nothing in the cluster is changed: kubectl runs
+only version, get, logs and debug (and deletes its own debug pods). Secrets are never written.
+
+exit codes:
+  0    bundle written (failed steps are listed in its manifest and counted on stderr)
+  2    nothing collected: bad options, kubectl missing, or no access to the API server
+  130  interrupted (Ctrl-C / SIGTERM): a partial bundle was still written
+"""
+
+
+def byte_size(text: str) -> int:
+    match = re.match(r"^\s*(\d+)\s*([KMG]i?B?|B)?\s*$", text, re.IGNORECASE)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 52428800, 50Mi, 1G)")
+    unit = (match.group(2) or "B").upper()[:1]
+    return int(match.group(1)) * {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit]
+
+
+def since_value(text: str) -> str:
+    if not SINCE_RE.match(text):
+        raise argparse.ArgumentTypeError("takes a number and a unit s, m, h, d or w (e.g. 168h)")
+    return text
+
+
+def positive(kind: Any) -> Any:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-triage collect",
+        description="Collect a gpu-triage support bundle (.tgz) of the current Kubernetes cluster: "
+        "cluster objects, GPU Operator logs, Helm history, and per-node containerd, journal, dmesg "
+        "and nvidia-smi data. Read-only; secrets are redacted.",
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node.sh")
+    add("-o", "--output", metavar="PATH", help="bundle file or directory (default: current dir)")
+    add("--context", help="kubeconfig context (default: the current context)")
+    add("--kubeconfig", metavar="FILE", help="kubeconfig file (default: kubectl's)")
+    add("-n", "--namespace", help="GPU Operator namespace (default: of the app=gpu-operator pod)")
+    add("--nodes", metavar="A,B", action="append", default=[],
+        help="nodes to collect, comma-separated, repeatable (default: the GPU nodes)")  # fmt: skip
+    add("--node-mode", choices=("debug-pod", "ssh", "local", "none"), default="debug-pod",
+        help="how node.sh reaches the nodes (default: debug-pod; see below)")  # fmt: skip
+    add("--debug-image", default="busybox:1.36", metavar="IMAGE", help="(default: busybox:1.36)")
+    add("--debug-namespace", default="default", metavar="NS", help="(default: default)")
+    add("--debug-profile", default="sysadmin", help="(default: sysadmin; '' omits --profile)")
+    add("--ssh-host", action="append", default=[], metavar="NODE=HOST", help="repeatable")
+    add("--ssh-user", metavar="USER", help="ssh login user")
+    add("--ssh-sudo", action="store_true", help="run node.sh through sudo -n (ssh mode)")
+    add("--node-script", metavar="FILE", default=script, help="(default: node.sh beside this)")
+    add("--since", type=since_value, default="168h", help="journal window (default: 168h)")
+    add("--log-tail", type=positive(int), default=5000, metavar="LINES",
+        help="log lines per container (default: 5000)")  # fmt: skip
+    add("--max-file-bytes", type=byte_size, default=50 << 20, metavar="SIZE",
+        help="cap per file; longer ones are cut and marked truncated (default: 50Mi)")  # fmt: skip
+    add("--parallel", type=positive(int), default=8, metavar="N", help="concurrency (default: 8)")
+    add("--step-timeout", type=positive(float), default=60.0, metavar="S", help="(default: 60)")
+    add("--node-timeout", type=positive(float), default=600.0, metavar="S",
+        help="per node, for the whole node script (default: 600)")  # fmt: skip
+    add("--deadline", type=positive(float), default=1800.0, metavar="S",
+        help="for the whole run; later steps are recorded as not run (default: 1800)")  # fmt: skip
+    add("--no-redact", dest="redact", action="store_false", help="keep secret-looking values")
+    add("--pseudonymize", action="store_true",
+        help="replace node host names and IP addresses by stable pseudonyms; the mapping is "
+             "written next to the bundle, never into it")  # fmt: skip
+    add("--dry-run", action="store_true", help="print the commands a run would use; run nothing")
+    add("-q", "--quiet", action="store_true", help="only failures and the summary on stderr")
+    version = f"{COLLECTOR_NAME} {COLLECTOR_VERSION} (bundle format {FORMAT_VERSION})"
+    add("--version", action="version", version=version)
+    return parser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+    opts.nodes = [n.strip() for group in opts.nodes for n in group.split(",") if n.strip()]
+    opts.ssh_hosts = {}
+    for pair in opts.ssh_host:
+        node, sep, host = pair.partition("=")
+        if not (sep and node and host):
+            parser.error(f"--ssh-host takes NODE=HOST, got {pair!r}")
+        opts.ssh_hosts[node] = host
+    if opts.node_mode == "local" and len(opts.nodes) > 1:
+        parser.error("--node-mode local collects this machine only: give at most one --nodes name")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`gpu-triage collect ARGS` and `python3 collect.py ARGS`; returns the exit code."""
+    try:
+        opts = parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    if opts.dry_run:
+        print_plan(opts, sys.stdout)
+        return 0
+    if shutil.which("kubectl") is None:
+        eprint("gpu-triage collect: kubectl not found on PATH")
+        return 2
+    node_script = b""
+    if opts.node_mode != "none":
+        try:
+            with open(opts.node_script, "rb") as handle:
+                node_script = handle.read()
+        except OSError as exc:
+            eprint(f"gpu-triage collect: cannot read {opts.node_script}: {exc.strerror}")
+            return 2
+    if opts.node_mode == "local" and hasattr(os, "geteuid") and os.geteuid() != 0:
+        eprint("gpu-triage collect: warning: --node-mode local should run as root")
+    return Collector(opts, node_script).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
