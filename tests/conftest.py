@@ -7,7 +7,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The repository root goes first so that test folders named like our packages
+# (tests/reports) can never shadow them; the tests folder follows for the kits.
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 
 @pytest.fixture(scope="session")

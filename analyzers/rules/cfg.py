@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.operand_versions import expected as expected_operands
+from analyzers.operand_versions import fits, image_version
+from analyzers.products import UNLISTED, classify
+from analyzers.products import Verdict as ProductVerdict
+from analyzers.releases import SupportStatus, parse_version
+from analyzers.releases import support as support_of
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
 from bundle.evidence import at_pointer, first_line
-from bundle.kube import HelmRevision
+from bundle.kube import HelmRevision, Node
 
 
 def operator_release(ctx: Context) -> tuple[str, list[HelmRevision]] | None:
@@ -114,4 +120,396 @@ class ToolkitDisabledHostNotConfigured(Rule):
                            evidence=evidence, remediation=remediation)
 
 
-RULES = [ToolkitDisabledHostNotConfigured]
+# ------------------------------------------------------------------------ CFG001
+
+
+def _operator_image(ctx: Context) -> tuple[str, Evidence, str, str] | None:
+    """(version text, evidence, subject, where it was read) of the running operator."""
+    facts = ctx.facts
+    namespace = facts.operator_namespace
+    deployments = sorted(ctx.bundle.cluster.deployments,
+                         key=lambda d: (d.metadata.namespace != namespace, d.metadata.name))
+    for deployment in deployments:
+        for index, item in enumerate(deployment.spec.template.spec.containers):
+            repository, version = image_version(item.image)
+            if repository == "gpu-operator" and version is not None:
+                ns = deployment.metadata.namespace or "default"
+                return (item.image,
+                        field(deployment, f"Deployment {ns}/{deployment.metadata.name} image "
+                                          f"{item.image}",
+                              "spec", "template", "spec", "containers", index, "image"),
+                        f"{ns}/{deployment.metadata.name}", "operator Deployment image")
+    release = operator_release(ctx)
+    if release is not None:
+        name, revisions = release
+        latest = revisions[-1]
+        text = latest.app_version or latest.chart
+        key = "app_version" if latest.app_version else "chart"
+        if parse_version(text) is not None:
+            found = at_pointer(latest.source_path, latest.source_pointer,
+                               f"Helm release {name} revision {latest.revision} {key}: {text}",
+                               key)
+            return (text,
+                    Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
+                    f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
+    for pod in ctx.bundle.cluster.pods:
+        if pod.metadata.labels.get("app") != "gpu-operator":
+            continue
+        for index, item in enumerate(pod.spec.containers):
+            repository, version = image_version(item.image)
+            if repository == "gpu-operator" and version is not None:
+                return (item.image,
+                        field(pod, f"{pod.namespace}/{pod.name} image {item.image}",
+                              "spec", "containers", index, "image"),
+                        f"{pod.namespace}/gpu-operator", "operator pod image")
+    return None
+
+
+def _operand_mismatches(ctx: Context, version: str) -> list[tuple[str, Evidence]]:
+    wanted = expected_operands(version)
+    namespace = ctx.facts.operator_namespace
+    seen: set[tuple[str, str]] = set()
+    found: list[tuple[str, Evidence]] = []
+    for pod in sorted(ctx.bundle.cluster.pods, key=lambda p: p.name):
+        if pod.terminated or (namespace is not None and pod.namespace != namespace):
+            continue
+        sections = (("initContainers", pod.spec.init_containers),
+                    ("containers", pod.spec.containers))
+        for section, containers in sections:
+            for index, item in enumerate(containers):
+                repository, actual = image_version(item.image)
+                want = wanted.get(repository)
+                if want is None or actual is None or fits(want.version, actual):
+                    continue
+                if (repository, actual) in seen:
+                    continue
+                seen.add((repository, actual))
+                shown = want.version if want.version.count(".") >= 2 else f"{want.version}.x"
+                found.append((f"{want.label} {actual} (expected {shown} for {want.scope}) in "
+                              f"{pod.namespace}/{pod.name}",
+                              field(pod, f"{pod.namespace}/{pod.name} {item.name} image "
+                                         f"{item.image}",
+                                    "spec", section, index, "image")))
+    return found
+
+
+_STATUS_SEVERITY = {
+    SupportStatus.END_OF_SUPPORT: Severity.MEDIUM,
+    SupportStatus.DEPRECATED: Severity.LOW,
+    SupportStatus.UNKNOWN: Severity.INFO,
+    SupportStatus.SUPPORTED: Severity.LOW,
+}
+_STATUS_MEANING = {
+    SupportStatus.END_OF_SUPPORT: "it gets no fixes, not even for CVEs, and NVIDIA support "
+                                  "will ask for an upgrade first",
+    SupportStatus.DEPRECATED: "it gets only critical bug and CVE fixes; plan the move to the "
+                              "supported line",
+    SupportStatus.UNKNOWN: "this gpu-triage's release table cannot place it; check NVIDIA's "
+                           "lifecycle page",
+    SupportStatus.SUPPORTED: "it is the supported line",
+}
+
+
+class OperatorSupportStatus(Rule):
+    """GPU Operator release support status, and operands from another release.
+
+    Reads the running operator version from the operator Deployment's image tag (else
+    the Helm release's app version, else the operator pod's image) and looks it up in
+    the release table (``analyzers/data/operator_releases.toml``: Supported, Deprecated,
+    End of Support). Operand images in the operator namespace whose versions do not
+    belong to that release (``analyzers/data/operand_versions.toml``, only where the
+    table knows them) are listed too.
+
+    Why it matters:
+    An End-of-Support operator gets no fixes, not even for CVEs, and many known
+    problems are fixed only in later lines. Operand images left from another release
+    (a partial upgrade, a stale pin in the ClusterPolicy) run combinations NVIDIA never
+    tested.
+
+    Remediation:
+    Check ``helm -n gpu-operator history gpu-operator`` and the ClusterPolicy's per-component
+    ``version`` fields; upgrade one release line at a time (NVIDIA supports upgrades
+    within a line or to the next one), with ``--reuse-values``, one node pool at a time.
+    """
+
+    id = "CFG001"
+    slug = "operator-support-status"
+    severity = Severity.MEDIUM
+    inputs = (
+        cluster("deployments.json"),
+        cluster("pods.json", optional=True),
+        cluster("helm/*.json", optional=True),
+    )
+    tags = ("versions",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        found = _operator_image(ctx)
+        if found is None:
+            return
+        text, source_evidence, subject, where = found
+        support = support_of(text)
+        if support is None:
+            return
+        mismatches = _operand_mismatches(ctx, support.version)
+        if support.status is SupportStatus.SUPPORTED and not mismatches:
+            return
+        parts = [f"The GPU Operator runs {support.version} (from the {where}); "
+                 f"{support.note}: {_STATUS_MEANING[support.status]}."]
+        if mismatches:
+            listed = "; ".join(text for text, _ in mismatches[:6])
+            more = f" and {len(mismatches) - 6} more" if len(mismatches) > 6 else ""
+            parts.append(f"Operand images that do not belong to that release: {listed}{more}. "
+                         "A version pinned on purpose in the ClusterPolicy "
+                         "(spec.<component>.version) is a choice; otherwise an upgrade "
+                         "stopped half way.")
+        severity = _STATUS_SEVERITY[support.status]
+        namespace = ctx.facts.operator_namespace or "gpu-operator"
+        remediation = (
+            f"helm -n {namespace} list; helm -n {namespace} history <release>\n"
+            f"kubectl -n {namespace} get pods -o jsonpath="
+            "'{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.containers[*].image}"
+            "{\"\\n\"}{end}'\n"
+            "kubectl get clusterpolicy -o yaml | grep -nE '^\\s+version:'\n"
+            f"# upgrade one release line at a time, keeping values:\n"
+            f"helm upgrade <release> nvidia/gpu-operator -n {namespace} --version <next> "
+            "--reuse-values")
+        evidence = [source_evidence] + [ev for _, ev in mismatches[:6]]
+        yield self.finding(subject, " ".join(parts), severity=severity,
+                           objects=[ObjectRef(kind="Deployment",
+                                              namespace=subject.split("/", 1)[0],
+                                              name=subject.split("/", 1)[1])],
+                           evidence=evidence, remediation=remediation)
+
+
+# ------------------------------------------------------------------------ CFG002
+
+
+def _mig_wanted(node_obj: Node) -> str | None:
+    labels = node_obj.labels
+    config = labels.get("nvidia.com/mig.config")
+    if config and config != "all-disabled":
+        return f"label nvidia.com/mig.config={config}"
+    strategy = labels.get("nvidia.com/mig.strategy")
+    if strategy in ("single", "mixed"):
+        return f"label nvidia.com/mig.strategy={strategy}"
+    mig_resources = sorted(r for r in node_obj.status.capacity if r.startswith("nvidia.com/mig-"))
+    if mig_resources:
+        return f"resource {mig_resources[0]} in its capacity"
+    return None
+
+
+class UnsupportedGpuProduct(Rule):
+    """GPUs outside the GPU Operator's supported list (GeForce / consumer cards).
+
+    Classifies each GPU node's products — the ``nvidia.com/gpu.product`` label and
+    nvidia-smi's product name and brand — against the supported families in
+    ``analyzers/data/gpu_products.toml`` (data centre and professional RTX / T-series).
+    GeForce and TITAN cards get a support caveat and "MIG impossible"; Jetson and other
+    integrated GPUs are outside the operator's scope; anything else not listed is noted.
+
+    Why it matters:
+    NVIDIA validates the GPU Operator only on the listed GPUs. Consumer cards often
+    work, but problems on them are not a supported case, and features such as MIG do
+    not exist on them at all.
+
+    Remediation:
+    Nothing to fix on the cluster; state the caveat in the ticket, and do not plan MIG
+    on these nodes. ``kubectl get nodes -L nvidia.com/gpu.product`` lists the products.
+    """
+
+    id = "CFG002"
+    slug = "unsupported-gpu-product"
+    severity = Severity.LOW
+    inputs = (cluster("nodes.json"), node("nvidia-smi.xml", optional=True))
+    tags = ("support",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        facts = ctx.facts
+        for node_name in facts.gpu_nodes:
+            node_obj = facts.nodes.get(node_name)
+            seen: dict[str, tuple[ProductVerdict, Evidence]] = {}
+            if node_obj is not None:
+                for key, value in sorted(node_obj.labels.items()):
+                    if key == "nvidia.com/gpu.product" or (
+                            key.startswith("nvidia.com/mig-") and key.endswith(".product")):
+                        verdict = classify(value)
+                        seen.setdefault(verdict.family or value, (verdict, field(
+                            node_obj, f"{node_name}: {key}={value}", "metadata", "labels", key)))
+            smi = ctx.bundle.node(node_name).nvidia_smi
+            path = ctx.bundle.node(node_name).path("nvidia-smi.xml")
+            xml = ctx.bundle.read_text(path) if smi is not None else None
+            for gpu in smi.gpus if smi is not None else ():
+                if not gpu.product_name:
+                    continue
+                verdict = classify(gpu.product_name, gpu.product_brand)
+                hit = first_line(path, xml or "", gpu.product_name)
+                seen.setdefault(verdict.family or gpu.product_name, (verdict, Evidence(
+                    path=path, line=hit.line if hit else None,
+                    excerpt=f"{gpu.bus_id}: {gpu.product_name} (brand "
+                            f"{gpu.product_brand or 'unknown'})")))
+            flagged = [(v, e) for v, e in seen.values()
+                       if v.klass not in ("datacenter", "professional")]
+            if flagged:
+                yield self._finding(node_name, node_obj, flagged)
+
+    def _finding(self, node_name: str, node_obj: Node | None,
+                 flagged: list[tuple[ProductVerdict, Evidence]]) -> Finding:
+        products = "; ".join(f"{v.product}: {v.note}" for v, _ in flagged)
+        summary = f"{node_name} has GPUs outside the GPU Operator's supported list — {products}."
+        no_mig = [v for v, _ in flagged if v.mig is False]
+        severity = Severity.LOW
+        if no_mig:
+            summary += " MIG is impossible on these cards."
+            wanted = _mig_wanted(node_obj) if node_obj is not None else None
+            if wanted:
+                summary += f" Yet the node asks for MIG ({wanted}); that cannot be applied."
+        if all(v.klass == UNLISTED for v, _ in flagged):
+            severity = Severity.INFO
+        remediation = (f"kubectl get node {node_name} -L nvidia.com/gpu.product,"
+                       "nvidia.com/mig.capable,nvidia.com/mig.config\n"
+                       "# state the support caveat in the ticket; do not plan MIG on consumer "
+                       "cards")
+        return self.finding(node_name, summary, severity=severity, nodes=[node_name],
+                            objects=[node_ref(node_name)], evidence=[e for _, e in flagged],
+                            remediation=remediation)
+
+
+# ------------------------------------------------------------------------ CFG003
+
+
+def _label_int(labels: dict[str, str], key: str) -> int | None:
+    value = labels.get(key, "")
+    return int(value) if value.isdigit() else None
+
+
+class TimeSlicingExplained(Rule):
+    """Time-slicing explained with the node's own numbers.
+
+    For each GPU node where the device plugin shares GPUs (the sharing config the
+    ClusterPolicy names, else the GFD labels ``nvidia.com/gpu.sharing-strategy`` and
+    ``nvidia.com/gpu.replicas``), shows the advertised slots against the physical GPUs
+    (nvidia-smi, else ``nvidia.com/gpu.count``), the memory each slot "has" by division,
+    and what the slots do not give.
+
+    Why it matters:
+    ``replicas: N`` registers the same device N times. The slots share one GPU's
+    memory and faults: one pod can take all the memory or crash the others, so the
+    per-slot memory guarantee is 0, and DCGM can no longer attribute usage to pods.
+    Users who read "4 GPUs" plan as if they had four.
+
+    Remediation:
+    For isolation use MIG (on GPUs that have it) or whole GPUs; keep time-slicing for
+    light, trusted workloads and size them by the whole GPU's memory.
+    """
+
+    id = "CFG003"
+    slug = "time-slicing-explained"
+    severity = Severity.INFO
+    inputs = (
+        cluster("nodes.json"),
+        cluster("configmaps.json", optional=True),
+        cluster("clusterpolicies.json", optional=True),
+        node("nvidia-smi.xml", optional=True),
+    )
+    tags = ("sharing",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        facts = ctx.facts
+        setup = facts.gpu_sharing
+        for node_name in facts.gpu_nodes:
+            node_obj = facts.nodes.get(node_name)
+            if node_obj is None:
+                continue
+            config = setup.for_node(node_obj)
+            items: list[tuple[str, int, str, str]] = []  # resource, replicas, strategy, from
+            evidence: list[Evidence] = []
+            if config is not None and config.strategy is not None and setup.configmap:
+                cm = setup.configmap
+                source = f"config key '{config.key}' of ConfigMap {cm.metadata.name}"
+                for item in config.resources:
+                    items.append((item.advertised, item.replicas, config.strategy, source))
+                evidence.append(field(cm, f"ConfigMap {cm.metadata.name} key {config.key}: "
+                                          f"{config.strategy}, "
+                                          + ", ".join(f"{r.name} replicas {r.replicas}"
+                                                      for r in config.resources),
+                                      "data", config.key))
+            else:
+                strategy = node_obj.labels.get("nvidia.com/gpu.sharing-strategy", "")
+                replicas = _label_int(node_obj.labels, "nvidia.com/gpu.replicas") or 1
+                if strategy in ("time-slicing", "mps") and replicas > 1:
+                    shared = "nvidia.com/gpu.shared"
+                    resource = shared if shared in node_obj.status.capacity else "nvidia.com/gpu"
+                    items.append((resource, replicas, strategy, "the node's GFD labels"))
+                    evidence.append(field(node_obj, f"{node_name}: nvidia.com/gpu.sharing-"
+                                                    f"strategy={strategy}, nvidia.com/gpu."
+                                                    f"replicas={replicas}",
+                                          "metadata", "labels", "nvidia.com/gpu.replicas"))
+            lines = [text for item in items
+                     if (text := self._explain(ctx, node_obj, item, evidence)) is not None]
+            if not lines:
+                continue
+            links = []
+            if setup.configmap is not None and any("another config" in ln for ln in lines):
+                cm = setup.configmap
+                links.append(f"SC006:{cm.metadata.namespace or facts.operator_namespace}/"
+                             f"{cm.metadata.name}")
+            summary = (" ".join(lines) + " Slots share one GPU: no memory or fault isolation "
+                       "(one pod can take all the memory or crash the others), and DCGM "
+                       "cannot attribute GPU usage to pods or containers under sharing.")
+            remediation = (f"kubectl get node {node_name} -o jsonpath="
+                           "'{.status.capacity}{\"\\n\"}{.metadata.labels}'\n"
+                           "# for isolation use MIG or whole GPUs; size shared workloads by the "
+                           "whole GPU's memory")
+            yield self.finding(node_name, summary, nodes=[node_name],
+                               objects=[node_ref(node_name)], evidence=evidence,
+                               remediation=remediation, caused_by=links)
+
+    def _explain(self, ctx: Context, node_obj: Node, item: tuple[str, int, str, str],
+                 evidence: list[Evidence]) -> str | None:
+        resource, replicas, strategy, source = item
+        counts = ctx.facts.accounting.get(node_obj.name)
+        advertised = counts.count(resource).capacity if counts is not None else None
+        if not advertised:
+            return None
+        labels = node_obj.labels
+        smi = ctx.bundle.node(node_obj.name).nvidia_smi
+        memory: int | None = None
+        if resource.startswith("nvidia.com/mig-"):
+            profile = resource.removeprefix("nvidia.com/").removesuffix(".shared")
+            physical = _label_int(labels, f"nvidia.com/{profile}.count")
+            memory = _label_int(labels, f"nvidia.com/{profile}.memory")
+            unit = f"{profile} MIG device"
+            physical_from = "GFD labels"
+        else:
+            unit = "physical GPU"
+            if smi is not None and smi.gpus:
+                physical = len(smi.gpus)
+                memory = smi.gpus[0].fb_total_mib
+                physical_from = "nvidia-smi"
+            else:
+                physical = _label_int(labels, "nvidia.com/gpu.count")
+                memory = _label_int(labels, "nvidia.com/gpu.memory")
+                physical_from = "label nvidia.com/gpu.count"
+        if memory is None:
+            memory = _label_int(labels, "nvidia.com/gpu.memory")
+        evidence.append(Evidence(
+            path=node_obj.source_path,
+            pointer=f"{node_obj.source_pointer}/status/capacity/{resource.replace('/', '~1')}",
+            excerpt=f"{node_obj.name} capacity {resource}: {advertised}"))
+        per_gpu = f"{physical} {unit}(s)" if physical is not None else f"? {unit}(s)"
+        text = (f"{node_obj.name} advertises {advertised} {resource} slots on {per_gpu} "
+                f"({physical_from}; {strategy}, replicas {replicas}, from {source}).")
+        if physical is not None and physical * replicas != advertised:
+            text += (f" {physical} × {replicas} would be {physical * replicas}: the plugin "
+                     "there runs another config (changed without a restart, or another key).")
+        if memory:
+            share = memory // replicas
+            text += (f" {memory} MiB ÷ {replicas} = {share} MiB per slot is arithmetic; the "
+                     "guarantee per slot is 0.")
+        if strategy == "mps":
+            text += " (MPS caps each client's memory share, but faults are still shared.)"
+        return text
+
+
+RULES = [ToolkitDisabledHostNotConfigured, OperatorSupportStatus, UnsupportedGpuProduct,
+         TimeSlicingExplained]
