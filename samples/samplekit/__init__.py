@@ -1,0 +1,22 @@
+"""Builders for the synthetic support bundles under ``samples/``.
+
+Layers, bottom up:
+
+- ``core``: deterministic ids and clocks, output formatting, the ``Bundle``
+  writer (files plus one ``manifest.json`` item per collection step).
+- ``model``: plain descriptions of machines (``Host``, ``Gpu``).
+- ``k8s``: Kubernetes objects shaped like API server output.
+- ``scene``: a ``Scene`` gathers what one bundle shows; ``write_scene`` emits
+  every path of bundle-format.md in collection order.
+- ``workloads``: pods placed by outcome (stuck without sandbox, ran,
+  succeeded), DaemonSets and Deployments derived from templates; each placed
+  pod leaves its status, events, logs and sandbox attempts in the scene.
+- ``kubeadm``, ``gpuop``, ``oplogs``: the kubeadm/flannel baseline, the GPU
+  Operator v26.3.3 stack, and its components' log lines.
+- ``containerd``: config files, the toolkit's drop-in, real ``config dump``.
+- ``journal``, ``smi``, ``host``: per-node journals, ``nvidia-smi -q -x``,
+  and the other node paths (``host.write_node`` writes them all).
+- ``lab``: the five-node lab of the second write-up, shared by its scenarios.
+
+Stdlib only; no wall clock, no random state.
+"""
