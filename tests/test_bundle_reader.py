@@ -16,7 +16,8 @@ NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-a", "label
     "nvidia.com/gpu.present": "true"}}, "status": {"capacity": {"nvidia.com/gpu": "8"},
                                                    "allocatable": {"nvidia.com/gpu": "7"}}}
 FILES = {"cluster/nodes.json": kube_list(NODE),
-         "nodes/gpu-a/containerd/version.txt": "containerd github.com/containerd/containerd v1.7.27\n"}
+         "nodes/gpu-a/containerd/version.txt":
+             "containerd github.com/containerd/containerd v1.7.27\n"}
 
 
 @pytest.mark.parametrize("kind", ["dir", "tgz", "tar"])
@@ -70,7 +71,7 @@ def test_tar_without_manifest(tmp_path: Path) -> None:
 
 
 def test_truncated_archive_is_read_up_to_the_cut(tmp_path: Path) -> None:
-    big = {f"logs/gpu-operator/pod-{i}/c.log": ("line %d\n" % i) * 4000 for i in range(30)}
+    big = {f"logs/gpu-operator/pod-{i}/c.log": f"line {i}\n" * 4000 for i in range(30)}
     path = write_tar(tmp_path / "full.tgz", {**FILES, **big})
     raw = path.read_bytes()
     cut = tmp_path / "cut.tgz"

@@ -13,7 +13,7 @@ from analyzers.releases import SupportStatus, parse_version
 from analyzers.releases import support as support_of
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
-from bundle.evidence import at_pointer, first_line
+from bundle.evidence import Locator, at_pointer, first_line
 from bundle.kube import HelmRevision, Node
 
 
@@ -42,7 +42,8 @@ class ToolkitDisabledHostNotConfigured(Rule):
 
     Remediation:
     Enable the toolkit through Helm, keeping every value set before:
-      helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values --set toolkit.enabled=true
+      helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator \\
+        --reuse-values --set toolkit.enabled=true
     ``--reuse-values`` matters: without it the chart defaults return, and a host-driver
     setup loses ``driver.enabled=false`` — the operator would then try to install a
     driver over the host one.
@@ -67,7 +68,7 @@ class ToolkitDisabledHostNotConfigured(Rule):
         affected = [n for n in facts.gpu_nodes if facts.runtime(n).has_nvidia is False]
         if not affected:
             return
-        evidence: list[Evidence] = [
+        evidence: list[Evidence | Locator] = [
             field(policy, "spec.toolkit.enabled: false", "spec", "toolkit", "enabled")]
         with_ctk = []
         for node_name in affected:

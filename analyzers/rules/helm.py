@@ -7,7 +7,7 @@ from typing import Any
 
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from bundle.evidence import at_pointer, clip
+from bundle.evidence import Locator, at_pointer, clip
 from bundle.kube import HelmRevision
 
 # Chart defaults of values whose silent return changes what the operator does
@@ -109,9 +109,11 @@ class ValuesDroppedByUpgrade(Rule):
                       "container over the host driver.")
         elif harmful:
             danger = f" {', '.join(harmful)} changes what the operator deploys."
-        evidence = [at_pointer(before.source_path, before.source_pointer, f"{k} = {_shown(old[k])}"
-                               f" (revision {before.revision})", "values", *_pointer_parts(k))
-                    for k in dropped[:6]]
+        evidence: list[Evidence | Locator] = [
+            at_pointer(before.source_path, before.source_pointer,
+                       f"{k} = {_shown(old[k])} (revision {before.revision})", "values",
+                       *_pointer_parts(k))
+            for k in dropped[:6]]
         evidence.append(Evidence(path=after.source_path, pointer=after.source_pointer,
                                  excerpt=f"revision {after.revision} ({after.status}, "
                                          f"{after.updated}): {after.description}"))

@@ -17,7 +17,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from bundle.evidence import first_line
-from bundle.kube import Pod, RuntimeClass
+from bundle.kube import Event, Pod, RuntimeClass
 
 _CAUSE_TEXT = {
     Cause.TOOLKIT_DISABLED: "the ClusterPolicy disables the Container Toolkit, so nothing "
@@ -129,7 +129,7 @@ class NoNvidiaRuntime(Rule):
         for rc in nvidia_classes[:1]:
             evidence.append(field(rc, f"RuntimeClass {rc.metadata.name} handler: {rc.handler}",
                                   "handler"))
-        sandbox_events = []
+        sandbox_events: list[Event] = []
         for pod in users:
             sandbox_events.extend(events_matching(facts.pod_events(pod), self.id))
         for event in sandbox_events[:EVENT_CAP]:

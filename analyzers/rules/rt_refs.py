@@ -144,7 +144,8 @@ class BrokenRuntimeReference(Rule):
                          for p in pods[:10]],
                 evidence=evidence)
 
-    def _missing_handlers(self, ctx: Context, classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
+    def _missing_handlers(self, ctx: Context,
+                          classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
         judged = [n for n in ctx.facts.gpu_nodes if ctx.facts.runtime(n).loaded is not None]
         if not judged:
             return

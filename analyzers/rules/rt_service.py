@@ -156,7 +156,8 @@ class ContainerdRestarts(Rule):
                          f"{', …' if len(found) > 4 else ''}), {len(hups)} after a SIGHUP kill")
         pids = _pids(entries)
         if len(pids) > 1:
-            parts.append(f"its PID changed {len(pids) - 1} time(s) ({' → '.join(map(str, pids[:5]))})")
+            chain = " → ".join(map(str, pids[:5]))
+            parts.append(f"its PID changed {len(pids) - 1} time(s) ({chain})")
         together = _same_moment(node_name, found[1:], seen)
         if together:
             parts.append(f"{', '.join(together)} restarted within the same minute: a change "

@@ -41,7 +41,8 @@ def _cluster(toolkit: bool | None, *, toolkit_pods: bool = False) -> dict[str, A
         clusterpolicies=[cluster_policy(toolkit)],
     )
     files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
-    files["nodes/gpu-a/host/nvidia-ctk.txt"] = "/usr/bin/nvidia-ctk\nNVIDIA Container Toolkit CLI version 1.17.8\n"
+    files["nodes/gpu-a/host/nvidia-ctk.txt"] = (
+        "/usr/bin/nvidia-ctk\nNVIDIA Container Toolkit CLI version 1.17.8\n")
     files["nodes/gpu-b/containerd/config-dump.toml"] = DUMP_WITH_NVIDIA
     return files
 

@@ -139,7 +139,8 @@ def test_rt006_cdi_spec_missing_or_stale(tmp_path: Path) -> None:
     smi = ('<?xml version="1.0" ?><nvidia_smi_log><driver_version>570.195.03</driver_version>'
            '<gpu id="00000000:01:00.0"><product_name>NVIDIA A100</product_name></gpu>'
            '</nvidia_smi_log>')
-    stale = "containerEdits:\n  mounts:\n  - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n"
+    stale = ("containerEdits:\n  mounts:\n"
+             "  - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n")
     fresh = stale.replace("550.54.15", "570.195.03")
     files = _base(**{"gpu-a": {"nvidia-smi.xml": smi, "cdi/var/run/cdi/nvidia.yaml": stale},
                      "gpu-b": {"nvidia-smi.xml": smi, "cdi/var/run/cdi/nvidia.yaml": fresh}})
