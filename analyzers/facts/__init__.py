@@ -10,7 +10,20 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import cached_property
 
-from analyzers.facts import gpu, operands, runtimes
+from analyzers.facts import (
+    driverkernel,
+    fabric,
+    gpu,
+    mig,
+    operands,
+    podlogs,
+    runtimes,
+    scheduling,
+    sharing,
+    stages,
+    usage,
+)
+from analyzers.facts.kernel_events import NodeKernel, by_node
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 
@@ -94,3 +107,85 @@ class Facts:
             toolkit_enabled=self.toolkit_enabled(),
             toolkit_running=toolkit is not None and toolkit.healthy,
         )
+
+    @cached_property
+    def kernel_events(self) -> dict[str, NodeKernel]:
+        """Per node: Xid events and GPU kernel signals (dmesg + journal kernel entries,
+        deduplicated) and the node's GPUs by PCI address (see ``facts.kernel_events``)."""
+        return by_node(self.bundle)
+
+    # -- the number gate (SC001-SC006, CFG003, DRV007) -----------------------------------
+
+    @cached_property
+    def pending_gpu_pods(self) -> list[Pod]:
+        """Pods not yet bound to a node that ask for at least one ``nvidia.com/*`` resource."""
+        return [p for p in self.bundle.cluster.pods if scheduling.is_pending_gpu_pod(p)]
+
+    @cached_property
+    def gate_verdicts(self) -> dict[tuple[str, str], scheduling.PodVerdict]:
+        """(namespace, name) of each pending GPU pod → the per-node arithmetic and branch."""
+        nodes = self.bundle.cluster.nodes
+        return {(p.namespace, p.name): scheduling.verdict(p, nodes, self.accounting,
+                                                          self.gpu_nodes)
+                for p in self.pending_gpu_pods}
+
+    @cached_property
+    def gpu_sharing(self) -> sharing.SharingSetup:
+        """The device-plugin sharing config the ClusterPolicy names, read key by key."""
+        return sharing.setup(self.cluster_policy, self.bundle.cluster.configmaps,
+                             self.operator_namespace)
+
+    @cached_property
+    def idle_gpus(self) -> dict[str, list[usage.IdleGPU]]:
+        """Per node: GPUs at ~0 % utilisation holding framebuffer while pods hold GPUs."""
+        return usage.idle_gpus(self.bundle, self.gpu_nodes, self.accounting)
+
+    # -- the operator and its operands (OP001-OP010) ---------------------------------------
+
+    @cached_property
+    def pod_logs(self) -> podlogs.PodLogs:
+        """Container logs per pod in run order (init containers first), read once."""
+        return podlogs.PodLogs(self.bundle)
+
+    @cached_property
+    def operand_stages(self) -> dict[str, stages.NodeStages]:
+        """Per GPU node: failing operand pods and the stage (driver → toolkit → cuda →
+        plugin → other operands) each is stuck at; ``.first`` is the first failing one."""
+        return {name: stages.node_stages(name, self.operands.get(name, {}), self.pod_events)
+                for name in self.gpu_nodes}
+
+    @cached_property
+    def fabric(self) -> dict[str, fabric.FabricState]:
+        """Per GPU node: NVLink fabric / Fabric Manager evidence (CUDA 'system not yet
+        initialized', nvidia-smi fabric state, FM journal and driver-container lines)."""
+        result = {}
+        for name in self.gpu_nodes:
+            pods = {(p.namespace, p.name): p for p in self.pods_by_node.get(name, [])}
+            for operand in self.operands.get(name, {}).values():
+                pods[(operand.pod.namespace, operand.pod.name)] = operand.pod
+            result[name] = fabric.fabric_state(self.bundle.node(name), self.pod_logs,
+                                               pods.values())
+        return result
+
+    @cached_property
+    def driver_kernel(self) -> dict[str, driverkernel.DriverKernel]:
+        """Per GPU node running an operator driver pod: its image against the node's
+        kernel, image pull failures and driver build errors."""
+        policy = self.cluster_policy
+        driver = policy.spec.get("driver") if policy is not None else None
+        precompiled = isinstance(driver, dict) and driver.get("usePrecompiled") is True
+        result = {}
+        for name in self.gpu_nodes:
+            operand = self.operands.get(name, {}).get("driver")
+            if operand is None:
+                continue
+            result[name] = driverkernel.driver_kernel(
+                self.bundle.node(name), self.nodes.get(name), operand.pod,
+                self.pod_events(operand.pod), self.pod_logs, precompiled)
+        return result
+
+    @cached_property
+    def mig_configs(self) -> mig.MigConfigs | None:
+        """The mig-parted ConfigMap the MIG manager applies (None when not collected)."""
+        return mig.mig_configs(self.bundle.cluster.configmaps, self.cluster_policy,
+                               self.operator_namespace)

@@ -1,7 +1,28 @@
-"""DRV: the node, the kernel and the GPU hardware."""
+"""DRV: the node, the kernel and the GPU hardware.
+
+The rules live in ``drv_*`` modules (one per diagnosis or small pair); this module
+only lists them for the ``gpu_triage.rules`` entry point.
+"""
 
 from __future__ import annotations
 
 from analyzers.rule import Rule
+from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
+from analyzers.rules.drv_health import GpuHealth
+from analyzers.rules.drv_host import AutomaticKernelUpgrades
+from analyzers.rules.drv_lost import GpuLost
+from analyzers.rules.drv_xid import XidEvents
 
-RULES: list[type[Rule]] = []
+RULES: list[type[Rule]] = [
+    XidEvents,
+    GpuLost,
+    DriverNotUsable,
+    SecureBootRefusedModule,
+    AutomaticKernelUpgrades,
+    GpuHealth,
+]
+
+# DRV007 lives in its own module (number-gate work); keep this append last.
+from analyzers.rules.drv_idle import IdleButNotEmpty  # noqa: E402
+
+RULES.append(IdleButNotEmpty)

@@ -1,0 +1,202 @@
+"""Kernel events per node: Xid reports and GPU-relevant kernel signals.
+
+Kernel lines come from ``dmesg.txt`` and from the kernel entries of every
+``journal/*.jsonl`` of the node. A journal entry that repeats a dmesg line (same
+message, same clock within a few seconds, or no comparable clock) is dropped, so an
+event seen by both is counted once and quoted from ``dmesg.txt``.
+
+GPUs are identified by their canonical PCI address (``0000:3b:00.0``). The Xid line
+prints ``0000:3b:00`` and nvidia-smi ``00000000:3B:00.0``; both normalise to the same
+key, and a lookup that misses on the function number falls back to domain, bus and
+device. UUID, model and index come from ``nvidia-smi.xml``, and the UUID also from
+the driver's ``NVRM: GPU at PCI:...: GPU-<uuid>`` line when nvidia-smi is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from bundle import Bundle
+from bundle.kernel import (
+    KernelLine,
+    KernelSignal,
+    XidEvent,
+    kernel_lines_from_journal,
+    normalize_pci,
+    parse_xid,
+    scan_signals,
+)
+from bundle.nvsmi import NvidiaSmi
+
+UNKNOWN_GPU = "unknown"
+"""Key of Xid events whose line names no PCI address."""
+
+_SAME_RECORD_SECONDS = 5.0
+_GPU_AT_RE = re.compile(
+    r"GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):\s*"
+    r"(?P<uuid>GPU-[0-9A-Fa-f-]{36})"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuIdentity:
+    """One GPU of a node. ``bus_id`` is nvidia-smi's spelling ('' when the GPU is known
+    only from the kernel log); ``index`` is its position in nvidia-smi's list."""
+
+    pci: str
+    bus_id: str
+    uuid: str | None
+    model: str | None
+    index: int | None
+
+    def describe(self) -> str:
+        parts = [p for p in (self.model, self.uuid) if p]
+        name = f"GPU {self.index}" if self.index is not None else "GPU"
+        return f"{name} ({', '.join(parts)})" if parts else name
+
+
+@dataclass(frozen=True, slots=True)
+class NodeKernel:
+    """What one node's kernel log says about its GPUs."""
+
+    node: str
+    lines: tuple[KernelLine, ...]
+    xids: tuple[XidEvent, ...]
+    signals: tuple[KernelSignal, ...]
+    gpus: tuple[GpuIdentity, ...]
+    sources: tuple[str, ...]
+
+    def gpu(self, pci: str | None) -> GpuIdentity | None:
+        """The GPU at ``pci`` (any spelling), or None."""
+        key = normalize_pci(pci) if pci else None
+        if key is None:
+            return None
+        for gpu in self.gpus:
+            if gpu.pci == key:
+                return gpu
+        stem = key.rsplit(".", 1)[0]
+        return next((g for g in self.gpus if g.pci.rsplit(".", 1)[0] == stem), None)
+
+    def gpu_by_uuid(self, uuid: str) -> GpuIdentity | None:
+        wanted = uuid.strip().lower()
+        return next((g for g in self.gpus if g.uuid and g.uuid.lower() == wanted), None)
+
+    def key(self, pci: str | None) -> str:
+        """The subject key of an address: the known GPU's address, else the canonical
+        form, else :data:`UNKNOWN_GPU`."""
+        gpu = self.gpu(pci)
+        if gpu is not None:
+            return gpu.pci
+        return (normalize_pci(pci) if pci else None) or UNKNOWN_GPU
+
+    def xids_by_gpu(self) -> dict[str, list[XidEvent]]:
+        """GPU key → its Xid events in time order."""
+        grouped: dict[str, list[XidEvent]] = defaultdict(list)
+        for event in self.xids:
+            grouped[self.key(event.pci)].append(event)
+        return dict(grouped)
+
+    def signals_of(self, *kinds: str) -> list[KernelSignal]:
+        return [s for s in self.signals if s.kind in kinds]
+
+
+def by_node(bundle: Bundle) -> dict[str, NodeKernel]:
+    """Kernel events of every node directory in the bundle."""
+    return {name: node_kernel(bundle, name) for name in bundle.node_names}
+
+
+def node_kernel(bundle: Bundle, name: str) -> NodeKernel:
+    artifacts = bundle.node(name)
+    lines: list[KernelLine] = list(artifacts.dmesg)
+    sources = [artifacts.path("dmesg.txt")] if artifacts.has("dmesg.txt") else []
+    journal_dir = artifacts.path("journal/")
+    for path in sorted(p for p in artifacts.paths()
+                       if p.startswith(journal_dir) and p.endswith(".jsonl")):
+        unit = path[len(journal_dir):-len(".jsonl")]
+        entries = artifacts.journal(unit)
+        kernel = kernel_lines_from_journal(((e.line, e.fields) for e in entries), path)
+        if kernel:
+            sources.append(path)
+            lines = merge_lines(lines, kernel)
+    xids = [event for line in lines if (event := parse_xid(line)) is not None]
+    signals = [signal for line in lines for signal in scan_signals(line)]
+    return NodeKernel(
+        node=name,
+        lines=tuple(lines),
+        xids=tuple(in_time_order(xids)),
+        signals=tuple(signals),
+        gpus=tuple(identities(artifacts.nvidia_smi, lines)),
+        sources=tuple(sources),
+    )
+
+
+# ---------------------------------------------------------------------- merging
+
+
+def _text_key(line: KernelLine) -> str:
+    return " ".join(line.message.split())
+
+
+def _same_record(a: KernelLine, b: KernelLine) -> bool:
+    if a.time is not None and b.time is not None:
+        return abs((a.time - b.time).total_seconds()) <= _SAME_RECORD_SECONDS
+    if a.uptime is not None and b.uptime is not None:
+        return abs(a.uptime - b.uptime) <= _SAME_RECORD_SECONDS
+    return True
+
+
+def merge_lines(kept: Sequence[KernelLine], extra: Iterable[KernelLine]) -> list[KernelLine]:
+    """``kept`` plus the lines of ``extra`` that do not repeat one of ``kept``.
+
+    Each kept line absorbs at most one repeat, so an event logged twice stays twice.
+    """
+    by_text: dict[str, list[int]] = defaultdict(list)
+    for index, line in enumerate(kept):
+        by_text[_text_key(line)].append(index)
+    used: set[int] = set()
+    merged = list(kept)
+    for line in extra:
+        twin = next((i for i in by_text.get(_text_key(line), [])
+                     if i not in used and _same_record(kept[i], line)), None)
+        if twin is None:
+            merged.append(line)
+        else:
+            used.add(twin)
+    return merged
+
+
+def in_time_order(events: Sequence[XidEvent]) -> list[XidEvent]:
+    """Sorted by wall clock when every event has one, else by uptime when every event
+    has one, else left in log order (dmesg first, then journal-only events)."""
+    if events and all(e.source.time is not None for e in events):
+        return sorted(events, key=lambda e: (e.source.time, e.source.line))
+    if events and all(e.source.uptime is not None for e in events):
+        return sorted(events, key=lambda e: (e.source.uptime or 0.0, e.source.line))
+    return list(events)
+
+
+# --------------------------------------------------------------------- identities
+
+
+def identities(smi: NvidiaSmi | None, lines: Iterable[KernelLine]) -> list[GpuIdentity]:
+    """GPUs from nvidia-smi, plus GPUs the driver named in ``GPU at PCI`` lines."""
+    found: dict[str, GpuIdentity] = {}
+    for index, gpu in enumerate(smi.gpus if smi is not None else ()):
+        pci = normalize_pci(gpu.bus_id)
+        if pci is None or pci in found:
+            continue
+        found[pci] = GpuIdentity(pci=pci, bus_id=gpu.bus_id, uuid=gpu.uuid,
+                                 model=gpu.product_name, index=index)
+    for line in lines:
+        m = _GPU_AT_RE.search(line.message)
+        pci = normalize_pci(m["pci"]) if m else None
+        if m is None or pci is None or pci in found:
+            continue
+        stem = pci.rsplit(".", 1)[0]
+        if any(key.rsplit(".", 1)[0] == stem for key in found):
+            continue
+        found[pci] = GpuIdentity(pci=pci, bus_id="", uuid=m["uuid"], model=None, index=None)
+    return list(found.values())

@@ -1,0 +1,150 @@
+"""DRV002: a GPU lost from the PCIe bus or unable to initialise."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
+from analyzers.models import Finding, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import node_ref
+from analyzers.rules.drv_common import (
+    capped,
+    device_health,
+    gpu_name,
+    line_evidence,
+    log_lines,
+    node_logs,
+    when,
+)
+from bundle.kernel import KernelSignal, scan_signals
+
+LOSS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed", "device_handle")
+_AER_SERIOUS = ("fatal", "uncorrected", "recovery_failed")
+_TEXT = {
+    "fallen_off_bus": "fell off the bus",
+    "gpu_lost": "reported lost",
+    "rm_init_adapter_failed": "failed to initialise (RmInitAdapter)",
+    "device_handle": "NVML could not get a device handle",
+    "aer": "PCIe AER error",
+}
+
+
+def _aer_level(signal: KernelSignal) -> str:
+    return signal.detail.split(":", 1)[0]
+
+
+def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[KernelSignal]]:
+    """GPU key → loss signals (kernel and container logs) and AER errors on its address."""
+    groups: dict[str, list[KernelSignal]] = defaultdict(list)
+    signals = kernel.signals_of(*LOSS)
+    for path, _container, text in node_logs(ctx, name):
+        for line in log_lines(path, text, "device handle", "gpu is lost"):
+            signals += [s for s in scan_signals(line) if s.kind in ("device_handle", "gpu_lost")]
+    for signal in signals:
+        groups[kernel.key(signal.pci)].append(signal)
+    known = {g.pci for g in kernel.gpus} | set(groups)
+    known |= {kernel.key(e.pci) for e in kernel.xids if e.pci}
+    for signal in kernel.signals_of("aer"):
+        key = kernel.key(signal.pci)
+        if key in known and key != UNKNOWN_GPU and _aer_level(signal) in (*_AER_SERIOUS,
+                                                                            "nonfatal"):
+            groups[key].append(signal)
+    unnamed = groups.pop(UNKNOWN_GPU, [])
+    if unnamed and len(groups) == 1:
+        next(iter(groups.values())).extend(unnamed)
+    elif unnamed and not groups:
+        groups[UNKNOWN_GPU] = unnamed
+    return groups
+
+
+class GpuLost(Rule):
+    """A GPU was lost: fallen off the bus, lost, or failing to initialise.
+
+    Collects, per GPU address, the driver's ``GPU has fallen off the bus`` (with or
+    without the Xid 79 line), ``GPU is lost``, ``RmInitAdapter failed`` (with its
+    NV_STATUS code decoded), NVML's ``Unable to determine the device handle`` in
+    container logs, and uncorrected PCIe AER errors on the GPU's own address. Each
+    address yields one finding. Lines that name no address join the node's only
+    lost GPU.
+
+    Why it matters:
+    A lost GPU is gone until the node reboots (often until the hardware is fixed).
+    The device plugin withdraws it, so the node's allocatable GPUs drop below its
+    capacity and pods that land there fail with UnexpectedAdmissionError; work that
+    was running on it is lost.
+
+    Remediation:
+    Cordon and drain the node (``kubectl cordon <node>``, ``kubectl drain <node>
+    --ignore-daemonsets --delete-emptydir-data``). Before rebooting, keep the
+    evidence: ``dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen'``,
+    ``lspci -vvv -s <bus id>`` (LnkSta, UESta) and the BMC event log
+    (``ipmitool sel list``). Reboot; if the same GPU is lost again, check seating,
+    riser and power, and open a hardware case.
+    """
+
+    id = "DRV002"
+    slug = "gpu-lost"
+    severity = Severity.CRITICAL
+    inputs = (
+        node("dmesg.txt"),
+        node("nvidia-smi.xml", optional=True),
+        node("journal/*.jsonl", optional=True),
+        cluster("nodes.json", optional=True),
+        cluster("pods.json", optional=True),
+    )
+    tags = ("gpu", "kernel", "pcie")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for name, kernel in sorted(ctx.facts.kernel_events.items()):
+            groups = _groups(ctx, name, kernel)
+            for key, signals in sorted(groups.items()):
+                yield self._finding(ctx, name, key, kernel, signals)
+
+    def _finding(self, ctx: Context, name: str, key: str, kernel: NodeKernel,
+                 signals: list[KernelSignal]) -> Finding:
+        gpu = kernel.gpu(key)
+        loss = [s for s in signals if s.kind != "aer" or _aer_level(s) in _AER_SERIOUS]
+        severity = Severity.CRITICAL if loss else Severity.HIGH
+        described: dict[str, str] = {}
+        for signal in signals:
+            text = f"{_TEXT[signal.kind]} at {when(signal.source)}"
+            detail = ""
+            if signal.kind in ("rm_init_adapter_failed", "device_handle", "aer"):
+                detail = f" ({signal.detail})"
+            elif signal.kind == "fallen_off_bus" and "Xid" in signal.detail:
+                detail = " (with an Xid 79 line)"
+            slot = text + (detail if signal.kind != "fallen_off_bus" else "")
+            described[slot] = described.get(slot) or text + detail
+        facts = list(described.values())
+        shown = "; ".join(facts[:4]) + (f"; and {len(facts) - 4} more" if len(facts) > 4 else "")
+        health = device_health(ctx, name)
+        smi = ctx.bundle.node(name).nvidia_smi
+        listed = ""
+        if smi is not None and smi.gpus and key != UNKNOWN_GPU:
+            listed = (" nvidia-smi still lists it." if gpu is not None and gpu.bus_id
+                      else " It is missing from nvidia-smi's GPU list.")
+        summary = (f"On {name}, {gpu_name(name, key, gpu)} is lost: {shown}.{listed}"
+                   + (f" Kubernetes: {health.describe()}." if health.unhealthy else ""))
+        evidence = capped([line_evidence(s.source) for s in signals], 5) + health.evidence
+        return self.finding(
+            f"{name}/{key}", summary, severity=severity, nodes=[name],
+            objects=[node_ref(name)], evidence=evidence,
+            remediation=_remediation(name, key),
+            causes=[f"DRV001:{name}/{key}"],
+        )
+
+
+def _remediation(name: str, key: str) -> str:
+    target = key if key != UNKNOWN_GPU else "<bus id>"
+    return "\n".join([
+        f"kubectl cordon {name}",
+        f"kubectl drain {name} --ignore-daemonsets --delete-emptydir-data   # one node at a time",
+        f"# on {name}, before rebooting (keep the output for the hardware case):",
+        "dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen off' | tail -50",
+        f"lspci -vvv -s {target} | grep -iE 'LnkSta|UESta|CESta'",
+        "ipmitool sel list | tail -20",
+        f"# reboot {name}; if this GPU is lost again, reseat it / check riser and power and "
+        "open a hardware case",
+    ])
