@@ -1,0 +1,162 @@
+"""SC003: GPU access that bypasses the scheduler's accounting."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from analyzers import signatures
+from analyzers.facts import Facts
+from analyzers.facts.operands import component_of
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import field as obj_field
+from analyzers.rules.common import names
+from analyzers.rules.sc_common import (
+    EXAMPLE_CAP,
+    container_limits,
+    containers_of,
+    pod_key,
+    pod_ref,
+    workload_subject,
+)
+from bundle.evidence import clip
+from bundle.kube import Container, Pod
+
+HIDDEN_VALUES = frozenset({"void", "none", ""})
+_IMAGE_HINTS = ("nvidia", "nvcr.io", "cuda")
+
+
+def _nvidia_image(image: str) -> bool:
+    lowered = image.lower()
+    return any(hint in lowered for hint in _IMAGE_HINTS)
+
+
+def _privileged(container: Container) -> bool:
+    context = (container.model_extra or {}).get("securityContext")
+    return isinstance(context, dict) and context.get("privileged") is True
+
+
+def _is_operand(facts: Facts, pod: Pod) -> bool:
+    """The operator's own pods in its namespace (they see GPUs on purpose)."""
+    if pod.namespace != (facts.operator_namespace or "gpu-operator"):
+        return False
+    owners = {o.kind for o in pod.metadata.owner_references}
+    labels = pod.metadata.labels
+    return (component_of(pod) is not None or "DaemonSet" in owners
+            or labels.get("app") == "gpu-operator"
+            or "node-feature-discovery" in labels.get("app.kubernetes.io/name", "")
+            or labels.get("app.kubernetes.io/managed-by") == "gpu-operator")
+
+
+@dataclass
+class _Bypass:
+    pods: list[Pod] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    nodes: set[str] = field(default_factory=set)
+
+
+class GpuAccessOutsideScheduler(Rule):
+    """Containers reach GPUs without an nvidia.com limit, or fail for lack of one.
+
+    Flags containers that set ``NVIDIA_VISIBLE_DEVICES`` (to anything but ``void`` or
+    ``none``) or run privileged from an NVIDIA image without any ``nvidia.com/*`` limit,
+    and containers without a limit whose logs show ``nvidia-smi`` missing or unable to
+    reach the driver. The GPU Operator's own operand pods are left out. Pods of one
+    controller are reported together (subject ``namespace/<owner>``).
+
+    Why it matters:
+    A container that sees GPUs the scheduler did not give it bypasses accounting and
+    isolation: it can use a GPU another pod was allocated, and node numbers no longer
+    describe reality. The opposite case — a workload that needs a GPU but asks for
+    none — just fails, because only allocated containers get the driver injected.
+
+    Remediation:
+    Give every container that uses a GPU a ``resources.limits`` entry for
+    ``nvidia.com/gpu`` (or the MIG/shared resource) and remove ``NVIDIA_VISIBLE_DEVICES``
+    and ``privileged`` from workloads; monitoring agents are the usual, deliberate exception.
+    """
+
+    id = "SC003"
+    slug = "gpu-access-outside-scheduler"
+    severity = Severity.MEDIUM
+    inputs = (cluster("pods.json"),)
+    tags = ("scheduling", "isolation")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[str, _Bypass] = defaultdict(_Bypass)
+        for pod in ctx.bundle.cluster.pods:
+            if pod.terminated or _is_operand(ctx.facts, pod):
+                continue
+            found = list(self._pod_reasons(ctx, pod))
+            if not found:
+                continue
+            group = groups[workload_subject(pod)]
+            group.pods.append(pod)
+            if pod.spec.node_name:
+                group.nodes.add(pod.spec.node_name)
+            for reason, evidence in found:
+                group.reasons[reason] = group.reasons.get(reason, 0) + 1
+                if len(group.evidence) < 4 and all(
+                        e.excerpt != evidence.excerpt for e in group.evidence):
+                    group.evidence.append(evidence)
+        for subject, group in sorted(groups.items()):
+            yield self._finding(subject, group)
+
+    def _pod_reasons(self, ctx: Context, pod: Pod) -> Iterator[tuple[str, Evidence]]:
+        for section, index, container in containers_of(pod):
+            if container_limits(container):
+                continue
+            where = f"{pod_key(pod)} container {container.name}"
+            for env_index, env in enumerate(container.env):
+                if env.name != "NVIDIA_VISIBLE_DEVICES":
+                    continue
+                value = env.value
+                from_ref = (env.model_extra or {}).get("valueFrom")
+                if value is None and from_ref is None:
+                    continue
+                if value is not None and value.strip().lower() in HIDDEN_VALUES:
+                    continue
+                shown = value if value is not None else "(set from valueFrom)"
+                yield ("sets NVIDIA_VISIBLE_DEVICES without a GPU limit",
+                       obj_field(pod, f"{where}: NVIDIA_VISIBLE_DEVICES={shown}, no "
+                                      "nvidia.com limit",
+                                 "spec", section, index, "env", env_index))
+            if _privileged(container) and _nvidia_image(container.image):
+                yield ("runs privileged from an NVIDIA image without a GPU limit",
+                       obj_field(pod, f"{where}: privileged, image {container.image}, no "
+                                      "nvidia.com limit",
+                                 "spec", section, index, "securityContext", "privileged"))
+            path = ctx.bundle.logs.get((pod.namespace, pod.name, container.name))
+            text = ctx.bundle.read_text(path) if path else None
+            if path and text:
+                hits = [m for m in signatures.match(text, "log", container=container.name)
+                        if "SC003" in m.signature.rules]
+                if hits:
+                    yield ("needs a GPU (nvidia-smi fails in its log) but has no GPU limit",
+                           Evidence(path=path, line=hits[0].line, excerpt=clip(hits[0].text)))
+
+    def _finding(self, subject: str, group: _Bypass) -> Finding:
+        pods = sorted(group.pods, key=pod_key)
+        what = "; ".join(f"{reason} ({count} container(s))"
+                         for reason, count in sorted(group.reasons.items()))
+        listed = names((pod_key(p) for p in pods), EXAMPLE_CAP)
+        where = f" on {names(group.nodes, 4)}" if group.nodes else ""
+        summary = (f"{len(pods)} pod(s) of {subject}{where} reach GPUs outside the scheduler's "
+                   f"accounting or lack the limit that would give them one: {what}. "
+                   f"Pods: {listed}.")
+        first = pods[0]
+        remediation = (
+            f"kubectl get pod {first.name} -n {first.namespace} -o jsonpath="
+            "'{range .spec.containers[*]}{.name} {.resources.limits} {.env}{\"\\n\"}{end}'\n"
+            "# give the container resources.limits: {nvidia.com/gpu: 1} and drop\n"
+            "# NVIDIA_VISIBLE_DEVICES / privileged; the device plugin sets the variable for\n"
+            "# the devices it allocates.")
+        return self.finding(subject, summary, nodes=sorted(group.nodes),
+                            objects=[pod_ref(p) for p in pods[:10]],
+                            evidence=group.evidence, remediation=remediation)
+
+
+# ------------------------------------------------------------------------ SC004

@@ -1,0 +1,153 @@
+"""SC005: admission failures (UnexpectedAdmissionError, Allocate failed), grouped."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from analyzers import signatures
+from analyzers.facts.gpu import pod_gpu_request
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import event_evidence, names, node_ref
+from analyzers.rules.common import field as obj_field
+from analyzers.rules.sc_common import (
+    EXAMPLE_CAP,
+    device_fault_links,
+    pod_key,
+    pod_ref,
+    status_message_matches,
+    workload_subject,
+)
+from bundle.kube import Pod
+
+_REQUESTED = re.compile(r"unavailable for ([\w./-]+)\. Requested: ?(\d+), Available: ?(\d+)")
+_UNHEALTHY_RES = re.compile(r"cannot allocate unhealthy devices ([\w./-]+)")
+CLUSTER_SUBJECT = "cluster"
+
+
+def _admission_kind(text: str) -> str:
+    """A short, countable description of one admission failure message."""
+    hit = _REQUESTED.search(text)
+    if hit:
+        return f"{hit.group(1)} requested {hit.group(2)}, available {hit.group(3)}"
+    hit = _UNHEALTHY_RES.search(text)
+    if hit:
+        return f"{hit.group(1)}: only unhealthy devices left"
+    if "maximum request size for shared resources" in text:
+        return "more than 1 slot of a shared GPU requested"
+    return "device allocation failed"
+
+
+@dataclass
+class _Admission:
+    pods: dict[str, Pod | None] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    shared_subjects: set[str] = field(default_factory=set)
+
+    def add(self, key: str, pod: Pod | None, text: str, evidence: Evidence) -> None:
+        if key in self.pods:
+            return
+        self.pods[key] = pod
+        kind = _admission_kind(text)
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if len(self.evidence) < EXAMPLE_CAP:
+            self.evidence.append(evidence)
+
+
+class AdmissionAllocateFailed(Rule):
+    """GPU pods rejected by kubelet at admission (UnexpectedAdmissionError).
+
+    Counts pods that ended ``Failed`` with ``UnexpectedAdmissionError`` / ``Allocate
+    failed`` (``requested number of devices unavailable ... Requested: N, Available:
+    M``, ``cannot allocate unhealthy devices``), and such events, grouped into one
+    finding per node (or one for the cluster when the node is unknown), with a count
+    and a few examples.
+
+    Why it matters:
+    The scheduler placed the pod but kubelet had fewer healthy devices than the pod
+    asked for — typically just after a device went unhealthy or the device plugin
+    restarted. The pod is not retried; a controller keeps creating replacements that
+    fail the same way, and Failed pods pile up by the thousand.
+
+    Remediation:
+    Fix the node first (the linked Xid / device-plugin finding), then delete the failed
+    pods: ``kubectl get pods -A --field-selector=status.phase=Failed`` to review them,
+    and ``kubectl delete pods -n <ns> --field-selector=status.phase=Failed``.
+    """
+
+    id = "SC005"
+    slug = "admission-allocate-failed"
+    severity = Severity.HIGH
+    inputs = (cluster("pods.json"), cluster("events.json", optional=True))
+    tags = ("admission",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[str, _Admission] = defaultdict(_Admission)
+        known = {(p.namespace, p.name): p for p in ctx.bundle.cluster.pods}
+        for pod in ctx.bundle.cluster.pods:
+            hits = status_message_matches(pod, "SC005")
+            if pod.status.reason != "UnexpectedAdmissionError" and not hits:
+                continue
+            text = pod.status.message or pod.status.reason or ""
+            if not pod_gpu_request(pod) and "nvidia.com/" not in text:
+                continue  # another vendor's device plugin
+            group = groups[pod.spec.node_name or CLUSTER_SUBJECT]
+            group.add(pod_key(pod), pod, text,
+                      obj_field(pod, f"{pod_key(pod)} {pod.status.phase} "
+                                     f"{pod.status.reason or ''}: {text}", "status", "message"))
+            if any(m.signature.id == "dp-shared-request-too-large" for m in hits):
+                group.shared_subjects.add(workload_subject(pod))
+        for event in ctx.bundle.cluster.events:
+            message = event.message or ""
+            hits = [m for m in signatures.match(message, "event") if "SC005" in m.signature.rules]
+            if event.reason != "UnexpectedAdmissionError" and not hits:
+                continue
+            ref = event.involved_object
+            owner = known.get((ref.namespace or "", ref.name or ""))
+            if "nvidia.com/" not in message and (owner is None or not pod_gpu_request(owner)):
+                continue  # another vendor's device plugin
+            node_name = (owner.spec.node_name if owner is not None else None) or event.source.host
+            key = f"{ref.namespace}/{ref.name}"
+            group = groups[node_name or CLUSTER_SUBJECT]
+            group.add(key, owner, message, event_evidence(event))
+            if owner is not None and any(m.signature.id == "dp-shared-request-too-large"
+                                         for m in hits):
+                group.shared_subjects.add(workload_subject(owner))
+        for subject, group in sorted(groups.items()):
+            yield self._finding(ctx, subject, group)
+
+    def _finding(self, ctx: Context, subject: str, group: _Admission) -> Finding:
+        facts = ctx.facts
+        total = len(group.pods)
+        kinds = ", ".join(f"{kind} ×{count}" for kind, count in
+                          sorted(group.kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+        examples = names(group.pods, EXAMPLE_CAP)
+        on_node = subject != CLUSTER_SUBJECT
+        where = f"On {subject}, " if on_node else "In the cluster (node not recorded), "
+        summary = (f"{where}{total} pod(s) were rejected by kubelet at admission "
+                   f"(UnexpectedAdmissionError, not retried): {kinds}. Examples: {examples}.")
+        links: list[str] = []
+        evidence = list(group.evidence)
+        if on_node:
+            counts = facts.accounting.get(subject)
+            if counts is not None:
+                now = "; ".join(f"{c.resource} capacity {c.capacity}, allocatable "
+                                f"{c.allocatable}" for c in counts.resources.values()
+                                if c.capacity is not None or c.allocatable is not None)
+                if now:
+                    summary += f" The node now shows {now}."
+            fault_links, fault_ev = device_fault_links(facts, subject)
+            links += fault_links + [f"OP008:{subject}"]
+            evidence += fault_ev
+        links += [f"SC006:{s}" for s in sorted(group.shared_subjects)]
+        objects = ([node_ref(subject)] if on_node else []) + [
+            pod_ref(p) for p in list(group.pods.values())[:EXAMPLE_CAP] if p is not None]
+        return self.finding(subject, summary, nodes=[subject] if on_node else [],
+                            objects=objects, evidence=evidence, caused_by=links)
+
+
+# ------------------------------------------------------------------------ SC006

@@ -1,0 +1,320 @@
+"""SC001: the number gate, decided from per-node arithmetic."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from analyzers import signatures
+from analyzers.facts import Facts
+from analyzers.facts.scheduling import Branch, NodeRow, PodVerdict, ResourceVerdict
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import names, node_ref
+from analyzers.rules.sc_common import (
+    ROW_CAP,
+    device_fault_links,
+    limit_evidence,
+    pod_key,
+    pod_ref,
+    scheduling_evidence,
+)
+from bundle.evidence import clip, join_pointer
+
+_BRANCH_TITLES = {
+    Branch.NOT_ADVERTISED: "GPU resource not advertised by any node",
+    Branch.UNHEALTHY: "GPU pod pending: unhealthy devices (capacity > allocatable)",
+    Branch.FULL: "GPU pod pending: every node that could hold it is full",
+    Branch.EXCEEDS: "GPU pod pending: request exceeds every node's allocatable",
+}
+_BRANCH_SEVERITY = {
+    Branch.NOT_ADVERTISED: Severity.HIGH,
+    Branch.UNHEALTHY: Severity.HIGH,
+    Branch.FULL: Severity.MEDIUM,
+    Branch.EXCEEDS: Severity.MEDIUM,
+}
+
+
+def _table(rows: Iterable[NodeRow]) -> str:
+    listed = list(rows)
+    shown = []
+    for row in listed[:ROW_CAP]:
+        cells = "/".join("-" if v is None else str(v)
+                         for v in (row.capacity, row.allocatable, row.assigned))
+        free = max(row.free, 0) if row.advertised else 0
+        extra = []
+        if row.unhealthy:
+            extra.append(f"{row.unhealthy} unhealthy")
+        if row.blockers:
+            extra.append("excluded")
+        note = f" ({', '.join(extra)})" if extra else ""
+        shown.append(f"{row.node} {cells}/{free}{note}")
+    more = f" and {len(listed) - ROW_CAP} more" if len(listed) > ROW_CAP else ""
+    return ", ".join(shown) + more
+
+
+def _advertised_elsewhere(facts: Facts, resource: str) -> dict[str, list[str]]:
+    """Other nvidia.com/* resources with capacity on some node → those nodes."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for name, counts in sorted(facts.accounting.items()):
+        for other, count in counts.resources.items():
+            if other != resource and (count.capacity or 0) > 0:
+                found[other].append(name)
+    return dict(found)
+
+
+def _advertises_nothing(facts: Facts, node_name: str) -> bool:
+    counts = facts.accounting.get(node_name)
+    return counts is None or not any((c.capacity or 0) > 0 for c in counts.resources.values())
+
+
+@dataclass
+class _Explained:
+    text: str
+    links: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def _explain_not_advertised(facts: Facts, result: ResourceVerdict) -> _Explained:
+    resource = result.resource
+    silent = [n for n in result.culprits if _advertises_nothing(facts, n)]
+    out = _Explained("")
+    for node_name in silent:
+        out.links.append(f"OP008:{node_name}")
+        if facts.runtime(node_name).has_nvidia is False:
+            out.links.append(f"RT001:{node_name}")
+    parts = [f"no node advertises {resource} (capacity absent or 0"
+             + (f" on {names(result.culprits)})" if result.culprits else ")")]
+    if silent:
+        no_runtime = [n for n in silent if f"RT001:{n}" in out.links]
+        parts.append(f"{names(silent)} advertise no NVIDIA resource at all: the device plugin "
+                     "is not registered with kubelet there (or was gone for more than the "
+                     "5-minute grace period)")
+        if no_runtime:
+            parts.append(f"containerd on {names(no_runtime)} has no nvidia runtime, so the "
+                         "device plugin pod itself cannot start (RT001)")
+    elsewhere = _advertised_elsewhere(facts, resource)
+    if elsewhere:
+        offered = "; ".join(f"{name} on {names(nodes, 3)}"
+                            for name, nodes in sorted(elsewhere.items()))
+        parts.append(f"nodes advertise other NVIDIA resources instead ({offered}), so the "
+                     f"pod names a resource nobody offers")
+        shared = _sharing_hint(facts, resource, elsewhere)
+        if shared:
+            parts.append(shared)
+    out.text = "; ".join(parts)
+    return out
+
+
+def _sharing_hint(facts: Facts, resource: str, elsewhere: dict[str, list[str]]) -> str:
+    setup = facts.gpu_sharing
+    if resource.endswith(".shared") and resource.removesuffix(".shared") in elsewhere:
+        renaming = any(c.rename_by_default for c in setup.configs.values())
+        return ("the '.shared' name only exists when the sharing config sets "
+                "renameByDefault: true" + ("" if renaming else
+                                           ", and no sharing config the ClusterPolicy "
+                                           "names does"))
+    if resource.startswith("nvidia.com/mig-") and "nvidia.com/gpu" in elsewhere:
+        return ("per-profile MIG resources (nvidia.com/mig-<profile>) exist only with the "
+                "'mixed' MIG strategy; with 'single' MIG devices are advertised as "
+                "nvidia.com/gpu, and with MIG disabled there are none")
+    return ""
+
+
+def _explain_unhealthy(facts: Facts, result: ResourceVerdict) -> _Explained:
+    out = _Explained("")
+    parts = []
+    rows = {row.node: row for row in result.rows}
+    for node_name in result.culprits:
+        row = rows[node_name]
+        if row.allocatable == 0:
+            parts.append(f"{node_name} keeps capacity {row.capacity} but allocatable is 0: "
+                         "the device plugin disconnected (kubelet keeps capacity for a "
+                         "5-minute grace period) or every device failed its health check")
+            out.links.append(f"OP008:{node_name}")
+        else:
+            parts.append(f"{node_name} has capacity {row.capacity} but allocatable "
+                         f"{row.allocatable}: {row.unhealthy} device(s) marked unhealthy")
+        links, evidence = device_fault_links(facts, node_name)
+        out.links += links
+        out.evidence += evidence
+    best = max((rows[n] for n in result.culprits),
+               key=lambda r: (r.capacity or 0) - r.assigned)
+    parts.append(f"with its devices healthy {best.node} would have "
+                 f"{(best.capacity or 0) - best.assigned} free for the request of "
+                 f"{result.request}")
+    out.text = "; ".join(parts)
+    return out
+
+
+def _explain_full(facts: Facts, result: ResourceVerdict) -> _Explained:
+    out = _Explained("")
+    rows = {row.node: row for row in result.rows}
+    shown = []
+    for node_name in result.culprits:
+        row = rows[node_name]
+        shown.append(f"{node_name} {row.assigned} of {row.allocatable} assigned")
+        for idle in facts.idle_gpus.get(node_name, []):
+            out.links.append(f"DRV007:{idle.subject}")
+    holders = sorted({p for n in result.culprits
+                      for p in (facts.accounting[n].pods if n in facts.accounting else ())})
+    text = (f"every node that could hold {result.request} {result.resource} is really full "
+            f"({'; '.join(shown[:ROW_CAP])}); held by {names(holders, 4)}")
+    idle_count = len(out.links)
+    if idle_count:
+        text += (f"; {idle_count} of those GPUs show ~0 % utilisation while holding memory "
+                 "(DRV007)")
+    out.text = text
+    return out
+
+
+def _explain_exceeds(result: ResourceVerdict) -> _Explained:
+    rows = [r for r in result.rows if r.advertised and r.eligible]
+    biggest = max(rows, key=lambda r: r.capacity or 0)
+    return _Explained(
+        f"it asks for {result.request} {result.resource} but the largest eligible node, "
+        f"{biggest.node}, has capacity {biggest.capacity} and allocatable "
+        f"{biggest.allocatable}: the request exceeds every node's allocatable, so it can "
+        "never fit, whatever is freed or repaired")
+
+
+def _explain(facts: Facts, result: ResourceVerdict) -> _Explained:
+    if result.branch is Branch.NOT_ADVERTISED:
+        return _explain_not_advertised(facts, result)
+    if result.branch is Branch.UNHEALTHY:
+        return _explain_unhealthy(facts, result)
+    if result.branch is Branch.FULL:
+        return _explain_full(facts, result)
+    return _explain_exceeds(result)
+
+
+def _remediation(branch: Branch, resource: str, namespace: str) -> str:
+    escaped = resource.replace(".", "\\.")
+    look = ("kubectl get nodes -o custom-columns=N:.metadata.name,"
+            f"CAP:.status.capacity.{escaped},ALLOC:.status.allocatable.{escaped}\n")
+    if branch is Branch.NOT_ADVERTISED:
+        return look + (
+            f"kubectl -n {namespace} get pods -o wide -l app=nvidia-device-plugin-daemonset\n"
+            f"kubectl -n {namespace} logs -l app=nvidia-device-plugin-daemonset --tail=50\n"
+            "# fix the layer below the device plugin first (runtime, toolkit, driver); the\n"
+            "# resource reappears when the plugin registers with kubelet again.\n"
+            "# If another NVIDIA resource is advertised instead, request that name.")
+    if branch is Branch.UNHEALTHY:
+        return look + (
+            f"kubectl -n {namespace} logs -l app=nvidia-device-plugin-daemonset --tail=200 "
+            "| grep -iE 'xid|unhealthy'\n"
+            "dmesg --time-format iso | grep -iE 'NVRM|Xid' | tail -50     # on the node\n"
+            "nvidia-smi -q | grep -iE 'Pending|Remapp|Recovery'            # on the node\n"
+            "# Follow the Xid's recommended action (reset or reboot the GPU, one node at a\n"
+            "# time: cordon and drain first); allocatable returns when the plugin sees the\n"
+            "# device healthy again.")
+    if branch is Branch.FULL:
+        return look + (
+            "kubectl get pods -A -o wide --field-selector=status.phase=Running | grep <node>\n"
+            "kubectl describe node <node> | sed -n '/Allocated resources/,/Events/p'\n"
+            "# Really full: wait, free GPUs held by idle pods, add nodes, or use\n"
+            "# priority/preemption. Sharing (time-slicing) adds slots, not memory.")
+    return look + (
+        "kubectl get pod <pod> -n <ns> -o jsonpath='{.spec.containers[*].resources.limits}'\n"
+        "# Lower the request to what one node has, or split the work across pods: a pod's\n"
+        "# GPUs must all come from one node.")
+
+
+class InsufficientGPU(Rule):
+    """Pending GPU pod: the per-node arithmetic behind "Insufficient nvidia.com/gpu".
+
+    For each pending pod asking for a GPU resource (``nvidia.com/gpu``, a MIG profile
+    ``nvidia.com/mig-<profile>``, a renamed shared resource such as
+    ``nvidia.com/gpu.shared``), compare per node its capacity, allocatable and the sum of
+    GPU limits of the non-terminated pods bound there, and say which branch holds:
+    not advertised anywhere (device plugin not registered), capacity above allocatable
+    (unhealthy devices), really full, or a request larger than any node offers. The
+    branch is decided from the numbers; the scheduler's event is quoted, never trusted.
+
+    Why it matters:
+    The scheduler writes "Insufficient nvidia.com/gpu" for every one of these causes.
+    Each needs a different fix — repair the plugin or runtime, reset a faulty GPU, add
+    capacity, or change the request — so reading the event alone sends people the
+    wrong way.
+
+    Remediation:
+    Compare each node's capacity and allocatable
+    (``kubectl get nodes -o custom-columns=N:.metadata.name,``
+    ``CAP:.status.capacity.nvidia\\.com/gpu,ALLOC:.status.allocatable.nvidia\\.com/gpu``)
+    with the pods bound to it, then follow the branch named in the finding.
+    """
+
+    id = "SC001"
+    slug = "insufficient-gpu"
+    severity = Severity.HIGH
+    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True))
+    tags = ("scheduling",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for _, verdict in sorted(ctx.facts.gate_verdicts.items()):
+            if verdict.shortages:
+                yield self._finding(ctx, verdict)
+
+    def _finding(self, ctx: Context, verdict: PodVerdict) -> Finding:
+        facts = ctx.facts
+        pod = verdict.pod
+        short = verdict.shortages
+        main = short[0]
+        explained = [_explain(facts, result) for result in short]
+        event_ev, insufficient = scheduling_evidence(facts, pod)
+        asks = ", ".join(f"{r.request} {r.resource}" for r in short)
+        parts = [f"{text.text}. Per node (capacity/allocatable/assigned/free): "
+                 f"{_table(result.rows) or 'no GPU node in the bundle'}."
+                 for result, text in zip(short, explained, strict=True)]
+        if len(short) == 1:
+            body = f": {parts[0]}"
+        else:
+            body = ". " + " ".join(f"{result.resource}: {part}"
+                                   for result, part in zip(short, parts, strict=True))
+        said = ""
+        if insufficient and insufficient[0].message:
+            hit = [m for m in signatures.match(insufficient[0].message, "event")
+                   if "SC001" in m.signature.rules]
+            quoted = insufficient[0].message[hit[0].span[0]:hit[0].span[1]] if hit else ""
+            quoted = quoted.rstrip(".")
+            said = (f" The scheduler's event says '{quoted}'; the numbers say: "
+                    f"{main.branch.value}.")
+        summary = f"Pod {pod_key(pod)} asks for {asks} and cannot be placed{body}{said}"
+        evidence: list[Evidence] = list(event_ev)
+        for result in short:
+            limit = limit_evidence(pod, result.resource)
+            if limit is not None:
+                evidence.append(limit)
+        nodes_by_name = facts.nodes
+        for result in short:
+            for row in result.rows[:ROW_CAP]:
+                node = nodes_by_name.get(row.node)
+                if node is None:
+                    continue
+                if row.allocatable is not None:
+                    pointer = join_pointer(node.source_pointer, "status", "allocatable",
+                                           result.resource)
+                elif row.capacity is not None:
+                    pointer = join_pointer(node.source_pointer, "status", "capacity",
+                                           result.resource)
+                else:  # the resource is not on the Node at all: point at its capacity
+                    pointer = join_pointer(node.source_pointer, "status", "capacity")
+                evidence.append(Evidence(path=node.source_path, pointer=pointer,
+                                         excerpt=clip(row.text())))
+        for text in explained:
+            evidence += text.evidence
+        culprits = sorted({n for result in short for n in result.culprits})
+        objects = [pod_ref(pod)] + [node_ref(n) for n in culprits[:10]]
+        namespace = facts.operator_namespace or "gpu-operator"
+        return self.finding(
+            pod_key(pod), summary,
+            severity=_BRANCH_SEVERITY[main.branch],
+            title=_BRANCH_TITLES[main.branch],
+            nodes=culprits, objects=objects, evidence=evidence,
+            remediation=_remediation(main.branch, main.resource, namespace),
+            caused_by=[link for text in explained for link in text.links],
+        )
+
+
+# ------------------------------------------------------------------------ SC002

@@ -1,0 +1,132 @@
+"""Helpers shared by the SC rules: pods, limits, evidence, device-fault links."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from analyzers import signatures
+from analyzers.facts import Facts
+from analyzers.facts.gpu import is_gpu_resource
+from analyzers.models import Evidence, ObjectRef
+from analyzers.rules.common import event_evidence
+from analyzers.rules.common import field as obj_field
+from bundle.evidence import clip
+from bundle.kube import Container, Event, Pod, quantity_int
+
+ROW_CAP = 10
+EXAMPLE_CAP = 3
+# Xids the device plugin ignores by default: they never make a device unhealthy.
+APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+LOST_SIGNALS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed")
+
+
+# ----------------------------------------------------------------- shared helpers
+
+
+def pod_key(pod: Pod) -> str:
+    return f"{pod.namespace}/{pod.name}"
+
+
+def pod_ref(pod: Pod) -> ObjectRef:
+    return ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)
+
+
+def workload_subject(pod: Pod) -> str:
+    """``namespace/<owner>`` for a controller's pods (they fail alike), else the pod."""
+    owners = pod.metadata.owner_references
+    if owners and owners[0].name:
+        return f"{pod.namespace}/{owners[0].name}"
+    return pod_key(pod)
+
+
+def container_limits(container: Container) -> dict[str, int]:
+    """GPU amounts of one container (limit, else request; zero and unreadable dropped)."""
+    found: dict[str, int] = {}
+    for name in set(container.resources.limits) | set(container.resources.requests):
+        if not is_gpu_resource(name):
+            continue
+        raw = container.resources.limits.get(name, container.resources.requests.get(name))
+        amount = quantity_int(raw)
+        if amount:
+            found[name] = amount
+    return found
+
+
+def containers_of(pod: Pod) -> Iterator[tuple[str, int, Container]]:
+    for index, container in enumerate(pod.spec.init_containers):
+        yield "initContainers", index, container
+    for index, container in enumerate(pod.spec.containers):
+        yield "containers", index, container
+
+
+def limit_evidence(pod: Pod, resource: str) -> Evidence | None:
+    for section, index, container in containers_of(pod):
+        amount = container_limits(container).get(resource)
+        if amount:
+            where = "limits" if resource in container.resources.limits else "requests"
+            return obj_field(pod, f"{pod_key(pod)} container {container.name} {where} "
+                                  f"{resource}: {amount}",
+                             "spec", section, index, "resources", where, resource)
+    return None
+
+
+def device_fault_links(facts: Facts, node_name: str) -> tuple[list[str], list[Evidence]]:
+    """DRV001/DRV002 ids for the node's faulty GPUs, from the kernel log alone.
+
+    Uses ``facts.kernel_events`` when that fact exists; an Xid the device plugin ignores
+    (application errors) does not make a device unhealthy and is not linked.
+    """
+    kernel_events: Any = getattr(facts, "kernel_events", None)
+    if not isinstance(kernel_events, dict):
+        return [], []
+    kernel = kernel_events.get(node_name)
+    if kernel is None:
+        return [], []
+    links: list[str] = []
+    evidence: list[Evidence] = []
+    for event in getattr(kernel, "xids", ()):
+        if getattr(event, "xid", None) in APPLICATION_XIDS:
+            continue
+        links.append(f"DRV001:{node_name}/{kernel.key(event.pci)}")
+        if len(evidence) < 2:
+            evidence.append(kernel_evidence(event.source))
+    for signal in getattr(kernel, "signals", ()):
+        if getattr(signal, "kind", None) in LOST_SIGNALS:
+            links.append(f"DRV002:{node_name}/{kernel.key(signal.pci)}")
+            if len(evidence) < 3:
+                evidence.append(kernel_evidence(signal.source))
+    return sorted(set(links)), evidence
+
+
+def kernel_evidence(line: Any) -> Evidence:
+    return Evidence(path=str(getattr(line, "path", "")), line=getattr(line, "line", None),
+                    excerpt=clip(str(getattr(line, "raw", "") or getattr(line, "message", ""))))
+
+
+def scheduling_evidence(facts: Facts, pod: Pod) -> tuple[list[Evidence], list[Event]]:
+    """The pod's FailedScheduling events (Insufficient ones first), else its
+    PodScheduled condition message."""
+    events = [e for e in facts.pod_events(pod) if e.reason == "FailedScheduling"]
+    insufficient = [e for e in events if e.message and any(
+        "SC001" in m.signature.rules for m in signatures.match(e.message, "event"))]
+    ordered = insufficient + [e for e in events if e not in insufficient]
+    evidence = [event_evidence(e) for e in ordered[:2]]
+    if not evidence:
+        for index, condition in enumerate(pod.status.conditions):
+            if condition.type == "PodScheduled" and condition.message:
+                evidence.append(obj_field(pod, f"PodScheduled {condition.reason or ''}: "
+                                               f"{condition.message}",
+                                          "status", "conditions", index, "message"))
+                break
+    return evidence, insufficient
+
+
+def status_message_matches(pod: Pod, rule_id: str) -> list[signatures.SignatureMatch]:
+    if not pod.status.message:
+        return []
+    return [m for m in signatures.match(pod.status.message, "pod-status")
+            if rule_id in m.signature.rules]
+
+
+# ------------------------------------------------------------------------ SC001

@@ -1,0 +1,121 @@
+"""SC004: ResourceQuota limits on GPUs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from analyzers import signatures
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import EVENT_CAP, event_evidence, names
+from analyzers.rules.common import field as obj_field
+from analyzers.rules.sc_common import (
+    container_limits,
+    containers_of,
+    pod_key,
+)
+from bundle.kube import Event, quantity_int
+
+_QUOTA_NAME = re.compile(r"exceeded quota: ([^,\s]+)", re.IGNORECASE)
+
+
+@dataclass
+class _Quota:
+    namespace: str
+    name: str
+    exhausted: list[tuple[str, int, int]] = field(default_factory=list)  # key, hard, used
+    events: list[Event] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+class GpuQuotaExhausted(Rule):
+    """A ResourceQuota on GPUs is used up, or the API server refused pods over it.
+
+    Reads each ResourceQuota's ``hard`` and ``used`` for ``requests.nvidia.com/*`` (and
+    ``nvidia.com/*``) keys, and ``exceeded quota`` events that name an NVIDIA resource.
+
+    Why it matters:
+    A quota refusal happens before scheduling: the pod object is never created, so
+    there is no Pending pod, no node is involved, and it looks like "the GPUs are gone"
+    although the nodes have free GPUs. It is a policy limit, not a capacity problem.
+
+    Remediation:
+    ``kubectl describe resourcequota -n <namespace>`` shows hard and used; free GPUs held
+    by finished or idle workloads in that namespace, or raise the quota with the
+    cluster owner.
+    """
+
+    id = "SC004"
+    slug = "gpu-quota-exhausted"
+    severity = Severity.MEDIUM
+    inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True))
+    tags = ("admission",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        quotas: dict[tuple[str, str], _Quota] = {}
+        for quota in ctx.bundle.cluster.resourcequotas:
+            namespace = quota.metadata.namespace or "default"
+            status = quota.status if isinstance(quota.status, dict) else {}
+            hard = status.get("hard") or quota.spec.get("hard") or {}
+            used = status.get("used") or {}
+            source = "status" if status.get("hard") else "spec"
+            for key, raw in sorted(hard.items()) if isinstance(hard, dict) else []:
+                if "nvidia.com/" not in key:
+                    continue
+                limit = quantity_int(raw)
+                taken = quantity_int(used.get(key)) if isinstance(used, dict) else None
+                if limit is None or (taken or 0) < limit:
+                    continue
+                entry = quotas.setdefault((namespace, quota.metadata.name),
+                                          _Quota(namespace, quota.metadata.name))
+                entry.exhausted.append((key, limit, taken or 0))
+                entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
+                                                       f"{key}: used {taken or 0} of hard {limit}",
+                                                source, "hard", key))
+        for event in ctx.bundle.cluster.events:
+            if not event.message or not any("SC004" in m.signature.rules
+                                            for m in signatures.match(event.message, "event")):
+                continue
+            hit = _QUOTA_NAME.search(event.message)
+            if hit is None:
+                continue
+            namespace = event.involved_object.namespace or event.metadata.namespace or "default"
+            entry = quotas.setdefault((namespace, hit.group(1)), _Quota(namespace, hit.group(1)))
+            entry.events.append(event)
+        for _, entry in sorted(quotas.items()):
+            yield self._finding(ctx, entry)
+
+    def _finding(self, ctx: Context, entry: _Quota) -> Finding:
+        subject = f"{entry.namespace}/{entry.name}"
+        parts = []
+        if entry.exhausted:
+            parts.append("; ".join(f"{key} used {used} of {hard}"
+                                   for key, hard, used in entry.exhausted))
+        refused = sum(e.count or 1 for e in entry.events)
+        if entry.events:
+            targets = names({e.involved_object.name or "?" for e in entry.events}, 3)
+            parts.append(f"the API server refused {refused} pod creation(s) over it "
+                         f"(from {targets})")
+        holders = sorted(pod_key(p) for p in ctx.bundle.cluster.pods
+                         if p.namespace == entry.namespace and not p.terminated
+                         and any(container_limits(c) for _, _, c in containers_of(p)))
+        held = f" GPUs are held by {names(holders, 4)}." if holders else ""
+        summary = (f"ResourceQuota {subject} caps GPUs and is exhausted: "
+                   f"{'; '.join(parts)}. New GPU pods in {entry.namespace} are refused before "
+                   f"they reach the scheduler, whatever the nodes have free.{held}")
+        evidence = entry.evidence + [event_evidence(e) for e in entry.events[:EVENT_CAP]]
+        remediation = (f"kubectl describe resourcequota {entry.name} -n {entry.namespace}\n"
+                       f"kubectl get pods -n {entry.namespace} -o custom-columns=N:.metadata.name,"
+                       "PHASE:.status.phase,GPU:.spec.containers[*].resources.limits."
+                       "nvidia\\.com/gpu\n"
+                       "# free GPUs held by idle or finished workloads, or raise the quota")
+        return self.finding(subject, summary,
+                            severity=Severity.MEDIUM if entry.events else Severity.LOW,
+                            objects=[ObjectRef(kind="ResourceQuota", namespace=entry.namespace,
+                                               name=entry.name)],
+                            evidence=evidence, remediation=remediation)
+
+
+# ------------------------------------------------------------------------ SC005

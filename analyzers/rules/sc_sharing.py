@@ -1,0 +1,192 @@
+"""SC006: shared-GPU (time-slicing, MPS) misuse."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from analyzers import signatures
+from analyzers.facts import Facts
+from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import EVENT_CAP, event_evidence, names
+from analyzers.rules.common import field as obj_field
+from analyzers.rules.sc_common import (
+    EXAMPLE_CAP,
+    container_limits,
+    containers_of,
+    pod_key,
+    pod_ref,
+    status_message_matches,
+    workload_subject,
+)
+from bundle.evidence import join_pointer
+from bundle.kube import Pod
+
+
+@dataclass
+class _SharedMisuse:
+    pods: list[Pod] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    nodes: set[str] = field(default_factory=set)
+
+
+def _pod_configs(facts: Facts, pod: Pod) -> list[SharingConfig]:
+    setup = facts.gpu_sharing
+    if pod.spec.node_name:
+        config = setup.for_node(facts.nodes.get(pod.spec.node_name))
+        return [config] if config is not None else []
+    return list(setup.configs.values())
+
+
+class SharedGpuMisuse(Rule):
+    """Shared-GPU misuse: more than one slot of a time-sliced GPU, or a stale config.
+
+    Reads the device-plugin config the ClusterPolicy names
+    (``devicePlugin.config.name``; per node the key from the
+    ``nvidia.com/device-plugin.config`` label, else ``devicePlugin.config.default``).
+    Flags containers asking for more than 1 of a shared resource when
+    ``failRequestsGreaterThanOne`` is on (always on for MPS), pods rejected with
+    ``maximum request size for shared resources is 1``, and a config ConfigMap changed
+    after the device plugin pods started (the operator does not watch it).
+
+    Why it matters:
+    Asking for 2 slots of a time-sliced GPU does not give two GPUs' worth of anything:
+    the slots share one device's memory and compute. With
+    ``failRequestsGreaterThanOne`` the plugin refuses such pods at admission and they
+    are never retried. A config edited after the plugin started is not in effect.
+
+    Remediation:
+    Request 1 slot (or a dedicated GPU), then delete the failed pods. After editing the
+    sharing ConfigMap, restart the device plugin pods one node at a time.
+    """
+
+    id = "SC006"
+    slug = "shared-gpu-misuse"
+    severity = Severity.MEDIUM
+    inputs = (
+        cluster("pods.json"),
+        cluster("configmaps.json", optional=True),
+        cluster("clusterpolicies.json", optional=True),
+        cluster("events.json", optional=True),
+    )
+    tags = ("sharing",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        groups: dict[str, _SharedMisuse] = defaultdict(_SharedMisuse)
+        for pod in ctx.bundle.cluster.pods:
+            found = list(self._misuse(ctx, pod))
+            if not found:
+                continue
+            group = groups[workload_subject(pod)]
+            group.pods.append(pod)
+            if pod.spec.node_name:
+                group.nodes.add(pod.spec.node_name)
+            for line, evidence in found:
+                if line not in group.lines:
+                    group.lines.append(line)
+                if len(group.evidence) < 4:
+                    group.evidence.append(evidence)
+        for subject, group in sorted(groups.items()):
+            yield self._request_finding(subject, group)
+        stale = self._stale_config(ctx)
+        if stale is not None:
+            yield stale
+
+    def _misuse(self, ctx: Context, pod: Pod) -> Iterator[tuple[str, Evidence]]:
+        facts = ctx.facts
+        rejected = [m for m in status_message_matches(pod, "SC006")
+                    if m.signature.id == "dp-shared-request-too-large"]
+        events = [e for e in facts.pod_events(pod) if e.message and any(
+            m.signature.id == "dp-shared-request-too-large"
+            for m in signatures.match(e.message, "event"))]
+        if pod.terminated and not rejected and not events:
+            return
+        configs = _pod_configs(facts, pod)
+        for section, index, container in containers_of(pod):
+            for resource, amount in sorted(container_limits(container).items()):
+                if amount <= 1:
+                    continue
+                for config in configs:
+                    shared = config.shared(resource)
+                    if shared is None or not config.fail_requests_greater_than_one:
+                        continue
+                    where = "limits" if resource in container.resources.limits else "requests"
+                    yield (f"container {container.name} asks for {amount} {resource}, a "
+                           f"{config.strategy} resource with {shared.replicas} replicas per "
+                           f"GPU and failRequestsGreaterThanOne on (config key "
+                           f"'{config.key}')",
+                           obj_field(pod, f"{pod_key(pod)} container {container.name} {where} "
+                                          f"{resource}: {amount}",
+                                     "spec", section, index, "resources", where, resource))
+                    break
+        for match in rejected:
+            yield ("the device plugin rejected it: maximum request size for shared "
+                   "resources is 1",
+                   obj_field(pod, f"{pod_key(pod)}: {match.text}", "status", "message"))
+        for event in events[:1]:
+            yield ("the device plugin rejected it: maximum request size for shared "
+                   "resources is 1", event_evidence(event))
+
+    def _request_finding(self, subject: str, group: _SharedMisuse) -> Finding:
+        pods = sorted(group.pods, key=pod_key)
+        summary = (f"{len(pods)} pod(s) of {subject} ask for more than one slot of a shared "
+                   f"GPU: {'; '.join(group.lines)}. Slots of a time-sliced or MPS GPU share "
+                   "one device; with failRequestsGreaterThanOne the plugin refuses the "
+                   f"allocation and the pod is not retried. Pods: "
+                   f"{names((pod_key(p) for p in pods), EXAMPLE_CAP)}.")
+        remediation = ("# lower the request to 1 slot (or request a dedicated GPU), then delete "
+                       "the failed pods:\n"
+                       f"kubectl get pods -n {pods[0].namespace} "
+                       "--field-selector=status.phase=Failed\n"
+                       f"kubectl delete pod {pods[0].name} -n {pods[0].namespace}")
+        return self.finding(subject, summary, nodes=sorted(group.nodes),
+                            objects=[pod_ref(p) for p in pods[:10]], evidence=group.evidence,
+                            remediation=remediation)
+
+    def _stale_config(self, ctx: Context) -> Finding | None:
+        facts = ctx.facts
+        configmap = facts.gpu_sharing.configmap
+        if configmap is None:
+            return None
+        changed = configmap_changed(configmap)
+        if changed is None:
+            return None
+        when, where = changed
+        stale: list[tuple[str, Pod, str]] = []
+        for node_name, operand in sorted(facts.operands.items()):
+            plugin = operand.get("device-plugin")
+            if plugin is None:
+                continue
+            started = pod_started(plugin.pod, prefer="device-plugin")
+            if started is not None and started < when:
+                stale.append((node_name, plugin.pod, started.isoformat()))
+        if not stale:
+            return None
+        namespace = configmap.metadata.namespace or facts.operator_namespace or "gpu-operator"
+        subject = f"{namespace}/{configmap.metadata.name}"
+        nodes = [n for n, _, _ in stale]
+        pointer = join_pointer(configmap.source_pointer, "metadata", *where.split("/"))
+        evidence = [Evidence(path=configmap.source_path, pointer=pointer,
+                             excerpt=f"ConfigMap {subject} last changed {when.isoformat()}")]
+        for node_name, plugin_pod, began in stale[:EVENT_CAP]:
+            evidence.append(obj_field(plugin_pod, f"{pod_key(plugin_pod)} on {node_name} "
+                                                  f"started {began}",
+                                      "status", "containerStatuses"))
+        summary = (f"The device-plugin config ConfigMap {subject} changed at "
+                   f"{when.isoformat()}, after the device plugin started on {names(nodes)}. "
+                   "The operator does not watch this ConfigMap, so those plugins still run "
+                   "the old sharing config until they restart.")
+        remediation = (f"kubectl -n {namespace} get cm {configmap.metadata.name} -o yaml\n"
+                       "# restart the plugin one node at a time and check the new slot count:\n"
+                       f"kubectl -n {namespace} delete pod -l app=nvidia-device-plugin-daemonset "
+                       f"--field-selector spec.nodeName={nodes[0]}\n"
+                       f"kubectl get node {nodes[0]} -o jsonpath="
+                       "'{.status.allocatable.nvidia\\.com/gpu}'")
+        return self.finding(subject, summary, severity=Severity.LOW, nodes=nodes,
+                            objects=[ObjectRef(kind="ConfigMap", namespace=namespace,
+                                               name=configmap.metadata.name)],
+                            evidence=evidence, remediation=remediation)
