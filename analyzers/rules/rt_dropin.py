@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import tomllib
 from collections.abc import Iterable
 
 from analyzers.facts.containerd_merge import corrected_dropin
@@ -97,6 +98,14 @@ class DropInClobber(Rule):
                                causes=[f"RT001:{node_name}"])
 
 
+def _relative_imports(text: str | None) -> list[str]:
+    try:
+        imports = tomllib.loads(text or "").get("imports", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(i) for i in imports if isinstance(i, str) and not i.startswith("/")]
+
+
 class DropInNotImported(Rule):
     """The nvidia drop-in exists but containerd does not import it.
 
@@ -137,6 +146,12 @@ class DropInNotImported(Rule):
                 evidence.append(_file_evidence(ctx, node_name, main, "version"))
             summary = (f"On {node_name}, {dropin} defines the nvidia runtime but containerd "
                        f"never read it: the loaded configuration imports {imports}.")
+            relative = _relative_imports(ctx.bundle.node(node_name).containerd_files.get(main))
+            if relative:
+                summary += (f" config.toml imports {', '.join(relative)} by a relative path; "
+                            "containerd before 1.6.29 / 1.7.16 resolves that against its working "
+                            "directory (/ under systemd), not /etc/containerd — use an absolute "
+                            "path.")
             glob = posixpath.dirname(dropin) + "/*.toml"
             remediation = (
                 f"# on {node_name}\n"

@@ -75,6 +75,15 @@ def test_rt003_dropin_without_imports(tmp_path: Path) -> None:
     assert found["RT001:gpu-a"].caused_by == ["RT003:gpu-a"]
 
 
+def test_rt003_names_a_relative_import_glob(tmp_path: Path) -> None:
+    gpu_a = {f"{FILES}/config.toml": 'version = 2\nimports = ["conf.d/*.toml"]\n',
+             f"{FILES}/conf.d/99-nvidia.toml": NVIDIA_DROPIN,
+             "containerd/version.txt": "containerd github.com/containerd/containerd 1.6.20~ds1\n",
+             "containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA}
+    found = analyze_files(tmp_path, _base(**{"gpu-a": gpu_a})).by_id()
+    assert "imports conf.d/*.toml by a relative path" in found["RT003:gpu-a"].summary
+
+
 def _journal(*messages: tuple[int, str, str, int]) -> str:
     lines = []
     for seconds, ident, message, pid in messages:
