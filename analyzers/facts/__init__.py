@@ -155,7 +155,7 @@ class Facts:
                 for name in self.gpu_nodes}
 
     @cached_property
-    def fabric(self) -> dict[str, fabric.FabricState]:
+    def nvlink_fabric(self) -> dict[str, fabric.FabricState]:
         """Per GPU node: NVLink fabric / Fabric Manager evidence (CUDA 'system not yet
         initialized', nvidia-smi fabric state, FM journal and driver-container lines)."""
         result = {}

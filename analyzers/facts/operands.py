@@ -10,6 +10,7 @@ from bundle.kube import ContainerStatus, Pod
 # (component, app label / pod name prefix), in the order a node comes up.
 COMPONENTS: tuple[tuple[str, str], ...] = (
     ("driver", "nvidia-driver-daemonset"),
+    ("driver", "nvidia-gpu-driver"),  # DaemonSets of NVIDIADriver CRs (useNvidiaDriverCRD)
     ("toolkit", "nvidia-container-toolkit-daemonset"),
     ("validator", "nvidia-operator-validator"),
     ("cuda-validator", "nvidia-cuda-validator"),
@@ -54,6 +55,8 @@ def pod_state(pod: Pod) -> str:
     """The STATUS column of ``kubectl get pods`` (close enough to compare)."""
     if pod.status.reason:
         return pod.status.reason
+    if not pod.spec.node_name and pod.status.phase in ("Pending", ""):
+        return "Pending"  # not scheduled yet: no container has a status
     inits = pod.status.init_container_statuses
     total = len(pod.spec.init_containers) or len(inits)
     for index, status in enumerate(inits):
@@ -70,8 +73,8 @@ def pod_state(pod: Pod) -> str:
         return f"Init:0/{total}"
     states = [s for s in (_waiting_or_terminated(c) for c in pod.status.container_statuses) if s]
     if states:
-        waiting = [s for s in states if s != "Completed"]
-        return waiting[0] if waiting else "Completed"
+        unfinished = [s for s in states if s != "Completed"]
+        return unfinished[0] if unfinished else "Completed"
     if pod.status.phase == "Succeeded":
         return "Completed"
     return pod.status.phase or "Unknown"
@@ -88,21 +91,63 @@ class OperandPod:
         return self.state in HEALTHY_STATES
 
 
-def operands_by_node(pods: Iterable[Pod], namespace: str | None) -> dict[str, dict[str, OperandPod]]:
-    """node → component → operand pod (the least healthy one if several)."""
+def node_of(pod: Pod) -> str | None:
+    """The node a pod is bound to or, for a DaemonSet pod not yet scheduled, meant for.
+
+    The DaemonSet controller pins each pod to its node with a required node affinity on
+    ``metadata.name``; a pod that stays Pending has no ``nodeName`` but still names it.
+    """
+    if pod.spec.node_name:
+        return pod.spec.node_name
+    terms: object = (pod.spec.model_extra or {}).get("affinity")
+    for key in ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms"):
+        terms = terms.get(key) if isinstance(terms, dict) else None
+    for term in terms if isinstance(terms, list) else []:
+        fields = term.get("matchFields") if isinstance(term, dict) else None
+        for expression in fields if isinstance(fields, list) else []:
+            if not isinstance(expression, dict):
+                continue
+            values = expression.get("values")
+            if (expression.get("key") == "metadata.name" and expression.get("operator") == "In"
+                    and isinstance(values, list) and len(values) == 1
+                    and isinstance(values[0], str)):
+                return values[0]
+    return None
+
+
+def operands_by_node(pods: Iterable[Pod],
+                     namespace: str | None) -> dict[str, dict[str, OperandPod]]:
+    """node → component → operand pod (the least healthy one if several).
+
+    A live pod wins over a finished one (an Evicted pod left beside its replacement is
+    history); among live pods the least healthy wins, among finished ones the newest.
+    Pending DaemonSet pods count for the node their affinity names (see :func:`node_of`).
+    """
     result: dict[str, dict[str, OperandPod]] = {}
     for pod in pods:
         if namespace is not None and pod.namespace != namespace:
             continue
         component = component_of(pod)
-        if component is None or not pod.spec.node_name:
+        node = node_of(pod)
+        if component is None or not node:
             continue
         operand = OperandPod(component, pod, pod_state(pod))
-        slot = result.setdefault(pod.spec.node_name, {})
+        slot = result.setdefault(node, {})
         current = slot.get(component)
-        if current is None or (current.healthy and not operand.healthy):
+        if current is None or _better(operand, current):
             slot[component] = operand
     return result
+
+
+def _better(new: OperandPod, current: OperandPod) -> bool:
+    """Live beats finished; among live pods the unhealthy one; among finished the newest."""
+    if new.pod.terminated != current.pod.terminated:
+        return current.pod.terminated
+    if not new.pod.terminated:
+        return current.healthy and not new.healthy
+    created = new.pod.metadata.creation_timestamp or ""
+    return created > (current.pod.metadata.creation_timestamp or "")
 
 
 def operator_namespace(pods: Iterable[Pod], declared: str | None) -> str | None:

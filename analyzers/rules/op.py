@@ -1,7 +1,18 @@
-"""OP: the GPU Operator and its operands."""
+"""OP: the GPU Operator and its operands.
+
+The rules live in ``op_*`` modules by theme; this module only lists them for the
+``gpu_triage.rules`` entry point.
+"""
 
 from __future__ import annotations
 
 from analyzers.rule import Rule
+from analyzers.rules import op_components, op_labels, op_lifecycle, op_mig, op_stack
 
-RULES: list[type[Rule]] = []
+RULES: list[type[Rule]] = [
+    *op_stack.RULES,          # OP001
+    *op_labels.RULES,         # OP002, OP003
+    *op_components.RULES,     # OP004, OP005, OP008
+    *op_lifecycle.RULES,      # OP006, OP007, OP010
+    *op_mig.RULES,            # OP009
+]

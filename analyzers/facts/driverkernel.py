@@ -1,0 +1,137 @@
+"""Does the operator's driver container fit the node's kernel?
+
+Two ways it does not: the driver image tag for the node does not exist (precompiled
+images are tagged ``<branch>-<kernel>-<os>``, so a kernel upgrade asks for a tag
+nobody built), or the container builds the module at start and the build fails
+(no headers for the running kernel, no repository access, module refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from analyzers import signatures
+from analyzers.facts.podlogs import PodLogs
+from bundle import NodeArtifacts
+from bundle.evidence import Locator, join_pointer
+from bundle.kube import Event, Node, Pod
+
+RULE = "OP010"
+DRIVER_CONTAINER = "nvidia-driver-ctr"
+MISSING_TAG = "driver-image-tag-not-found"  # the registry says the tag does not exist
+
+
+@dataclass(frozen=True, slots=True)
+class PullFailure:
+    """A message saying the driver image could not be pulled (event or pod status)."""
+
+    message: str
+    event: Event | None
+    where: Locator
+    missing_tag: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DriverKernel:
+    node: str
+    pod: Pod
+    image: str | None
+    kernel: str | None
+    kernel_where: Locator | None
+    precompiled: bool
+    pulls: tuple[PullFailure, ...]
+    build_errors: tuple[Locator, ...]
+
+    @property
+    def missing_tag(self) -> bool:
+        return any(p.missing_tag for p in self.pulls)
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.pulls or self.build_errors)
+
+    @property
+    def tag(self) -> str | None:
+        if not self.image or ":" not in self.image.rsplit("/", 1)[-1]:
+            return None
+        return self.image.rsplit(":", 1)[1]
+
+
+def node_kernel(artifacts: NodeArtifacts, node: Node | None) -> tuple[str | None,
+                                                                      Locator | None]:
+    """The running kernel: ``uname -a`` (third field) first, else the Node's nodeInfo."""
+    text = artifacts.host("uname.txt")
+    if text:
+        for number, line in enumerate(text.splitlines(), start=1):
+            fields = line.split()
+            if len(fields) >= 3 and fields[0] == "Linux":
+                return fields[2], Locator(path=artifacts.path("host/uname.txt"), line=number,
+                                          excerpt=line.strip())
+    if node is not None and node.status.node_info.kernel_version:
+        kernel = node.status.node_info.kernel_version
+        where = Locator(path=node.source_path,
+                        pointer=join_pointer(node.source_pointer, "status", "nodeInfo",
+                                             "kernelVersion"),
+                        excerpt=f"kernelVersion: {kernel}")
+        return kernel, where
+    return None, None
+
+
+def driver_image(pod: Pod) -> str | None:
+    for container in pod.spec.containers:
+        if container.name == DRIVER_CONTAINER:
+            return container.image or None
+    for container in pod.spec.containers:
+        if "/driver:" in container.image:
+            return container.image
+    return None
+
+
+def _pull_failures(pod: Pod, events: Iterable[Event]) -> list[PullFailure]:
+    found: list[PullFailure] = []
+    for event in events:
+        ids = _pull_signatures(event.message, "event")
+        if ids:
+            where = Locator(path=event.source_path,
+                            pointer=join_pointer(event.source_pointer, "message"),
+                            excerpt=event.message or "")
+            found.append(PullFailure(event.message or "", event, where, MISSING_TAG in ids))
+    for index, status in enumerate(pod.status.container_statuses):
+        message = status.state.waiting.message if status.state.waiting else None
+        ids = _pull_signatures(message, "pod-status")
+        if ids:
+            where = Locator(path=pod.source_path,
+                            pointer=join_pointer(pod.source_pointer, "status",
+                                                 "containerStatuses", index, "state",
+                                                 "waiting", "message"),
+                            excerpt=message or "")
+            found.append(PullFailure(message or "", None, where, MISSING_TAG in ids))
+    return found
+
+
+def _pull_signatures(message: str | None, source: str) -> set[str]:
+    """Ids of the OP010 signatures a message matches (empty: not a driver pull failure)."""
+    if not message:
+        return set()
+    return {m.signature.id for m in signatures.match(message, source)
+            if RULE in m.signature.rules}
+
+
+def driver_kernel(artifacts: NodeArtifacts, node: Node | None, pod: Pod,
+                  events: Iterable[Event], logs: PodLogs,
+                  policy_precompiled: bool) -> DriverKernel:
+    kernel, where = node_kernel(artifacts, node)
+    image = driver_image(pod)
+    errors: list[Locator] = []
+    for log in logs.of(pod):
+        if log.container != DRIVER_CONTAINER:
+            continue
+        errors.extend(log.locate(m) for m in log.matches(RULE, errors_only=True))
+    precompiled = policy_precompiled or bool(kernel and image and kernel in image)
+    return DriverKernel(
+        node=artifacts.name, pod=pod, image=image, kernel=kernel, kernel_where=where,
+        precompiled=precompiled, pulls=tuple(_pull_failures(pod, events)),
+        build_errors=tuple(errors),
+    )
+

@@ -1,0 +1,204 @@
+"""OP009: MIG configuration problems."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, device_id, model_for
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import field, node_ref
+from analyzers.rules.op_common import LOGS, capped, logs_cmd, logs_evidence, namespace
+from bundle.kube import Node, quantity_int
+from bundle.nvsmi_health import locate
+
+CONFIG_LABEL = "nvidia.com/mig.config"
+STATE_LABEL = "nvidia.com/mig.config.state"
+CAPABLE_LABEL = "nvidia.com/mig.capable"
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    index: int
+    product: str | None
+    device_id: str | None
+    mig_supported: bool | None      # None: unknown
+    where: Evidence | None          # where the "no MIG" fact was read
+
+
+def _gpus(ctx: Context, obj: Node) -> list[GpuView]:
+    """The node's GPUs in NVML index order: nvidia-smi first, else the GFD labels."""
+    artifacts = ctx.bundle.node(obj.name)
+    smi = artifacts.nvidia_smi
+    capable = obj.labels.get(CAPABLE_LABEL)
+    if smi is not None and smi.gpus:
+        path = artifacts.path("nvidia-smi.xml")
+        text = artifacts.text("nvidia-smi.xml") or ""
+        views = []
+        for index, gpu in enumerate(smi.gpus):
+            element = gpu.element.find("mig_mode/current_mig")
+            current = (element.text or "").strip() if element is not None else None
+            consumer = (gpu.product_brand or "").lower() in ("geforce", "titan")
+            supported: bool | None = None
+            where = None
+            if current == "N/A" or consumer:
+                supported = False
+                hit = locate(text, gpu.bus_id, "mig_mode/current_mig") \
+                    if current == "N/A" else None
+                where = (Evidence(path=path, line=hit[0], excerpt=f"GPU {index}: {hit[1]}")
+                         if hit is not None else
+                         Evidence(path=path, excerpt=f"GPU {index}: {gpu.product_name} "
+                                                     f"(brand {gpu.product_brand})"))
+            elif current in ("Enabled", "Disabled"):
+                supported = True
+            pci = gpu.element.findtext("pci/pci_device_id")
+            views.append(GpuView(index, gpu.product_name, device_id(pci), supported, where))
+        return views
+    product = obj.labels.get(PRODUCT_LABEL)
+    if product and "-MIG-" in product:
+        product = product.split("-MIG-")[0]
+    count = quantity_int(obj.labels.get("nvidia.com/gpu.count")) or 1
+    supported = {"true": True, "false": False}.get(capable or "")
+    where = field(obj, f"{CAPABLE_LABEL}={capable}", "metadata", "labels", CAPABLE_LABEL) \
+        if supported is False else None
+    return [GpuView(i, product, None, supported, where) for i in range(count)]
+
+
+def _entry_text(entry: MigEntry) -> str:
+    devices = entry.devices if entry.devices == "all" else list(entry.devices)
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(entry.counts.items())) or "none"
+    return f"devices {devices}, mig-enabled {str(entry.enabled).lower()}, mig-devices {counts}"
+
+
+def _indices(indices: list[int]) -> str:
+    return "GPU " + ",".join(str(i) for i in indices)
+
+
+class MigMisconfigured(Rule):
+    """MIG configuration cannot be applied on a node.
+
+    Reports nodes where the MIG manager failed (``nvidia.com/mig.config.state=failed``),
+    where the selected mig-parted config (label ``nvidia.com/mig.config``, ConfigMap
+    ``default-mig-parted-config`` or the one the ClusterPolicy names) is missing or asks
+    for a layout the GPU cannot hold (an unknown profile, more instances than the
+    model allows — e.g. 8 × ``1g.5gb`` on an A100 40GB, which holds 7 — or more memory
+    or compute slices than it has; profile table in ``analyzers/data/mig_profiles.toml``),
+    and nodes where MIG is requested on GPUs without MIG (GeForce and other consumer
+    cards; nvidia-smi ``mig_mode/current_mig`` ``N/A``; ``nvidia.com/mig.capable=false``).
+
+    Why it matters:
+    The MIG manager leaves the GPUs as they were and, with the ``single`` strategy,
+    the device plugin may advertise nothing, so pods asking for MIG resources stay
+    Pending with no explanation on the pod itself.
+
+    Remediation:
+    ``kubectl get node <node> -L nvidia.com/mig.config,nvidia.com/mig.config.state``,
+    read the MIG manager log, and compare the selected config in the ConfigMap with
+    the GPU's profile list (``nvidia-smi mig -lgip`` on the node). Select a config the
+    GPU supports, one node at a time.
+    """
+
+    id = "OP009"
+    slug = "mig-misconfigured"
+    severity = Severity.HIGH
+    inputs = (cluster("nodes.json"), cluster("configmaps.json", optional=True),
+              node("nvidia-smi.xml", optional=True), LOGS)
+    tags = ("operator", "mig")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        configs = ctx.facts.mig_configs
+        for name in ctx.facts.gpu_nodes:
+            obj = ctx.facts.nodes.get(name)
+            if obj is None:
+                continue
+            problems, evidence = self._problems(ctx, obj, configs)
+            if problems:
+                yield self._finding(ctx, obj, problems, evidence, configs)
+
+    def _problems(self, ctx: Context, obj: Node, configs: MigConfigs | None
+                  ) -> tuple[list[str], list[Evidence]]:
+        selected = obj.labels.get(CONFIG_LABEL)
+        state = obj.labels.get(STATE_LABEL)
+        problems: list[str] = []
+        evidence: list[Evidence] = []
+        if state == "failed":
+            problems.append(f"the MIG manager failed to apply {selected or 'the selected config'}"
+                            f" ({STATE_LABEL}=failed)")
+            evidence.append(field(obj, f"{STATE_LABEL}=failed", "metadata", "labels",
+                                  STATE_LABEL))
+        if not selected or selected == DISABLED:
+            return problems, evidence
+        evidence.append(field(obj, f"{CONFIG_LABEL}={selected}", "metadata", "labels",
+                              CONFIG_LABEL))
+        gpus = _gpus(ctx, obj)
+        entries: tuple[MigEntry, ...] | None = None
+        if configs is not None and configs.error is None:
+            entries = configs.configs.get(selected)
+            if entries is None:
+                problems.append(f"the selected config {selected} is not defined in ConfigMap "
+                                f"{configs.configmap.metadata.name}")
+                evidence.append(field(configs.configmap, f"{configs.key}: no mig-configs."
+                                                         f"{selected}", "data", configs.key))
+        found: dict[str, list[int]] = {}
+        used: dict[int, MigEntry] = {}
+        for gpu in gpus:
+            entry = None
+            if entries is not None:
+                entry = next((e for e in entries if e.applies(gpu.index, gpu.device_id)), None)
+                if entry is not None:
+                    used[entry.index] = entry
+            wants_mig = entry.enabled if entry is not None else entries is None
+            if wants_mig and gpu.mig_supported is False:
+                text = (f"MIG is requested on {gpu.product or 'a GPU'}, which does not "
+                        "support MIG")
+                found.setdefault(text, []).append(gpu.index)
+                if gpu.where is not None and gpu.where not in evidence:
+                    evidence.append(gpu.where)
+                continue
+            if entry is None or not entry.enabled or not entry.counts:
+                continue
+            model = model_for(gpu.product, gpu.device_id)
+            if model is None:
+                continue
+            for text in model.problems(entry.counts):
+                found.setdefault(text, []).append(gpu.index)
+        problems += [f"{text} ({_indices(indices)})" for text, indices in found.items()]
+        if found and configs is not None:
+            for entry in list(used.values())[:2]:
+                evidence.append(field(configs.configmap, f"mig-configs.{selected}[{entry.index}]"
+                                                         f": {_entry_text(entry)}",
+                                      "data", configs.key))
+        return problems, evidence
+
+    def _finding(self, ctx: Context, obj: Node, problems: list[str], evidence: list[Evidence],
+                 configs: MigConfigs | None) -> Finding:
+        name = obj.name
+        ns = namespace(ctx)
+        manager = ctx.facts.operands.get(name, {}).get("mig-manager")
+        logs = list(ctx.facts.pod_logs.of(manager.pod)) if manager is not None else []
+        evidence = evidence + logs_evidence(logs, self.id, cap=3, tail=False)
+        summary = f"On {name}, MIG cannot be applied: {'; '.join(problems)}."
+        configmap = configs.configmap.metadata.name if configs is not None else \
+            "default-mig-parted-config"
+        selected = obj.labels.get(CONFIG_LABEL, "<config>")
+        lines = [
+            f"kubectl get node {name} -L {CONFIG_LABEL},{STATE_LABEL},{PRODUCT_LABEL},"
+            f"{CAPABLE_LABEL}",
+            f"kubectl -n {ns} get cm {configmap} -o jsonpath='{{.data.config\\.yaml}}' | "
+            f"grep -A10 '  {selected}:'",
+            *[logs_cmd(ns, log, 80) for log in logs[:1]],
+            "# on the node: nvidia-smi -q | grep -iA2 'MIG Mode'; nvidia-smi mig -lgip",
+            f"# select a config the GPU supports (or all-disabled), on this node first:\n"
+            f"kubectl label node {name} {CONFIG_LABEL}=<config> --overwrite",
+        ]
+        objects = [node_ref(name)]
+        if configs is not None:
+            objects.append(ObjectRef(kind="ConfigMap", namespace=configs.configmap.metadata
+                                     .namespace, name=configmap))
+        return self.finding(name, summary, nodes=[name], objects=objects,
+                            evidence=capped(evidence, 8), remediation="\n".join(lines))
+
+
+RULES = [MigMisconfigured]

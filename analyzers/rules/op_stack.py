@@ -1,0 +1,212 @@
+"""OP001: the operand matrix per GPU node and the first stage that fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers.facts import operands as operand_facts
+from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import names, node_ref
+from analyzers.rules.op_common import (
+    LOGS,
+    POD_CAP,
+    blocked_evidence,
+    capped,
+    events_evidence,
+    log_lines,
+    logs_cmd,
+    namespace,
+    on_node,
+    warnings,
+)
+from bundle.evidence import Locator
+
+_STAGE_HINT = {
+    Stage.DRIVER: "the driver is not usable on the node (driver pod, host driver, "
+                  "kernel module)",
+    Stage.TOOLKIT: "the container runtime does not inject the driver (toolkit, nvidia "
+                   "runtime handler, CDI)",
+    Stage.CUDA: "a CUDA program cannot run on the GPU",
+    Stage.PLUGIN: "the device plugin does not advertise the GPUs",
+    Stage.OPERANDS: "an operand that no other stage waits for is failing",
+}
+_STAGE_LOOK = {
+    Stage.DRIVER: ["# on the node: lsmod | grep -E '^nvidia|nouveau'; "
+                   "dmesg --time-format iso | grep -iE 'NVRM|Xid' | tail -20"],
+    Stage.TOOLKIT: ["# on the node: containerd config dump | grep -c 'runtimes.nvidia'   "
+                    "# 0 = no handler (RT001)"],
+    Stage.CUDA: ["# on the node: nvidia-smi -q | grep -i -A2 Fabric   "
+                 "# 'In Progress' = Fabric Manager (OP005)"],
+    Stage.PLUGIN: ["kubectl get node {node} -o jsonpath='{{.status.capacity}}{{\"\\n\"}}'"],
+    Stage.OPERANDS: [],
+}
+
+
+def _stage_logs(ctx: Context, stages: NodeStages) -> list[ContainerLog]:
+    """Logs that tell the first failing stage's story, in the order to read them."""
+    first = stages.first
+    if first is None:
+        return []
+    wanted = list(STAGE_LOGS[first])
+    wanted += [(b.operand.component, b.container) for b in stages.at_first if b.container]
+    found: list[ContainerLog] = []
+    for component, container in wanted:
+        operand = stages.row.get(component)
+        if operand is None:
+            continue
+        for log in ctx.facts.pod_logs.container(operand.pod, container):
+            if log not in found:
+                found.append(log)
+    if first is Stage.OPERANDS and not found:
+        for blocked in stages.at_first:
+            found.extend(ctx.facts.pod_logs.of(blocked.pod))
+    return found
+
+
+def _describe(blocked: Blocked) -> str:
+    pod = blocked.pod
+    if blocked.container and blocked.init:
+        return f"{pod.name} is {blocked.operand.state} in init container {blocked.container}"
+    if blocked.container:
+        return f"{pod.name} is {blocked.operand.state} ({blocked.container})"
+    if not pod.spec.node_name:
+        return f"{pod.name} is {blocked.operand.state} (not scheduled to the node yet)"
+    return f"{pod.name} is {blocked.operand.state}"
+
+
+class OperandsStuck(Rule):
+    """Operands of a GPU node are stuck: the first failing stage.
+
+    Builds the operand matrix (node × component → kubectl-style state: driver,
+    toolkit, validator, CUDA validator, device plugin, GFD, DCGM, DCGM exporter, MIG
+    manager) and, for each GPU node with a failing operand (``Init:*``,
+    ``CrashLoopBackOff``, ``ImagePullBackOff``, ``RunContainerError``,
+    ``CreateContainerConfigError``, Pending ...), names the first failing stage in
+    the validator's order — driver → toolkit → cuda → plugin, then the other operands
+    — and quotes that stage's log lines (init containers ``driver-validation``,
+    ``toolkit-validation``, ``cuda-validation``, ``plugin-validation`` included) and
+    the pods' events. Pods stuck because their sandbox cannot get the ``nvidia``
+    runtime are explained by RT001; a validator reporting ``system not yet
+    initialized`` by OP005; a driver container that cannot match the kernel by OP010.
+
+    Why it matters:
+    The operator enforces the order with init containers, so one broken layer leaves
+    every layer above it in ``Init:0/N`` and the node advertises no GPUs. The pods
+    that are not Running are mostly waiting; only the first failing stage needs
+    fixing.
+
+    Remediation:
+    Look at the node's operand pods (``kubectl -n gpu-operator get pods -o wide``),
+    then read the logs of the first failing stage's containers
+    (``kubectl -n gpu-operator logs <pod> -c <init container>``). Fix that stage on
+    one node; the operands above it recover by themselves.
+    """
+
+    id = "OP001"
+    slug = "operands-stuck"
+    severity = Severity.HIGH
+    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS)
+    tags = ("operator", "operands")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for name, stages in sorted(ctx.facts.operand_stages.items()):
+            if stages.blocked:
+                yield self._finding(ctx, name, stages)
+
+    def _finding(self, ctx: Context, node_name: str, stages: NodeStages) -> Finding:
+        first = stages.first
+        assert first is not None
+        ns = namespace(ctx)
+        at_first = stages.at_first
+        logs = _stage_logs(ctx, stages)
+        causes, cause_text = self._causes(ctx, node_name, stages)
+        matrix = operand_facts.summary(stages.row)
+        described = [_describe(b) for b in at_first if not b.sandbox]
+        sandboxed = [b.pod.name for b in at_first if b.sandbox]
+        if sandboxed:
+            described.insert(0, f"{len(sandboxed)} pod(s) cannot create their sandbox "
+                                f"({names(sandboxed)})")
+        summary = (f"On {node_name}, the operand stack stops at the {first.label} stage: "
+                   f"{'; '.join(described)}. That means {_STAGE_HINT[first]}")
+        if first is not Stage.OPERANDS and len(stages.blocked) > len(at_first):
+            summary += ("; the other failing operands wait for it "
+                        f"({names(b.pod.name for b in stages.blocked if b not in at_first)})")
+        summary += f".{cause_text} Operands: {matrix}."
+        evidence: list[Evidence] = capped([blocked_evidence(b) for b in stages.blocked],
+                                          POD_CAP)
+        lines: list[Locator] = []
+        for log in logs:
+            lines.extend(log_lines(log))
+        evidence += capped(lines, 6)
+        events = [e for b in at_first for e in b.sandbox]
+        events += [e for b in at_first for e in warnings(ctx.facts.pod_events(b.pod))]
+        evidence += events_evidence(events)
+        objects = [node_ref(node_name)] + [
+            ObjectRef(kind="Pod", namespace=b.pod.namespace, name=b.pod.name)
+            for b in stages.blocked[:10]]
+        severity = Severity.MEDIUM if first is Stage.OPERANDS else self.severity
+        return self.finding(
+            node_name, summary, severity=severity, nodes=[node_name], objects=objects,
+            evidence=evidence, remediation=self._remediation(node_name, ns, stages, logs),
+            caused_by=causes,
+        )
+
+    @staticmethod
+    def _causes(ctx: Context, node_name: str, stages: NodeStages) -> tuple[list[str], str]:
+        facts = ctx.facts
+        first = stages.first
+        causes: list[str] = []
+        text = ""
+        sandbox = stages.sandbox
+        if sandbox or facts.runtime(node_name).has_nvidia is False:
+            causes.append(f"RT001:{node_name}")
+            if sandbox:
+                text += " Their sandboxes fail because containerd has no 'nvidia' runtime " \
+                        "handler (see RT001)."
+            else:
+                text += " containerd on the node has no 'nvidia' runtime loaded (see RT001)."
+        fabric = facts.nvlink_fabric.get(node_name)
+        if fabric is not None and fabric.not_initialized:
+            causes.append(f"OP005:{node_name}")
+            text += (" CUDA reports 'system not yet initialized': the NVLink fabric is not "
+                     "set up (Fabric Manager, see OP005).")
+        driver = facts.driver_kernel.get(node_name)
+        if first is Stage.DRIVER and driver is not None and driver.broken:
+            causes.append(f"OP010:{node_name}")
+            text += " The driver container cannot match the node's kernel (see OP010)."
+        components = {b.operand.component for b in stages.at_first}
+        if first is Stage.PLUGIN and "device-plugin" in components:
+            causes.append(f"OP008:{node_name}")
+        if first is Stage.OPERANDS and "dcgm-exporter" in components:
+            causes.append(f"OP004:{node_name}")
+        return causes, text
+
+    @staticmethod
+    def _remediation(node_name: str, ns: str, stages: NodeStages,
+                     logs: list[ContainerLog]) -> str:
+        first = stages.first
+        assert first is not None
+        lines = ["# look first, one node at a time", on_node(ns, node_name)]
+        lead = stages.at_first[0].pod
+        lines.append(f"kubectl -n {ns} describe pod {lead.name} | tail -20")
+        shown: set[tuple[str, str, bool]] = set()
+        for log in logs:
+            key = (log.pod.name, log.container, log.previous)
+            if key not in shown and len(shown) < 4:
+                shown.add(key)
+                lines.append(logs_cmd(ns, log))
+        if not shown:
+            for blocked in stages.at_first[:2]:
+                if blocked.container and not blocked.sandbox:
+                    lines.append(f"kubectl -n {ns} logs {blocked.pod.name} "
+                                 f"-c {blocked.container} --tail=50")
+        lines += [hint.format(node=node_name) for hint in _STAGE_LOOK[first]]
+        lines.append(f"# Fix the {first.label} stage on {node_name} first; the operands "
+                     "above it leave Init by themselves once it passes.")
+        return "\n".join(lines)
+
+
+RULES = [OperandsStuck]
