@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
-from analyzers.facts import miniyaml
 from bundle.kube import ClusterPolicy, ConfigMap
+from bundle.yamldoc import load_yaml
 
 DEFAULT_CONFIGMAP = "default-mig-parted-config"
 CONFIG_KEY = "config.yaml"
@@ -162,7 +162,7 @@ def _entry(index: int, raw: Any) -> MigEntry:
 
 def parse_configs(text: str) -> dict[str, tuple[MigEntry, ...]]:
     """``mig-configs`` of a mig-parted file; ValueError when it cannot be read."""
-    document = miniyaml.loads(text)
+    document = load_yaml(text)
     if not isinstance(document, dict) or not isinstance(document.get("mig-configs"), dict):
         raise ValueError("no 'mig-configs' mapping")
     result: dict[str, tuple[MigEntry, ...]] = {}

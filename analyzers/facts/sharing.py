@@ -13,223 +13,30 @@ key (``spec.devicePlugin.config.default``); a node picks another key with the la
         - name: nvidia.com/gpu
           replicas: 4
 
-No YAML library is available, so :func:`parse_document` reads the small block-style
-subset such files use (mappings, sequences, scalars, comments, one-line flow
-collections) and JSON. It never raises; what it cannot read it leaves out.
+:func:`parse_document` reads it with the safe YAML loader and never raises; a config
+it cannot read is left out.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from bundle.kube import ClusterPolicy, ConfigMap, Node, Pod
+from bundle.yamldoc import load_yaml
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 SHARED_SUFFIX = ".shared"
 TIME_SLICING = "time-slicing"
 MPS = "mps"
 
-# ------------------------------------------------------------------ YAML subset
-
-
-@dataclass(slots=True)
-class _Line:
-    indent: int
-    text: str
-
-
-def _strip_comment(line: str) -> str:
-    quote: str | None = None
-    for index, char in enumerate(line):
-        if quote is not None:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
-            return line[:index]
-    return line
-
-
-def _lines(text: str) -> list[_Line]:
-    found: list[_Line] = []
-    for raw in text.replace("\t", "  ").splitlines():
-        body = _strip_comment(raw).rstrip()
-        stripped = body.lstrip(" ")
-        if not stripped or stripped in ("---", "..."):
-            continue
-        found.append(_Line(len(body) - len(stripped), stripped))
-    return found
-
-
-def _split_key(text: str) -> tuple[str, str] | None:
-    """``key: value`` → (key, value); None when the text is not a mapping entry."""
-    quote: str | None = None
-    for index, char in enumerate(text):
-        if quote is not None:
-            if char == quote:
-                quote = None
-            continue
-        if char in "'\"" and index == 0:
-            quote = char
-        elif char == ":" and (index + 1 == len(text) or text[index + 1] == " "):
-            key = text[:index].strip()
-            if key[:1] in "[{":
-                return None
-            return _unquote(key), text[index + 1:].strip()
-    return None
-
-
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _split_flow(body: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    quote: str | None = None
-    current = ""
-    for char in body:
-        if quote is not None:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-            continue
-        current += char
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
-def scalar(text: str) -> Any:
-    """A YAML scalar: quoted string, bool, null, integer, flow collection or plain text."""
-    text = text.strip()
-    if not text:
-        return None
-    if text[0] in "'\"":
-        return _unquote(text)
-    if text.startswith("[") and text.endswith("]"):
-        return [scalar(part) for part in _split_flow(text[1:-1])]
-    if text.startswith("{") and text.endswith("}"):
-        result: dict[str, Any] = {}
-        for part in _split_flow(text[1:-1]):
-            entry = _split_key(part)
-            if entry is not None:
-                result[entry[0]] = scalar(entry[1])
-        return result
-    lowered = text.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if lowered in ("null", "~"):
-        return None
-    if re.fullmatch(r"[-+]?[0-9]+", text):
-        return int(text)
-    return text
-
-
-class _Reader:
-    def __init__(self, lines: list[_Line]) -> None:
-        self.lines = lines
-        self.pos = 0
-
-    def peek(self) -> _Line | None:
-        return self.lines[self.pos] if self.pos < len(self.lines) else None
-
-    def block(self, indent: int) -> Any:
-        line = self.peek()
-        if line is None or line.indent < indent:
-            return None
-        if line.text == "-" or line.text.startswith("- "):
-            return self.sequence(line.indent)
-        return self.mapping(line.indent)
-
-    def value_after_key(self, rest: str, indent: int) -> Any:
-        if rest in ("|", "|-", "|+", ">", ">-", ">+"):
-            return self.literal(indent, folded=rest.startswith(">"))
-        if rest:
-            return scalar(rest)
-        nxt = self.peek()
-        if nxt is None:
-            return None
-        if nxt.indent > indent:
-            return self.block(nxt.indent)
-        if nxt.indent == indent and (nxt.text == "-" or nxt.text.startswith("- ")):
-            return self.sequence(indent)
-        return None
-
-    def literal(self, indent: int, *, folded: bool) -> str:
-        parts: list[str] = []
-        while (line := self.peek()) is not None and line.indent > indent:
-            parts.append(line.text)
-            self.pos += 1
-        return (" " if folded else "\n").join(parts)
-
-    def mapping(self, indent: int) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        while (line := self.peek()) is not None and line.indent == indent:
-            if line.text == "-" or line.text.startswith("- "):
-                break
-            entry = _split_key(line.text)
-            self.pos += 1
-            if entry is None:
-                continue
-            key, rest = entry
-            result[key] = self.value_after_key(rest, indent)
-        return result
-
-    def sequence(self, indent: int) -> list[Any]:
-        items: list[Any] = []
-        while (line := self.peek()) is not None and line.indent == indent:
-            if not (line.text == "-" or line.text.startswith("- ")):
-                break
-            rest = line.text[1:].lstrip(" ")
-            if not rest:
-                self.pos += 1
-                nxt = self.peek()
-                items.append(self.block(nxt.indent) if nxt and nxt.indent > indent else None)
-                continue
-            entry = _split_key(rest) if rest[0] not in "[{'\"" else None
-            if entry is None:
-                self.pos += 1
-                items.append(scalar(rest))
-                continue
-            # "- key: value" opens a mapping whose keys sit where "key" starts.
-            inner = indent + (len(line.text) - len(rest))
-            self.lines[self.pos] = _Line(inner, rest)
-            items.append(self.mapping(inner))
-        return items
-
-
 def parse_document(text: str) -> Any:
-    """JSON or the block-YAML subset above; None when nothing could be read."""
-    stripped = text.strip()
-    if stripped[:1] in "{[":
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            pass
+    """The plugin config as YAML (JSON is YAML too); None when it cannot be read."""
     try:
-        lines = _lines(text)
-        if not lines:
-            return None
-        return _Reader(lines).block(lines[0].indent)
-    except (IndexError, ValueError, RecursionError):
+        return load_yaml(text)
+    except ValueError:
         return None
 
 

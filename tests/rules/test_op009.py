@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from op_kit import NS, Cluster, gpu_node, of_rule, operand_pod, paths, smi_xml, status
 
-from analyzers.facts import mig, miniyaml
+from analyzers.facts import mig
 from analyzers.models import RuleStatus, Severity
 
 CONFIG = """version: v1
@@ -138,19 +138,3 @@ def test_mig_parted_config_reader() -> None:
         mig.parse_configs("mig-configs: [1, 2]")
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("a: 1\nb: [x, 'y z', \"q\"]\n", {"a": 1, "b": ["x", "y z", "q"]}),
-    ("a:\n- 1\n- true\n- ~\n", {"a": [1, True, None]}),
-    ("a:\n  - b: 1\n    c: {d: 2, 'e': [3]}\n", {"a": [{"b": 1, "c": {"d": 2, "e": [3]}}]}),
-    ("url: http://x:80/a # comment\nk: 'it''s'\n", {"url": "http://x:80/a", "k": "it's"}),
-    ("", None),
-])
-def test_miniyaml_subset(text: str, expected: Any) -> None:
-    assert miniyaml.loads(text) == expected
-
-
-@pytest.mark.parametrize("text", ["a: |\n  x\n", "a: &anchor 1\n", "a:\n b: 1\n  c: 2\n",
-                                  "a: [1, 2\n", "a: 1\n---\nb: 2\n", "\ta: 1\n"])
-def test_miniyaml_refuses_what_it_does_not_understand(text: str) -> None:
-    with pytest.raises(ValueError):
-        miniyaml.loads(text)
