@@ -64,6 +64,17 @@ from samplekit.workloads import (
     place_pod,
     retry_times,
 )
+from scenarios_numbers import (
+    mig_mixed,
+    sched_full,
+    sched_not_advertised,
+    sched_quota,
+    sched_taint,
+    sched_too_big,
+    sched_unhealthy,
+    timeslicing,
+)
+from scenarios_runtime import dropin_clobber, helm_dropped_values
 
 HERE = Path(__file__).resolve().parent
 
@@ -435,6 +446,16 @@ def healthy_toolkit_enabled(root: Path) -> None:
 SCENARIOS: dict[str, Callable[[Path], None]] = {
     "incident-toolkit-disabled": incident_toolkit_disabled,
     "healthy-toolkit-enabled": healthy_toolkit_enabled,
+    "dropin-clobber": dropin_clobber,
+    "helm-dropped-values": helm_dropped_values,
+    "sched-full": sched_full,
+    "sched-unhealthy": sched_unhealthy,
+    "sched-not-advertised": sched_not_advertised,
+    "sched-too-big": sched_too_big,
+    "sched-taint": sched_taint,
+    "sched-quota": sched_quota,
+    "timeslicing": timeslicing,
+    "mig-mixed": mig_mixed,
 }
 
 

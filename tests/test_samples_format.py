@@ -1,12 +1,14 @@
 """The committed sample bundles follow bundle-format.md and show their scenarios.
 
-Format checks run on every sample; scenario checks pin the facts each sample
-exists to show (see samples/README.md). Regeneration is checked only where
-containerd 1.6.20 is installed, since the config dumps come from it.
+Format checks run on every sample (every bundle under samples/, whoever added it);
+the lab checks pin the facts of the two lab samples (see samples/README.md); what the
+analyzer must find in each sample is in test_sample_expectations.py. Regeneration is
+checked only where containerd 1.6.20 is installed, since the config dumps come from it.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -23,6 +25,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BUNDLES = sorted(p.parent for p in SAMPLES.glob("*/manifest.json"))
 INCIDENT = SAMPLES / "incident-toolkit-disabled"
 HEALTHY = SAMPLES / "healthy-toolkit-enabled"
+LAB = [HEALTHY, INCIDENT]
 GPU_NODES = ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]
 SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
 CRI = "io.containerd.grpc.v1.cri"
@@ -48,8 +51,23 @@ def runtimes(dump: Path) -> set[str]:
     return set(config["plugins"][CRI]["containerd"]["runtimes"])
 
 
-def test_both_samples_exist() -> None:
-    assert [b.name for b in BUNDLES] == ["healthy-toolkit-enabled", "incident-toolkit-disabled"]
+def scenario_names() -> list[str]:
+    """The scenarios build_samples.py knows, read from its SCENARIOS table without
+    importing it (importing would need the generator's own import path)."""
+    tree = ast.parse((SAMPLES / "build_samples.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "SCENARIOS":
+            assert isinstance(node.value, ast.Dict)
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    raise AssertionError("no SCENARIOS table in build_samples.py")
+
+
+def test_lab_samples_exist() -> None:
+    assert {b.name for b in BUNDLES} >= {"healthy-toolkit-enabled", "incident-toolkit-disabled"}
+
+
+def test_every_scenario_has_its_sample_and_no_other() -> None:
+    assert sorted(b.name for b in BUNDLES) == sorted(scenario_names())
 
 
 # ---------------------------------------------------------------------------- format
@@ -62,7 +80,11 @@ def test_manifest_header(bundle: Path) -> None:
     assert m["format_version"] == 1
     assert m["collector"] == {"name": "gpu-triage-collect", "version": "0.1.0"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", m["created_at"])
-    assert m["cluster"] == {"context": "lab-k8s", "server_version": "v1.37.1"}
+    assert set(m["cluster"]) == {"context", "server_version"}
+    assert SEGMENT.match(m["cluster"]["context"])
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", m["cluster"]["server_version"])
+    if bundle in LAB:
+        assert m["cluster"] == {"context": "lab-k8s", "server_version": "v1.37.1"}
     assert m["operator_namespace"] == "gpu-operator"
     assert set(m["options"]) == {"since", "log_tail_lines", "node_mode", "redact"}
     assert m["redaction"]["enabled"] is True
@@ -153,10 +175,42 @@ def test_cluster_files_are_lists(bundle: Path) -> None:
             assert {"apiVersion", "kind", "metadata"} <= set(obj), name
             assert {"name", "uid", "creationTimestamp"} <= set(obj["metadata"]), name
     version = json.loads((bundle / "cluster/version.json").read_text(encoding="utf-8"))
-    assert version["serverVersion"]["gitVersion"] == "v1.37.1"
+    assert version["serverVersion"]["gitVersion"] == manifest(bundle)["cluster"]["server_version"]
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda b: b.name)
+def test_toml_and_xml_parse(bundle: Path) -> None:
+    for path in bundle.rglob("*.toml"):
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    for path in bundle.rglob("*.xml"):
+        ET.parse(path)
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda b: b.name)
+def test_node_directories(bundle: Path) -> None:
+    """Node directories belong to nodes of the cluster, and each holds the paths every
+    reachable node has: the loaded containerd configuration and the files behind it."""
+    names = {n["metadata"]["name"] for n in items(bundle, "cluster/nodes.json")}
+    collected = [p for p in (bundle / "nodes").iterdir()] if (bundle / "nodes").exists() else []
+    assert {p.name for p in collected} <= names
+    for base in collected:
+        assert (base / "containerd/version.txt").read_text().startswith("containerd ")
+        dump = tomllib.loads((base / "containerd/config-dump.toml").read_text(encoding="utf-8"))
+        assert isinstance(dump.get("plugins"), dict), base.name
+        top = base / "containerd/files/etc/containerd/config.toml"
+        assert top.is_file(), base.name
+        smi = base / "nvidia-smi.xml"
+        if smi.exists():
+            root = ET.parse(smi).getroot()
+            assert root.tag == "nvidia_smi_log"
+            assert all(gpu.get("id") for gpu in root.findall("gpu"))
+        show = base / "systemd/containerd.txt"
+        if show.exists():
+            fields = dict(line.split("=", 1) for line in show.read_text().splitlines())
+            assert {"Restart", "NRestarts", "ActiveState", "ExecMainPID"} <= set(fields)
+
+
+@pytest.mark.parametrize("bundle", LAB, ids=lambda b: b.name)
 def test_node_artifacts(bundle: Path) -> None:
     assert sorted(p.name for p in (bundle / "nodes").iterdir()) == GPU_NODES  # no cp-1
     for node in GPU_NODES:

@@ -51,6 +51,11 @@ def _shown(value: object) -> str:
     return clip(repr(value) if not isinstance(value, bool) else str(value).lower(), 80)
 
 
+def latest_of(ctx: Context, release: str) -> HelmRevision | None:
+    revisions = ctx.bundle.cluster.helm.get(release, [])
+    return revisions[-1] if revisions else None
+
+
 def _pairs(revisions: list[HelmRevision]) -> Iterator[tuple[HelmRevision, HelmRevision]]:
     return zip(revisions, revisions[1:], strict=False)
 
@@ -86,11 +91,11 @@ class ValuesDroppedByUpgrade(Rule):
         namespace = ctx.facts.operator_namespace or "gpu-operator"
         for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
             for before, after in _pairs(revisions):
-                finding = self._diff(release, namespace, before, after)
+                finding = self._diff(ctx, release, namespace, before, after)
                 if finding is not None:
                     yield finding
 
-    def _diff(self, release: str, namespace: str, before: HelmRevision,
+    def _diff(self, ctx: Context, release: str, namespace: str, before: HelmRevision,
               after: HelmRevision) -> Finding | None:
         old, new = flatten(before.values), flatten(after.values)
         # A value present in the new revision was set on purpose (even to the chart
@@ -104,9 +109,15 @@ class ValuesDroppedByUpgrade(Rule):
         harmful = [k for k in dropped if k in HARMFUL]
         severity = Severity.HIGH if harmful else Severity.MEDIUM
         danger = ""
+        explains: list[str] = []
         if "driver.enabled" in harmful:
             danger = (" With driver.enabled back to true the operator deploys its driver "
                       "container over the host driver.")
+            failing = self._failing_driver_nodes(ctx) if after is latest_of(ctx, release) \
+                else []
+            if failing:
+                danger += f" Its driver pods now fail on {', '.join(failing)}."
+                explains = [f"OP001:{n}" for n in failing]
         elif harmful:
             danger = f" {', '.join(harmful)} changes what the operator deploys."
         evidence: list[Evidence | Locator] = [
@@ -133,7 +144,13 @@ class ValuesDroppedByUpgrade(Rule):
         return self.finding(f"{release}/{after.revision}", summary, severity=severity,
                             objects=[ObjectRef(kind="HelmRelease", namespace=namespace,
                                                name=release)],
-                            evidence=evidence, remediation=remediation)
+                            evidence=evidence, remediation=remediation, causes=explains)
+
+    @staticmethod
+    def _failing_driver_nodes(ctx: Context) -> list[str]:
+        """GPU nodes whose operator-managed driver pod is not healthy."""
+        return sorted(node for node, operands in ctx.facts.operands.items()
+                      if "driver" in operands and not operands["driver"].healthy)
 
 
 class ReleaseStuck(Rule):

@@ -293,7 +293,20 @@ class DevicePluginUnhealthy(Rule):
         for name in facts.gpu_nodes:
             obj = facts.nodes.get(name)
             plugin = facts.operands.get(name, {}).get("device-plugin")
-            if plugin is None and (disabled or obj is None):
+            if plugin is None and obj is not None and disabled and policy is not None:
+                # Disabled on purpose is fine until a pod needs what nobody offers.
+                if facts.pending_gpu_pods and not _advertised(obj)[0]:
+                    picture = PluginPicture()
+                    picture.reasons.append(
+                        "the ClusterPolicy disables the device plugin (devicePlugin.enabled="
+                        "false) and no other plugin advertises GPUs on the node, so kubelet "
+                        "offers no nvidia.com/gpu there")
+                    picture.evidence.append(object_field(
+                        policy, "spec.devicePlugin.enabled: false", "spec", "devicePlugin",
+                        "enabled"))
+                    yield self._finding(ctx, name, obj, None, picture, _advertised(obj)[1])
+                continue
+            if plugin is None and obj is None:
                 continue
             if obj is not None and (
                     obj.labels.get("nvidia.com/gpu.deploy.device-plugin") == "false"

@@ -74,6 +74,7 @@ class _Explained:
     text: str
     links: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)  # implicated beyond the branch's culprits
 
 
 def _explain_not_advertised(facts: Facts, result: ResourceVerdict) -> _Explained:
@@ -179,14 +180,42 @@ def _explain_exceeds(result: ResourceVerdict) -> _Explained:
         "never fit, whatever is freed or repaired")
 
 
+def _silent_gpu_nodes(facts: Facts, result: ResourceVerdict, out: _Explained) -> None:
+    """GPU nodes the pod could use that advertise nothing: the plugin is gone there.
+
+    When some nodes still advertise, the branch is decided on them; the silent ones
+    are still part of the answer (their devices would be room) and get linked to
+    what keeps their device plugin down.
+    """
+    silent = [row.node for row in result.rows
+              if row.eligible and not row.advertised and row.node in facts.gpu_nodes
+              and _advertises_nothing(facts, row.node)]
+    if not silent:
+        return
+    no_runtime = [n for n in silent if facts.runtime(n).has_nvidia is False]
+    out.nodes += silent
+    for node_name in silent:
+        out.links.append(f"OP008:{node_name}")
+    out.links += [f"RT001:{n}" for n in no_runtime]
+    text = (f"GPU node(s) {names(silent)} advertise no NVIDIA resource at all: their device "
+            "plugin is not registered, so their GPUs are missing from the count")
+    if no_runtime:
+        text += (f"; containerd on {names(no_runtime)} has no nvidia runtime, so the plugin "
+                 "pod cannot start there (RT001)")
+    out.text += "; " + text
+
+
 def _explain(facts: Facts, result: ResourceVerdict) -> _Explained:
     if result.branch is Branch.NOT_ADVERTISED:
         return _explain_not_advertised(facts, result)
     if result.branch is Branch.UNHEALTHY:
-        return _explain_unhealthy(facts, result)
-    if result.branch is Branch.FULL:
-        return _explain_full(facts, result)
-    return _explain_exceeds(result)
+        out = _explain_unhealthy(facts, result)
+    elif result.branch is Branch.FULL:
+        out = _explain_full(facts, result)
+    else:
+        out = _explain_exceeds(result)
+    _silent_gpu_nodes(facts, result, out)
+    return out
 
 
 def _remediation(branch: Branch, resource: str, namespace: str) -> str:
@@ -304,7 +333,8 @@ class InsufficientGPU(Rule):
                                          excerpt=clip(row.text())))
         for text in explained:
             evidence += text.evidence
-        culprits = sorted({n for result in short for n in result.culprits})
+        culprits = sorted({n for result in short for n in result.culprits}
+                          | {n for text in explained for n in text.nodes})
         objects = [pod_ref(pod)] + [node_ref(n) for n in culprits[:10]]
         namespace = facts.operator_namespace or "gpu-operator"
         return self.finding(

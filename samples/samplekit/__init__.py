@@ -17,6 +17,9 @@ Layers, bottom up:
 - ``journal``, ``smi``, ``host``: per-node journals, ``nvidia-smi -q -x``,
   and the other node paths (``host.write_node`` writes them all).
 - ``lab``: the five-node lab of the second write-up, shared by its scenarios.
+- ``dcgpu``, ``fleet``: data-center cards (multi-GPU ``nvidia-smi``, MIG, Xid lines)
+  and small fleets with the operator installed long before collection, shared by
+  the issue 4 and 5 scenarios (``scenarios_runtime.py``, ``scenarios_numbers.py``).
 
 Stdlib only; no wall clock, no random state.
 """

@@ -33,6 +33,7 @@ class ContainerLog:
     container: str
     lines: list[LogLine] | None  # None: kubectl logs failed
     error: str | None = None
+    previous: bool = False  # kubectl logs --previous (the container's last instance)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Scene:
     runtimeclasses: list[Obj] = field(default_factory=list)
     clusterpolicies: list[Obj] = field(default_factory=list)
     configmaps: list[Obj] = field(default_factory=list)
+    resourcequotas: list[Obj] = field(default_factory=list)
     helm: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     logs: list[ContainerLog] = field(default_factory=list)
     # node name -> writer of that node's artifacts (called in host order)
@@ -151,7 +153,11 @@ def write_scene(scene: Scene, bundle: Bundle) -> None:
             by_namespace_name(scene.runtimeclasses),
             _kubectl("get", "runtimeclasses", "-o", "json"),
         ),
-        ("resourcequotas", [], _kubectl("get", "resourcequotas", "-A", "-o", "json")),
+        (
+            "resourcequotas",
+            by_namespace_name(scene.resourcequotas),
+            _kubectl("get", "resourcequotas", "-A", "-o", "json"),
+        ),
         (
             "clusterpolicies",
             scene.clusterpolicies,
@@ -172,8 +178,9 @@ def write_scene(scene: Scene, bundle: Bundle) -> None:
             json.dumps(revisions, indent=2) + "\n",
             _kubectl("get", "secrets", "-n", ns, "-l", f"owner=helm,name={release}", "-o", "json"),
         )
-    for log in sorted(scene.logs, key=lambda x: (x.namespace, x.pod, x.container)):
-        path = f"logs/{log.namespace}/{log.pod}/{log.container}.log"
+    for log in sorted(scene.logs, key=lambda x: (x.namespace, x.pod, x.container, x.previous)):
+        suffix = ".previous.log" if log.previous else ".log"
+        path = f"logs/{log.namespace}/{log.pod}/{log.container}{suffix}"
         command = _kubectl(
             "logs",
             "-n",
@@ -185,6 +192,8 @@ def write_scene(scene: Scene, bundle: Bundle) -> None:
             "--tail=5000",
             "--since=168h",
         )
+        if log.previous:
+            command.append("--previous")
         if log.lines is None:
             bundle.fail(path, command, log.error or "", exit_code=1)
         else:

@@ -267,6 +267,25 @@ def test_running_plugin_on_a_node_that_advertises_nothing(tmp_path: Path) -> Non
     assert "it is Running but the node advertises no GPU resource" in op.summary
 
 
+def test_disabled_plugin_fires_only_when_a_pod_needs_gpus(tmp_path: Path) -> None:
+    cluster = Cluster()
+    del cluster.pods[pod_name(DP, "gpu-b")]
+    assert cluster.policies is not None
+    cluster.policies[0]["spec"]["devicePlugin"] = {"enabled": False}
+    cluster.nodes["gpu-b"] = gpu_node("gpu-b", gpus=0)
+    cluster.pods["ml/wants-gpu"] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "wants-gpu", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c", "image": "cuda",
+                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Pending"}}
+    report = cluster.analyze(tmp_path)
+    found = of_rule(report, "OP008")
+    assert sorted(found) == ["OP008:gpu-b"]
+    assert "devicePlugin.enabled=false" in found["OP008:gpu-b"].summary
+    assert found["OP008:gpu-b"].evidence[0].pointer.endswith("/spec/devicePlugin/enabled")
+
+
 def test_healthy_and_disabled_plugins_are_quiet(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.log(DP, "gpu-a", "nvidia-device-plugin", [
