@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analyzers import __version__
+from analyzers import __version__, overview
 from analyzers.facts import Facts
 from analyzers.models import (
     BundleInfo,
@@ -26,6 +26,7 @@ from analyzers.models import (
 )
 from analyzers.plugins import LoadedRule
 from analyzers.rule import Context, Rule
+from analyzers.selection import Selection
 from bundle import Bundle
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ def _order(findings: list[Finding]) -> list[Finding]:
 
 
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
-            progress: Progress | None = None) -> Report:
+            progress: Progress | None = None, selection: Selection | None = None) -> Report:
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
     facts = Facts(bundle)
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
@@ -95,6 +96,12 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     for index, loaded in enumerate(rules, start=1):
         if progress is not None:
             progress(f"[{index}/{len(rules)}] {loaded.rule.id}")
+        deselected = selection.reason(loaded.rule.id) if selection is not None else None
+        if deselected is not None:  # --only / --skip: listed as skipped, never run
+            results.append(RuleResult(rule_id=loaded.rule.id, status=RuleStatus.SKIPPED,
+                                      reason=deselected, title=loaded.rule.title(),
+                                      origin=loaded.origin))
+            continue
         outcome = run_rule(loaded.rule, loaded.origin, ctx)
         log.debug("%s %s in %.3fs", loaded.rule.id, outcome.result.status, outcome.seconds)
         results.append(outcome.result)
@@ -119,6 +126,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
                                server_version=manifest.cluster.server_version),
             nodes=len(bundle.cluster.nodes) or len(bundle.node_names),
             gpu_nodes=len(facts.gpu_nodes),
+            layout=bundle.layout,
         ),
         summary=Summary(**counts),
         findings=linked,
@@ -128,6 +136,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
         problems=[ParseProblem(path=p.path, kind=p.kind, message=p.message, where=p.where)
                   for p in bundle.problems],
         rule_docs=[_doc(loaded.rule) for loaded in rules],
+        overview=overview.build(facts, linked),
     )
 
 

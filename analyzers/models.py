@@ -8,8 +8,37 @@ new ``schema_version``.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from analyzers.overview_models import (
+    EvidenceMark,
+    Glance,
+    GpuTotals,
+    Inventory,
+    InventoryEntry,
+    InventoryFile,
+    NodeRow,
+    OperandCell,
+    OperatorRelease,
+    Overview,
+    ResourceTotal,
+    Timeline,
+    TimelinePoint,
+    ValueSpread,
+)
+
+__all__ = [
+    "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Evidence", "EvidenceMark",
+    "Finding", "Glance", "GpuTotals", "Inventory", "InventoryEntry", "InventoryFile", "NodeRow",
+    "ObjectRef", "OperandCell", "OperatorRelease", "Overview", "ParseProblem", "Report",
+    "ResourceTotal", "RuleDoc", "RuleResult", "RuleStatus", "Severity", "Summary", "Timeline",
+    "TimelinePoint", "ToolInfo", "ValueSpread", "SuppressedFinding",
+    # the result of `gpu-triage diff` (analyzers.diff_models), re-exported lazily below
+    "ChangedFinding", "DiffReport", "DiffSummary", "FactChange", "FindingChange",
+    "RuleChange", "UnverifiedFinding",
+]
 
 SCHEMA_VERSION = 1
 
@@ -113,6 +142,9 @@ class BundleInfo(_Strict):
     cluster: ClusterRef
     nodes: int
     gpu_nodes: int
+    # Which layout was read: "gpu-triage v1", or a foreign one (bundle.layouts) such as
+    # "nvidia must-gather" or "replicated troubleshoot" presented as format v1 paths.
+    layout: str = "gpu-triage v1"
 
 
 class Summary(_Strict):
@@ -133,6 +165,16 @@ class RuleDoc(_Strict):
     remediation: str
 
 
+class SuppressedFinding(_Strict):
+    """A finding a suppression file removed from the report, and why."""
+
+    finding: Finding
+    reason: str
+    matched: str                     # "id RT004:gpu-a" or "rule RT004"
+    until: str | None = None         # ISO date the suppression expires on
+    source: str | None = None        # the suppression file
+
+
 class Report(_Strict):
     schema_version: int = SCHEMA_VERSION
     tool: ToolInfo
@@ -143,6 +185,10 @@ class Report(_Strict):
     collection_gaps: list[CollectionGap]
     problems: list[ParseProblem] = Field(default_factory=list)
     rule_docs: list[RuleDoc] = Field(default_factory=list)
+    overview: Overview | None = None
+    # Findings removed with --suppress, each with the recorded reason (not in findings,
+    # not in summary, not counted for --fail-on).
+    suppressed: list[SuppressedFinding] = Field(default_factory=list)
 
     def worst(self) -> Severity | None:
         if not self.findings:
@@ -151,3 +197,28 @@ class Report(_Strict):
 
     def by_id(self) -> dict[str, Finding]:
         return {f.id: f for f in self.findings}
+
+
+# The diff models build on the models above, so they live in analyzers.diff_models and
+# are re-exported here lazily (PEP 562): renderers import every result model from here.
+_DIFF_MODELS = frozenset({"ChangedFinding", "DiffReport", "DiffSummary", "FactChange",
+                          "FindingChange", "RuleChange", "UnverifiedFinding"})
+
+if TYPE_CHECKING:
+    from analyzers.diff_models import (
+        ChangedFinding,
+        DiffReport,
+        DiffSummary,
+        FactChange,
+        FindingChange,
+        RuleChange,
+        UnverifiedFinding,
+    )
+
+
+def __getattr__(name: str) -> object:
+    if name in _DIFF_MODELS:
+        from analyzers import diff_models
+
+        return getattr(diff_models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,7 +64,10 @@ def node(path: str, *, optional: bool = False) -> Input:
 def _matches(bundle: Bundle, pattern: str) -> bool:
     if not any(ch in pattern for ch in "*?["):
         return bundle.has(pattern)
-    return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths)
+    # Only the paths under the pattern's literal head: checking every path for every
+    # node is quadratic in a bundle with many nodes and files.
+    head = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths_under(head))
 
 
 @dataclass(frozen=True, slots=True)

@@ -454,13 +454,17 @@ def match(
     """
     if not isinstance(text, str) or not isinstance(source, str) or not text:
         return []
-    candidates = load() if signatures is None else signatures
     lowered = text.lower()
+    if signatures is None:
+        candidates, any_needle = _applicable(source, container)
+        if not candidates or (any_needle is not None and any_needle.search(lowered) is None):
+            return []  # the hot path: most lines hold no needle of any signature
+    else:
+        candidates = tuple((order, signature) for order, signature in enumerate(signatures)
+                           if signature.applies_to(source, container))
     lines = _Lines(text)
     found: list[tuple[int, int, SignatureMatch]] = []
-    for order, signature in enumerate(candidates):
-        if not signature.applies_to(source, container):
-            continue
+    for order, signature in candidates:
         if not signature.passes_prefilter(lowered):
             continue
         for hit in signature.regex.finditer(text):
@@ -473,6 +477,22 @@ def match(
             )
     found.sort(key=lambda item: (item[0], item[1]))
     return [item[2] for item in found]
+
+
+@functools.lru_cache(maxsize=1024)
+def _applicable(source: str, container: str | None
+                ) -> tuple[tuple[tuple[int, Signature], ...], re.Pattern[str] | None]:
+    """The built-in signatures that apply to ``source`` (and ``container``), with their
+    position in :func:`load`, and one regex matching any of their needles (None when one
+    of them declares no needle, so every line must be tried). Built once per source:
+    :func:`match` runs once per journal entry and per event, hundreds of thousands of
+    times on a large bundle."""
+    found = tuple((order, signature) for order, signature in enumerate(load())
+                  if signature.applies_to(source, container))
+    if any(not signature.needles for _, signature in found):
+        return found, None
+    needles = sorted({needle for _, signature in found for needle in signature.needles})
+    return found, re.compile("|".join(re.escape(needle) for needle in needles))
 
 
 def for_rule(rule_id: str) -> tuple[Signature, ...]:

@@ -3,18 +3,22 @@
 Archives are read in one streaming pass and never extracted: small members stay in
 memory, large ones are spooled into one anonymous temporary file. Every member that
 is not a plain file with a clean relative name is refused and recorded, as is an
-archive that ends early. Caps bound memory, disk and time against hostile input.
+archive that ends early, is corrupt, or carries data after its end. Caps bound memory,
+disk and time against hostile input: a member cap, a member-count cap, a cap on the
+decompressed size, and a cap on the compression ratio that stops a decompression bomb
+after its first few MiB instead of after the gigabytes it promises.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -22,9 +26,26 @@ from typing import IO, Protocol
 from bundle.problems import BundleError, ProblemLog
 
 MANIFEST = "manifest.json"
-_SPOOL_THRESHOLD = 1 << 20
+_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+_SPOOL_THRESHOLD = 64 << 10  # larger members go to the spool file, not to memory
+_MEMORY_BUDGET = 128 << 20   # past this many bytes held in memory, every member is spooled
 _TAIL = 64 << 10
 _BLOCK = 512
+_RATIO_FLOOR = 64 << 20   # the ratio cap applies once this much was decompressed
+_HEADER_CAP = 1 << 20     # pax / GNU long-name headers are read whole by tarfile
+_AFTER_END = 1 << 20      # how far past the end-of-archive marker we look
+# What tarfile and gzip raise on a corrupt stream. tarfile is not total on hostile
+# headers (a pax sparse map, a chain of long-name headers), hence the extra types.
+_STREAM_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, ValueError, OverflowError,
+                  RecursionError)
+
+
+class Overrun(Exception):
+    """The decompressed stream passed a cap; reading stops there."""
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class _Tail:
@@ -35,10 +56,14 @@ class _Tail:
     (a zero block) from an archive that was cut or corrupted.
     """
 
-    def __init__(self, raw: IO[bytes]) -> None:
+    def __init__(self, raw: _Readable, budget: int, ratio: int,
+                 packed: Callable[[], int] | None) -> None:
         self._raw = raw
         self.total = 0
         self._tail = bytearray()
+        self._budget = budget
+        self._ratio = ratio
+        self._packed = packed
 
     def read(self, size: int = -1) -> bytes:
         data = self._raw.read(size)
@@ -46,13 +71,53 @@ class _Tail:
         self._tail += data
         if len(self._tail) > _TAIL:
             del self._tail[: len(self._tail) - _TAIL]
+        self._check_caps()
         return data
 
-    def block_at(self, offset: int) -> bytes | None:
+    def _check_caps(self) -> None:
+        if self.total > self._budget:
+            raise Overrun(f"the archive expands beyond {self._budget} bytes")
+        if self._packed is not None and self.total > _RATIO_FLOOR:
+            packed = max(self._packed(), 1)
+            if self.total > self._ratio * packed:
+                raise Overrun(f"the archive expands more than {self._ratio} times its "
+                              f"compressed size ({self.total} bytes from the first {packed}); "
+                              "a decompression bomb")
+
+    def since(self, offset: int) -> bytes | None:
+        """The bytes read from ``offset`` on, when they are still in the tail."""
         start = len(self._tail) - (self.total - offset)
-        if start < 0:
-            return None
-        return bytes(self._tail[start : start + _BLOCK])
+        return bytes(self._tail[start:]) if start >= 0 else None
+
+    def block_at(self, offset: int) -> bytes | None:
+        rest = self.since(offset)
+        return rest[:_BLOCK] if rest is not None else None
+
+
+class _GuardedInfo(tarfile.TarInfo):
+    """Refuses headers that tarfile would otherwise read whole into memory.
+
+    tarfile reads a pax or GNU long-name header in one piece, whatever size it
+    declares, and follows a GNU sparse map for as long as it goes on.
+    """
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
+        if self.type in _EXTENDED and self.size > _HEADER_CAP:
+            raise tarfile.ReadError(
+                f"an extended header of {self.size} bytes (more than {_HEADER_CAP})")
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.ReadError("a GNU sparse member, which bundles never hold")
+        process: Callable[[tarfile.TarFile], tarfile.TarInfo | None]
+        process = super()._proc_member  # type: ignore[misc]
+        return process(archive)
+
+    def _proc_gnusparse_10(self, _next: tarfile.TarInfo, _pax: dict[str, str],
+                           _archive: tarfile.TarFile) -> None:
+        raise tarfile.ReadError("a pax sparse member, which bundles never hold")
+
+
+_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+             tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +127,9 @@ class Limits:
     max_member_bytes: int = 512 << 20
     max_total_bytes: int = 16 << 30
     max_members: int = 500_000
+    # Decompressed over compressed size, checked once 64 MiB came out: bundles compress
+    # about 10-20 times, gzip'd zeros about 1000 times.
+    max_ratio: int = 200
 
 
 class Source(Protocol):
@@ -80,18 +148,14 @@ class Source(Protocol):
 
 def clean_name(name: str) -> str | None:
     """Return the normalised relative name, or None when the name is unsafe."""
-    if not name or "\\" in name or "\x00" in name:
+    if not name or name.startswith("/") or _UNSAFE_CHARS.search(name):
         return None
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    if name.startswith("/"):
-        return None
     parts = [p for p in name.split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        return None
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for p in parts for c in p):
+    if not parts or ".." in parts:
         return None
     return "/".join(parts)
 
@@ -100,6 +164,9 @@ def printable(name: str) -> str:
     """A name safe to show: undecodable bytes and control characters escaped."""
     return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF
                    else f"\\x{ord(c) & 0xFF:02x}" for c in name)
+
+
+RootFinder = Callable[[list[str]], str | None]
 
 
 def _find_root(names: list[str]) -> str | None:
@@ -138,16 +205,19 @@ class _Refusals:
 class DirectorySource(_Refusals):
     """A bundle that is already unpacked. Links and special files are refused."""
 
-    def __init__(self, path: Path, limits: Limits, problems: ProblemLog) -> None:
+    def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
+                 find_root: RootFinder | None = None) -> None:
         self.display = str(path)
+        self._find_root = find_root or _find_root
         self._limits = limits
         self._problems = problems
         self._pending = []
         files = dict(self._walk(path))
-        root = _find_root(list(files))
+        root = self._find_root(list(files))
         if root is None:
             raise BundleError(self.display, f"no {MANIFEST} at the top or one directory down")
-        self._files = {rel: files[stored] for rel, stored in self._rebase(list(files), root).items()}
+        rebased = self._rebase(list(files), root)
+        self._files = {rel: files[stored] for rel, stored in rebased.items()}
 
     def _walk(self, top: Path) -> Iterator[tuple[str, Path]]:
         count = 0
@@ -162,13 +232,22 @@ class DirectorySource(_Refusals):
             for entry in entries:
                 rel = prefix + entry.name
                 name = clean_name(rel)
-                mode = entry.stat(follow_symlinks=False).st_mode
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    self._refuse(printable(rel), f"cannot stat: {exc.strerror}")
+                    continue
+                mode = info.st_mode
                 if name is None:
                     self._refuse(printable(rel), "unsafe or non-UTF-8 name")
                 elif stat.S_ISDIR(mode):
                     stack.append((Path(entry.path), rel + "/"))
                 elif not stat.S_ISREG(mode):
                     self._refuse(name, f"not a regular file ({_kind(mode)})")
+                elif info.st_nlink > 1:
+                    # It may be any file on this machine; a bundle never holds one.
+                    self._refuse(name, f"a hard link ({info.st_nlink} names for one file); "
+                                 "not read")
                 else:
                     count += 1
                     if count > self._limits.max_members:
@@ -192,13 +271,17 @@ class DirectorySource(_Refusals):
         target = self._files.get(path)
         if target is None:
             return None
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        # No following links, no blocking on a FIFO swapped in since the walk.
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             fd = os.open(target, flags)
         except OSError as exc:
             self._problems.add(path, f"cannot open: {exc.strerror}", kind="refused")
             return None
         with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                self._problems.add(path, "no longer a regular file; not read", kind="refused")
+                return None
             data = handle.read(self._limits.max_member_bytes + 1)
         if len(data) > self._limits.max_member_bytes:
             self._problems.add(path, f"larger than the {self._limits.max_member_bytes} byte cap; "
@@ -213,11 +296,14 @@ class DirectorySource(_Refusals):
 class ArchiveSource(_Refusals):
     """A .tar or .tgz read in a single streaming pass."""
 
-    def __init__(self, path: Path, limits: Limits, problems: ProblemLog) -> None:
+    def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
+                 find_root: RootFinder | None = None) -> None:
         self.display = str(path)
+        self._find_root = find_root or _find_root
         self._limits = limits
         self._problems = problems
         self._memory: dict[str, bytes] = {}
+        self._in_memory = 0
         self._spooled: dict[str, tuple[int, int]] = {}
         self._spool: IO[bytes] | None = None
         self.stopped_at: str | None = None
@@ -225,7 +311,7 @@ class ArchiveSource(_Refusals):
         self._pending = []
         self._read_all(path)
         names = list(self._memory) + list(self._spooled)
-        root = _find_root(names)
+        root = self._find_root(names)
         if root is None:
             self.close()
             if self.stopped_at is not None:
@@ -245,15 +331,26 @@ class ArchiveSource(_Refusals):
             raw.seek(0)
             gzipped = raw.read(2) == b"\x1f\x8b"
             raw.seek(0)
-            stream = _Tail(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw)
+            limits = self._limits
+            # The stream also holds headers and the members skipped over: twice the
+            # content cap is the backstop that bounds the time spent decompressing.
+            stream = _Tail(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw,
+                           budget=2 * limits.max_total_bytes + (1 << 20),
+                           ratio=limits.max_ratio, packed=raw.tell if gzipped else None)
             try:
-                archive = tarfile.open(fileobj=stream, mode="r|")  # type: ignore[call-overload]
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-                raise BundleError(self.display, f"not a gzip or tar archive ({_brief(exc)})") from None
+                archive = tarfile.open(  # type: ignore[call-overload]  # noqa: SIM115
+                    fileobj=stream, mode="r|", tarinfo=_GuardedInfo)
+            except (*_STREAM_ERRORS, Overrun) as exc:
+                what = (f"archive is truncated or corrupt before {MANIFEST}"
+                        if gzipped and not isinstance(exc, tarfile.TarError)
+                        else "not a gzip or tar archive")
+                raise BundleError(self.display, f"{what} ({_brief(exc)})") from None
             with archive:
                 self._consume(archive)
                 if self.stopped_at is None:
                     self._check_end(archive, stream)
+                if self.stopped_at is None:
+                    self._check_after_end(archive.offset, stream)
 
     def _check_end(self, archive: tarfile.TarFile, stream: _Tail) -> None:
         """Record a truncation when the archive did not end with a zero block."""
@@ -263,24 +360,51 @@ class ArchiveSource(_Refusals):
         reason = "no end-of-archive marker" if not block else "an unreadable member header"
         self.stopped_at = f"at byte {archive.offset}: {reason}"
         self._problems.add(self.display, f"archive ends early or is corrupt at byte "
-                           f"{archive.offset} of the tar stream ({reason}) after "
-                           f"{self._last or 'the start'}; analysed what was read",
-                           kind="truncated")
+                           f"{archive.offset} of the tar stream ({reason}) "
+                           f"{self._where(None)}; analysed what was read", kind="truncated")
+
+    def _check_after_end(self, end: int, stream: _Tail) -> None:
+        """Record data after the end-of-archive marker (zero padding is normal), and a
+        compressed stream whose checksum fails or that goes on with garbage."""
+        seen = stream.since(end) or b""
+        failure: BaseException | None = None
+        try:
+            while len(seen) <= _AFTER_END and (chunk := stream.read(64 << 10)):
+                seen += chunk
+        except (*_STREAM_ERRORS, Overrun) as exc:
+            failure = exc
+        if seen.strip(b"\0"):
+            self._problems.add(self.display, f"data follows the end-of-archive marker at byte "
+                               f"{end} of the tar stream (another archive appended?); it was "
+                               "not read", kind="trailing")
+        elif len(seen) > _AFTER_END:
+            self._problems.add(self.display, f"more than {_AFTER_END} bytes follow the "
+                               f"end-of-archive marker at byte {end}; they were not read",
+                               kind="trailing")
+        if failure is not None:
+            kind, what = _after_end_failure(failure)
+            self._problems.add(self.display, f"{what} ({_brief(failure)})", kind=kind)
 
     def _consume(self, archive: tarfile.TarFile) -> None:
         total = 0
         count = 0
-        last = "the start"
+        current: str | None = None  # the member being read
+        skipped: str | None = None  # the refused member whose data is being skipped
         try:
-            for member in archive:
+            while (member := archive.next()) is not None:
+                # stream mode would otherwise keep every header it has read
+                archive.members.clear()  # type: ignore[attr-defined]
+                current = skipped = None
                 count += 1
                 if count > self._limits.max_members:
-                    self._refuse(member.name, f"more than {self._limits.max_members} "
-                                       "members; the rest were not read")
-                    self.stopped_at = f"member cap reached after {last}"
+                    self._refuse(printable(member.name), f"more than {self._limits.max_members}"
+                                 " members; the rest were not read")
+                    self.stopped_at = f"member cap reached {self._where(None)}"
                     return
                 name = self._accept(member)
                 if name is None:
+                    if member.size > 0:
+                        skipped = clean_name(member.name) or printable(member.name)
                     continue
                 total += member.size
                 if total > self._limits.max_total_bytes:
@@ -291,24 +415,50 @@ class ArchiveSource(_Refusals):
                 handle = archive.extractfile(member)
                 if handle is None:
                     continue
+                current = name
                 self._store(name, handle, member.size)
-                last = self._last = name
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-            self.stopped_at = f"after {last}: {_brief(exc)}"
-            self._problems.add(self.display, f"archive ends early or is corrupt after {last} "
+                current = None
+                self._last = name
+        except Overrun as exc:
+            where = self._where(current, skipped)
+            self.stopped_at = f"{where}: {exc}"
+            self._problems.add(self.display, f"reading stopped {where}: {exc}; the rest was not "
+                               "read", kind="refused")
+        except _STREAM_ERRORS as exc:
+            where = self._where(current, skipped)
+            self.stopped_at = f"{where}: {_brief(exc)}"
+            if isinstance(exc, RecursionError):
+                exc = tarfile.ReadError("too many chained extended headers")
+            self._problems.add(self.display, f"archive ends early or is corrupt {where} "
                                f"({_brief(exc)}); analysed what was read", kind="truncated")
 
+    def _where(self, current: str | None, skipped: str | None = None) -> str:
+        """Where reading stopped, in bundle-relative names. Reading stops once, after
+        the manifest (else the bundle is unreadable), so the root is known by then."""
+        root = self._find_root(list(self._memory) + list(self._spooled)) or ""
+
+        def shown(name: str) -> str:
+            return name[len(root):] if name.startswith(root) else name
+
+        if current is not None:
+            return f"inside {shown(current)}"
+        if skipped is not None:
+            return f"while skipping {shown(skipped)}"
+        return f"after {shown(self._last)}" if self._last else "at the start"
+
     def _accept(self, member: tarfile.TarInfo) -> str | None:
-        name = clean_name(member.name)
-        shown = printable(member.name)
         if member.isdir():
             return None
+        name = clean_name(member.name)
         if name is None:
-            self._refuse(shown, "unsafe name (absolute, '..', control characters or not "
-                               "UTF-8)")
+            self._refuse(printable(member.name) or "(empty name)", "unsafe name (absolute, "
+                         "'..', control characters or not UTF-8)")
             return None
         if not member.isreg():
             self._refuse(name, f"not a regular file ({_member_kind(member)})")
+            return None
+        if member.sparse is not None:
+            self._refuse(name, "a sparse file, which bundles never hold; not read")
             return None
         if name in self._memory or name in self._spooled:
             self._refuse(name, "duplicate member; the first copy was kept")
@@ -320,11 +470,12 @@ class ArchiveSource(_Refusals):
         return name
 
     def _store(self, name: str, handle: IO[bytes], size: int) -> None:
-        if size < _SPOOL_THRESHOLD:
-            self._memory[name] = handle.read()
+        if size < _SPOOL_THRESHOLD and self._in_memory + size <= _MEMORY_BUDGET:
+            self._memory[name] = data = handle.read()
+            self._in_memory += len(data)
             return
         if self._spool is None:
-            self._spool = tempfile.TemporaryFile(prefix="gpu-triage-")
+            self._spool = tempfile.TemporaryFile(prefix="gpu-triage-")  # noqa: SIM115
         offset = self._spool.seek(0, os.SEEK_END)
         written = 0
         while chunk := handle.read(1 << 20):
@@ -360,17 +511,20 @@ class ArchiveSource(_Refusals):
             self._spool = None
 
 
-def open_source(path: Path, limits: Limits, problems: ProblemLog) -> Source:
-    """Open a directory or archive as a Source; BundleError when it cannot be read."""
+def open_source(path: Path, limits: Limits, problems: ProblemLog,
+                find_root: RootFinder | None = None) -> Source:
+    """Open a directory or archive as a Source; BundleError when it cannot be read.
+    ``find_root`` locates the bundle root among the stored names (default: the
+    directory of ``manifest.json``; :mod:`bundle.layouts` adds foreign layouts)."""
     try:
         info = path.stat()
     except OSError as exc:
         raise BundleError(str(path), f"cannot open: {exc.strerror}") from None
     if stat.S_ISDIR(info.st_mode):
-        return DirectorySource(path, limits, problems)
+        return DirectorySource(path, limits, problems, find_root)
     if not stat.S_ISREG(info.st_mode):
         raise BundleError(str(path), "not a regular file or directory")
-    return ArchiveSource(path, limits, problems)
+    return ArchiveSource(path, limits, problems, find_root)
 
 
 def _kind(mode: int) -> str:
@@ -395,6 +549,20 @@ def _member_kind(member: tarfile.TarInfo) -> str:
     if member.ischr() or member.isblk():
         return "device file"
     return "special member"
+
+
+def _after_end_failure(exc: BaseException) -> tuple[str, str]:
+    """(problem kind, what it means) for a stream error met after the archive's end."""
+    text = str(exc)
+    if isinstance(exc, gzip.BadGzipFile) and ("CRC" in text or "length" in text):
+        return "corrupt", ("the gzip checksum of the archive does not match: what was read "
+                           "may be damaged")
+    if isinstance(exc, EOFError):
+        return "trailing", ("the gzip stream is cut after the end of the archive, so its "
+                            "checksum could not be verified")
+    if isinstance(exc, Overrun):
+        return "trailing", "data after the end of the archive was not read"
+    return "trailing", "bytes after the end of the compressed archive are not gzip data; ignored"
 
 
 def _brief(exc: BaseException) -> str:

@@ -2,18 +2,21 @@
 
 Only the fields rules need are typed; everything else is kept (``extra="allow"``).
 Field names follow the API's camelCase through aliases. Quantities stay strings and
-are read with :func:`quantity_int`.
+are read with :func:`quantity_int`; a number where a string is expected (``"nvidia.com/gpu":
+8`` written by hand or by another tool) is accepted as its string.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False,
+                              coerce_numbers_to_str=True)
 
 
 class KubeObject(_View):
@@ -334,20 +337,23 @@ class HelmRevision(_View):
         return node
 
 
+_QUANTITY = re.compile(r"([0-9]{1,18})(Ki|Mi|Gi|k|M|G|m)?")
+_FACTORS = {"k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
 def quantity_int(value: str | int | None) -> int | None:
-    """Read an integer quantity such as an extended resource count ("8", "1k")."""
-    if value is None:
+    """Read an integer quantity such as an extended resource count ("8", "1k").
+
+    None for anything else: fractions, unknown suffixes, non-ASCII digits, or more
+    digits than any real quantity has."""
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    text = value.strip()
-    suffixes = {"k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-    for suffix, factor in sorted(suffixes.items(), key=lambda kv: -len(kv[0])):
-        if text.endswith(suffix) and text[: -len(suffix)].isdigit():
-            return int(text[: -len(suffix)]) * factor
-    if text.isdigit():
-        return int(text)
-    if text.endswith("m") and text[:-1].isdigit():
-        milli = int(text[:-1])
-        return milli // 1000 if milli % 1000 == 0 else None
-    return None
+    match = _QUANTITY.fullmatch(value.strip())
+    if match is None:
+        return None
+    number, suffix = int(match[1]), match[2]
+    if suffix == "m":
+        return number // 1000 if number % 1000 == 0 else None
+    return number * _FACTORS.get(suffix or "", 1)

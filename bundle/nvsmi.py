@@ -8,11 +8,25 @@ accessors take alternatives so rules need not care which schema a node printed.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from xml.parsers import expat
 from dataclasses import dataclass, field
+from xml.parsers import expat
 
 
-class UnsafeXML(ValueError):
+class XMLProblem(ValueError):
+    """The document cannot be read; ``line`` and ``column`` (1-based) say where."""
+
+    def __init__(self, message: str, line: int | None = None,
+                 column: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+    @property
+    def where(self) -> str | None:
+        return f"line {self.line}, column {self.column}" if self.line is not None else None
+
+
+class UnsafeXML(XMLProblem):
     """The document declares entities or external references."""
 
 
@@ -21,21 +35,28 @@ def parse_xml(data: bytes) -> ET.Element:
     builder = ET.TreeBuilder()
     parser = expat.ParserCreate()
     parser.buffer_text = True
+    message = "the document declares XML entities, which are refused"
 
     def _refuse(*_: object) -> None:
-        raise UnsafeXML("the document declares XML entities, which are refused")
+        raise UnsafeXML(message)
+
+    def _refuse_reference(*_: object) -> int:
+        raise UnsafeXML(message)
 
     parser.StartElementHandler = builder.start
     parser.EndElementHandler = builder.end
     parser.CharacterDataHandler = builder.data
     parser.EntityDeclHandler = _refuse
     parser.UnparsedEntityDeclHandler = _refuse
-    parser.ExternalEntityRefHandler = _refuse
+    parser.ExternalEntityRefHandler = _refuse_reference
     try:
         parser.Parse(data, True)
+    except UnsafeXML as exc:
+        raise UnsafeXML(str(exc), parser.CurrentLineNumber,
+                        parser.CurrentColumnNumber + 1) from None
     except expat.ExpatError as exc:
-        raise ValueError(f"invalid XML at line {exc.lineno}, column {exc.offset}: "
-                         f"{expat.ErrorString(exc.code)}") from None
+        raise XMLProblem(f"invalid XML: {expat.ErrorString(exc.code)}", exc.lineno,
+                         exc.offset + 1) from None
     return builder.close()
 
 
@@ -88,14 +109,14 @@ def number(text: str | None) -> int | None:
     head = text.split()[0]
     try:
         return int(float(head))
-    except ValueError:
+    except (ValueError, OverflowError):  # "abc", "nan"; "1e999" is infinite
         return None
 
 
 def parse_nvidia_smi(data: bytes) -> NvidiaSmi:
     root = parse_xml(data)
     if root.tag != "nvidia_smi_log":
-        raise ValueError(f"root element is <{root.tag}>, expected <nvidia_smi_log>")
+        raise XMLProblem(f"root element is <{root.tag}>, expected <nvidia_smi_log>", 1, 1)
     gpus = tuple(_gpu(element) for element in root.findall("gpu"))
     return NvidiaSmi(
         driver_version=text_of(root, "driver_version"),

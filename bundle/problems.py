@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# Characters a terminal acts on (C0/C1 controls, bidi overrides); shown escaped instead.
+_ACTIVE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class BundleError(Exception):
@@ -19,7 +23,9 @@ class Problem:
     """One thing in the bundle that could not be read as expected.
 
     ``kind`` is ``parse`` (a file did not parse), ``refused`` (an archive member
-    was rejected for safety) or ``truncated`` (the archive ended early).
+    was rejected for safety or size, or reading stopped at a cap), ``truncated``
+    (the archive ended early or broke off), ``corrupt`` (its checksum failed) or
+    ``trailing`` (data after the archive's end was not read).
     ``where`` locates the problem inside the file: ``line 12``, ``/items/3``, ...
     """
 
@@ -34,23 +40,40 @@ class Problem:
 
 
 class ProblemLog:
-    """Collects problems; shared by the archive reader and every parser."""
+    """Collects problems; shared by the archive reader and every parser.
 
-    def __init__(self) -> None:
+    A hostile bundle can hold a problem per member or per line; past ``limit``
+    problems only a count per kind is kept, reported as one closing problem each.
+    """
+
+    def __init__(self, limit: int = 1000) -> None:
         self._items: list[Problem] = []
         self._seen: set[Problem] = set()
+        self._limit = limit
+        self._unlisted: dict[str, int] = {}
 
-    def add(self, path: str, message: str, *, kind: str = "parse", where: str | None = None) -> None:
-        problem = Problem(path=path, message=_clip(message), kind=kind, where=where)
-        if problem not in self._seen:
-            self._seen.add(problem)
-            self._items.append(problem)
+    def add(self, path: str, message: str, *, kind: str = "parse",
+            where: str | None = None) -> None:
+        problem = Problem(path=path, message=_clip(message), kind=kind,
+                          where=_clip(where) if where is not None else None)
+        if problem in self._seen:
+            return
+        if len(self._items) >= self._limit:
+            self._unlisted[kind] = self._unlisted.get(kind, 0) + 1
+            return
+        self._seen.add(problem)
+        self._items.append(problem)
 
     @property
     def items(self) -> tuple[Problem, ...]:
-        return tuple(self._items)
+        unlisted = tuple(Problem(path="(more)", kind=kind,
+                                 message=f"{count} more {kind} problem(s) were not listed")
+                         for kind, count in sorted(self._unlisted.items()))
+        return tuple(self._items) + unlisted
 
 
 def _clip(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    """One line, at most ``limit`` characters, with bundle text's control characters
+    escaped: messages quote keys and values from the bundle."""
+    text = _ACTIVE.sub(lambda m: ascii(m[0])[1:-1], " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"

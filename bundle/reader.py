@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
 from collections.abc import Callable, Iterator
@@ -14,8 +15,10 @@ from pydantic import BaseModel, ValidationError
 
 from bundle import kube
 from bundle.archive import MANIFEST, Limits, Source, open_source
+from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
-from bundle.nvsmi import NvidiaSmi, parse_nvidia_smi
+from bundle.nodecache import NodeCache
+from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.problems import BundleError, Problem, ProblemLog
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 
@@ -26,6 +29,8 @@ T = TypeVar("T", bound=BaseModel)
 
 # Kubernetes names used as path segments (DNS-1123); anything else is refused.
 _SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+# Passes of dropping wrong-typed fields before an object is given up on.
+_REPAIR_PASSES = 3
 
 
 def is_k8s_name(segment: str) -> bool:
@@ -35,13 +40,15 @@ def is_k8s_name(segment: str) -> bool:
 class Bundle:
     """An opened bundle. Use :func:`bundle.open_bundle`; close it when done."""
 
-    def __init__(self, source: Source, problems: ProblemLog, display: str) -> None:
+    def __init__(self, source: Source, problems: ProblemLog, display: str, *,
+                 layout: str = "gpu-triage v1", manifest: Manifest | None = None) -> None:
         self._source = source
         self._problems = problems
         self.display = display
+        self.layout = layout  # which layout was read (bundle.layouts); v1 unless adapted
         self._paths = source.paths()
         self._path_set = frozenset(self._paths)
-        self.manifest = self._load_manifest()
+        self.manifest = manifest if manifest is not None else self._load_manifest()
         self.cluster = ClusterObjects(self)
 
     # -- raw access -------------------------------------------------------------------
@@ -53,6 +60,14 @@ class Bundle:
     def has(self, path: str) -> bool:
         return path in self._path_set
 
+    def paths_under(self, prefix: str) -> list[str]:
+        """The paths that start with ``prefix``, in order (a range of the sorted list)."""
+        start = bisect.bisect_left(self._paths, prefix)
+        end = start
+        while end < len(self._paths) and self._paths[end].startswith(prefix):
+            end += 1
+        return self._paths[start:end]
+
     def size(self, path: str) -> int | None:
         return self._source.size(path)
 
@@ -63,10 +78,13 @@ class Bundle:
         data = self.read_bytes(path)
         if data is None:
             return None
-        text = data.decode("utf-8", errors="replace")
-        if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
-            self.problem(path, "not valid UTF-8; undecodable bytes were replaced")
-        return text
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            self.problem(path, f"not valid UTF-8 (first at byte {exc.start}); undecodable "
+                         "bytes were replaced", where=f"line {line}")
+            return data.decode("utf-8", errors="replace")
 
     def read_json(self, path: str) -> Any:
         data = self.read_bytes(path)
@@ -108,12 +126,7 @@ class Bundle:
             supported = ", ".join(str(v) for v in SUPPORTED_FORMAT_VERSIONS)
             raise BundleError(self.display, f"unknown bundle format_version {version!r} "
                               f"(this gpu-triage reads version {supported}); upgrade gpu-triage")
-        try:
-            return Manifest.model_validate(raw)
-        except ValidationError as exc:
-            self.problem(MANIFEST, f"fields of the wrong type: {_first_error(exc)}")
-            return Manifest.model_validate({k: raw[k] for k in ("format", "format_version")
-                                            if k in raw})
+        return validate(self, Manifest, raw, MANIFEST, "", "manifest") or Manifest()
 
     @cached_property
     def node_names(self) -> list[str]:
@@ -130,11 +143,15 @@ class Bundle:
         return sorted(names)
 
     def node(self, name: str) -> NodeArtifacts:
-        return self._node_cache.setdefault(name, NodeArtifacts(self, name))
+        return self._node_cache.get(name)
 
     @cached_property
-    def _node_cache(self) -> dict[str, NodeArtifacts]:
-        return {}
+    def _node_cache(self) -> NodeCache[NodeArtifacts]:
+        # Bounded: only recently used nodes keep what they parsed (bundle/nodecache.py).
+        return NodeCache(lambda name: NodeArtifacts(self, name), self._node_weight)
+
+    def _node_weight(self, name: str) -> int:
+        return sum(self.size(p) or 0 for p in self.paths_under(f"nodes/{name}/"))
 
     @cached_property
     def logs(self) -> dict[tuple[str, str, str], str]:
@@ -180,11 +197,8 @@ class ClusterObjects:
                 self._bundle.problem(path, f"item of kind {item.get('kind')!r} in a {kind} list; "
                                      "ignored", where=pointer)
                 continue
-            try:
-                obj = model.model_validate(item)
-            except ValidationError as exc:
-                self._bundle.problem(path, f"{kind} not understood: {_first_error(exc)}",
-                                     where=pointer)
+            obj = validate(self._bundle, model, item, path, pointer, kind)
+            if obj is None:
                 continue
             locate: Callable[[str, str], None] | None = getattr(obj, "locate", None)
             if locate is not None:
@@ -241,8 +255,8 @@ class ClusterObjects:
     def helm(self) -> dict[str, list[kube.HelmRevision]]:
         """Release name → revisions sorted by number, from ``cluster/helm/<release>.json``."""
         releases: dict[str, list[kube.HelmRevision]] = {}
-        for path in self._bundle.paths:
-            if not (path.startswith("cluster/helm/") and path.endswith(".json")):
+        for path in self._bundle.paths_under("cluster/helm/"):
+            if not path.endswith(".json"):
                 continue
             name = path[len("cluster/helm/"):-len(".json")]
             raw = self._bundle.read_json(path)
@@ -253,11 +267,9 @@ class ClusterObjects:
                 continue
             revisions = []
             for index, item in enumerate(raw):
-                try:
-                    revision = kube.HelmRevision.model_validate(item)
-                except ValidationError as exc:
-                    self._bundle.problem(path, f"revision not understood: {_first_error(exc)}",
-                                         where=f"/{index}")
+                revision = validate(self._bundle, kube.HelmRevision, item, path, f"/{index}",
+                                    "revision")
+                if revision is None:
                     continue
                 revision.locate(path, f"/{index}")
                 revisions.append(revision)
@@ -304,15 +316,17 @@ class NodeArtifacts:
         """Host path (``/etc/containerd/...``) → text of the copied file."""
         base = self.path("containerd/files/")
         found: dict[str, str] = {}
-        for path in self._bundle.paths:
-            if path.startswith(base):
-                text = self._bundle.read_text(path)
-                if text is not None:
-                    found["/" + path[len(base):]] = text
+        for path in self._bundle.paths_under(base):
+            text = self._bundle.read_text(path)
+            if text is not None:
+                found["/" + path[len(base):]] = text
         return found
 
     def journal(self, unit: str) -> list[JournalEntry]:
-        return self._journals.setdefault(unit, self._read_journal(unit))
+        entries = self._journals.get(unit)
+        if entries is None:  # parsed once per unit (setdefault would parse on every call)
+            entries = self._journals[unit] = self._read_journal(unit)
+        return entries
 
     @cached_property
     def _journals(self) -> dict[str, list[JournalEntry]]:
@@ -356,25 +370,89 @@ class NodeArtifacts:
         try:
             return parse_nvidia_smi(data)
         except Exception as exc:  # noqa: BLE001 - any parser failure is a recorded problem
-            self._bundle.problem(path, f"nvidia-smi XML not understood: {exc}")
+            where = exc.where if isinstance(exc, XMLProblem) else None
+            self._bundle.problem(path, f"nvidia-smi XML not understood: {exc}", where=where)
             return None
 
     @cached_property
     def cdi_files(self) -> dict[str, str]:
         base = self.path("cdi/")
-        return {p[len(base):]: t for p in self._bundle.paths if p.startswith(base)
+        return {p[len(base):]: t for p in self._bundle.paths_under(base)
                 if (t := self._bundle.read_text(p)) is not None}
 
     def paths(self) -> Iterator[str]:
-        return (p for p in self._bundle.paths if p.startswith(self.prefix))
+        return iter(self._bundle.paths_under(self.prefix))
 
 
 def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        bundle.problem(path, f"invalid TOML: {exc}")
+        where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        bundle.problem(path, f"invalid TOML: {exc}",
+                       where=f"line {where[1]}, column {where[2]}" if where else None)
         return None
+    except RecursionError:
+        bundle.problem(path, "invalid TOML: arrays or tables nested too deeply")
+        return None
+
+
+def validate(bundle: Bundle, model: type[T], raw: object, path: str, pointer: str,
+             what: str) -> T | None:
+    """Validate one object leniently: a field of the wrong type is dropped (its default
+    applies) and recorded with its JSON pointer, so one bad field does not lose the
+    object. None, recorded, when the object itself is not usable."""
+    dropped: list[str] = []
+    first = ""
+    failure: ValidationError | None = None
+    for _ in range(_REPAIR_PASSES):
+        try:
+            obj = model.model_validate(raw)
+        except ValidationError as exc:
+            failure = exc
+            errors = sorted(exc.errors(), key=lambda e: _loc_key(e["loc"]), reverse=True)
+            removed = [(loc, e["msg"]) for e in errors if (loc := _drop(raw, e["loc"]))]
+            if not removed:
+                break
+            dropped.extend(pointer + json_pointer(*loc) for loc, _ in removed)
+            first = first or f"{'/'.join(str(p) for p in removed[-1][0])}: {removed[-1][1]}"
+            continue
+        if dropped:
+            more = f" (+{len(dropped) - 1} more)" if len(dropped) > 1 else ""
+            bundle.problem(path, f"{what}: a field of the wrong type was ignored: {first}{more}",
+                           where=min(dropped))
+        return obj
+    reason = _first_error(failure) if failure is not None else "too many wrong fields"
+    bundle.problem(path, f"{what} not understood: {reason}", where=pointer or None)
+    return None
+
+
+def _loc_key(loc: tuple[int | str, ...]) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in loc)
+
+
+def _has(node: object, step: int | str) -> bool:
+    if isinstance(node, dict):
+        return isinstance(step, str) and step in node
+    return isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+
+
+def _drop(raw: object, loc: tuple[int | str, ...]) -> tuple[int | str, ...] | None:
+    """Delete the deepest value of ``raw`` that ``loc`` reaches; return its location.
+
+    A location can name more than the data holds (pydantic adds union member tags)."""
+    parent: Any = None
+    node: Any = raw
+    reached: list[int | str] = []
+    for step in loc:
+        if not _has(node, step):
+            break
+        parent, node = node, node[step]
+        reached.append(step)
+    if parent is None:
+        return None
+    del parent[reached[-1]]
+    return tuple(reached)
 
 
 def _json_where(exc: orjson.JSONDecodeError) -> str | None:
@@ -394,11 +472,19 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def open_bundle(path: str | Path, limits: Limits | None = None) -> Bundle:
-    """Open a bundle directory, .tar or .tgz. Raises BundleError if it cannot be read."""
+    """Open a bundle directory, .tar or .tgz -- format v1, or a layout of
+    :mod:`bundle.layouts` (must-gather, troubleshoot). BundleError if it cannot be read."""
+    from bundle import layouts
+
     location = Path(path)
     problems = ProblemLog()
-    source = open_source(location, limits or Limits(), problems)
+    limits = limits or Limits()
+    source = open_source(location, limits, problems, layouts.find_root)
     try:
+        adapted = layouts.adapt(source, problems, limits)
+        if adapted is not None:
+            return Bundle(adapted.source, problems, str(location), layout=adapted.layout,
+                          manifest=adapted.manifest)
         return Bundle(source, problems, str(location))
     except BundleError:
         source.close()

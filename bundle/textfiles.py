@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+
+_PID = re.compile(r"[0-9]{1,10}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ def parse_journal(text: str) -> Iterator[tuple[JournalEntry | None, int, str]]:
             yield None, number, f"a JSON {type(record).__name__}, expected an object"
             continue
         pid_text = record.get("_PID")
-        pid = int(pid_text) if isinstance(pid_text, str) and pid_text.isdigit() else None
+        pid = int(pid_text) if isinstance(pid_text, str) and _PID.fullmatch(pid_text) else None
         yield JournalEntry(
             line=number,
             message=journal_message(record.get("MESSAGE")),

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from analyzers import __version__
+from gpu_triage.cli_diff import diff as diff_command
+from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.exitcodes import Exit
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
@@ -21,14 +24,21 @@ FORMATS = ("text", "json", "md", "html")
 _SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Text that may come from the bundle as one terminal-safe line: control characters
+    (so escape sequences and newlines) become spaces."""
+    return " ".join(_CONTROL.sub(" ", text).split())[:limit]
 
 
 class Failure(click.ClickException):
     """A handled failure with its own exit code and a one-line message."""
 
     def __init__(self, message: str, code: Exit) -> None:
-        super().__init__(message)
-        self.exit_code = int(code)
+        super().__init__(one_line(message, 1000))
+        self.exit_code = int(code)  # type: ignore[misc]  # click types it as a ClassVar
 
 
 def _stderr(message: str) -> None:
@@ -59,10 +69,12 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 
 
 @cli.command(epilog=EPILOG)
-@click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
+@click.argument("bundle_paths", metavar="BUNDLE...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS),
               help="Output format. Default: a terminal summary on stdout plus "
-                   "<bundle>.report.html in the current directory.")
+                   "<bundle>.report.html in the current directory (several bundles: "
+                   "<stem>.report.html and .json in --out-dir).")
 @click.option("-o", "--output", type=str, help="Write the report to FILE ('-' for stdout).")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default="high", show_default=True,
               help="Exit 1 when a finding is at or above this severity.")
@@ -72,26 +84,63 @@ def cli(ctx: click.Context, verbose: bool) -> None:
               help="Stop reading an archive that expands beyond this.")
 @click.option("--max-members", type=click.IntRange(1), default=500_000, show_default=True,
               help="Stop reading an archive with more members than this.")
+@click.option("--max-ratio", type=click.IntRange(1), default=200, show_default=True,
+              help="Stop reading a compressed archive that expands more than this many times "
+                   "its size (a decompression bomb).")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Several bundles (or a directory of bundles): write one report per "
+                   "bundle and index.jsonl here (default: the current directory).")
+@click.option("-j", "--jobs", type=click.IntRange(1),
+              help="Several bundles: worker processes (default and cap: the CPUs).")
+@selection_options
 @click.pass_context
-def analyze(ctx: click.Context, bundle_path: Path, fmt: str | None, output: str | None,
-            fail_on: str, max_member_mib: int, max_total_gib: int, max_members: int) -> None:
-    """Analyse a support bundle (directory, .tgz or .tar) and report root causes."""
+def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
+            output: str | None, fail_on: str, max_member_mib: int, max_total_gib: int,
+            max_members: int, max_ratio: int, out_dir: Path | None, jobs: int | None,
+            rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
+            suppress_files: tuple[Path, ...]) -> None:
+    """Analyse support bundles and report root causes.
+
+    BUNDLE is a directory, .tgz or .tar: a gpu-triage bundle, the output of the GPU
+    Operator's must-gather.sh, or a Replicated troubleshoot support bundle. Several
+    BUNDLEs, or a directory of bundles, are analysed in parallel (see --out-dir).
+    """
     from analyzers.engine import analyze as run
     from analyzers.models import Severity
+    from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
+    from gpu_triage.batch import expand
+    from gpu_triage.cli_rules import notes, today
     from reports import render
 
-    rules = _load_rules()
+    choice = resolve(_load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
-                    max_members=max_members)
+                    max_members=max_members, max_ratio=max_ratio)
+    bundles, many = expand(bundle_paths)
+    if many or out_dir is not None:
+        from gpu_triage.cli_batch import analyze_many
+
+        if output is not None:
+            raise Failure("-o/--output takes one bundle; several bundles are written to "
+                          "--out-dir", Exit.USAGE)
+        ctx.exit(analyze_many(bundles, fmt=fmt, fail_on=fail_on, limits=limits,
+                              rule_dirs=rule_dirs, selection=choice.selection,
+                              suppressions=choice.suppressions, today=today(),
+                              out_dir=out_dir, jobs=jobs))
+    bundle_path = bundles[0]
     show_progress = sys.stderr.isatty() or ctx.obj["verbose"]
     try:
         with open_bundle(bundle_path, limits) as opened:
-            report = run(opened, rules, progress=_progress if show_progress else None)
+            report = run(opened, choice.rules, progress=_progress if show_progress else None,
+                         selection=choice.selection or None)
     except BundleError as exc:
         raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
     if show_progress:
         _stderr("")
+    suppressed = apply(report, choice.suppressions, today())
+    report = suppressed.report
+    for line in notes(suppressed):
+        _stderr(line)
     stem = bundle_stem(bundle_path)
     html_name = f"{stem}.report.html"
     if fmt is None and output not in (None, "-"):
@@ -121,10 +170,10 @@ def _colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-def _load_rules() -> list:  # type: ignore[type-arg]
-    from analyzers.plugins import discover
+def _load_rules(rule_dirs: tuple[Path, ...] = ()) -> list:  # type: ignore[type-arg]
+    from analyzers.local_rules import discover_all
 
-    discovery = discover()
+    discovery = discover_all(rule_dirs)
     for error in discovery.errors:
         _stderr(f"warning: rule plugin skipped: {error}")
     if not discovery.rules:
@@ -133,19 +182,29 @@ def _load_rules() -> list:  # type: ignore[type-arg]
     return discovery.rules
 
 
-@cli.command("rules")
-def list_rules() -> None:
-    """List the installed rules: ID, severity, title and origin."""
-    for loaded in _load_rules():
+@cli.group("rules", invoke_without_command=True)
+@rules_dir_option
+@click.pass_context
+def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
+    """List the installed rules: ID, severity, title and origin (`rules test DIR`: run the
+    cases of local rules)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    for loaded in _load_rules(rule_dirs):
         rule = loaded.rule
         click.echo(f"{rule.id:<8} {rule.severity.value:<9} {rule.title()}  [{loaded.origin}]")
 
 
+list_rules.add_command(rules_test)
+cli.add_command(diff_command)
+
+
 @cli.command()
 @click.argument("rule_id")
-def explain(rule_id: str) -> None:
+@rules_dir_option
+def explain(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     """Print a rule's documentation."""
-    by_id = {loaded.rule.id: loaded for loaded in _load_rules()}
+    by_id = {loaded.rule.id: loaded for loaded in _load_rules(rule_dirs)}
     loaded = by_id.get(rule_id.upper())
     if loaded is None:
         known = ", ".join(sorted(by_id))
@@ -155,6 +214,39 @@ def explain(rule_id: str) -> None:
     inputs = ", ".join(i.describe() + (" (optional)" if i.optional else "") for i in rule.inputs)
     click.echo(f"{rule.id} ({rule.slug}) · default severity {rule.severity.value} · "
                f"{loaded.origin}\n\n{docs.title}\n\n{docs.body}\n\nInputs: {inputs or 'none'}")
+
+
+@cli.command()
+@click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
+@click.option("--all", "show_all", is_flag=True, help="Also list the paths that are fine.")
+def verify(bundle_path: Path, show_all: bool) -> None:
+    """Check a bundle against format v1: missing, failed or malformed spec paths.
+
+    Exit 0 when every spec path is present and parses (or its failure was recorded
+    by the collector), 1 when something is missing or malformed, 3 when the bundle
+    cannot be read at all.
+    """
+    from bundle import BundleError, open_bundle
+    from bundle.verify import verify as run
+
+    try:
+        with open_bundle(bundle_path) as opened:
+            checks = list(run(opened))
+            problems = list(opened.problems)
+    except BundleError as exc:
+        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+    counts: dict[str, int] = {}
+    for check in checks:
+        counts[check.status] = counts.get(check.status, 0) + 1
+        if show_all or check.status != "ok":
+            detail = f"  {check.detail}" if check.detail else ""
+            click.echo(f"{check.status:<9} {check.path}{detail}")
+    for problem in problems:
+        click.echo(f"{problem.kind:<9} {problem.describe()}")
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    click.echo(f"{len(checks)} spec paths: {summary}; {len(problems)} reader problem(s)")
+    if counts.get("missing") or counts.get("malformed") or problems:
+        raise SystemExit(int(Exit.FINDINGS))
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
@@ -192,8 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users
         if verbose:
             logging.getLogger("gpu_triage").exception("unexpected error")
-        summary = " ".join(str(exc).split())[:200]
-        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {summary} "
+        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {one_line(str(exc), 200)} "
                 "(rerun with --verbose for details)")
         return int(Exit.INTERNAL)
     return result if isinstance(result, int) else 0

@@ -1,24 +1,48 @@
 """The self-contained HTML report: CSS and JS inlined, no network, escaped throughout.
 
-Python builds the view model; the template only loops and formats. jinja2 runs with
-autoescape and StrictUndefined, and a Content-Security-Policy meta tag forbids any
-request the page might try to make.
+Python builds the view model (:func:`view_model`, also the subject of the golden tests);
+the template only loops and formats. jinja2 runs with autoescape and StrictUndefined. A
+Content-Security-Policy meta tag allows only the page's own inline style and script (by
+hash) and forbids every request, so even a string that escaped escaping could not load
+or run anything.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from importlib.resources import files
-from typing import Any
 
 import jinja2
 
-from analyzers.models import Finding, Report
-from reports.view import build, first_command
+from analyzers.models import Finding, Report, RuleStatus, Severity
+from reports.html_findings import (
+    Builder,
+    GroupView,
+    anchor,
+    groups,
+    verdict_command,
+)
+from reports.html_overview import (
+    CoverageView,
+    GlanceView,
+    InventoryView,
+    MatrixView,
+    TimelineView,
+    coverage_view,
+    glance_view,
+    inventory_view,
+    matrix_view,
+    timeline_view,
+)
+from reports.view import SEVERITY_ORDER, build, clean, family
 
-EVIDENCE_CAP = 8
-EXCERPT_CAP = 600
+NODE_FILTER_CAP = 500
+OTHERS_SHOWN = 8
 
 
 @cache
@@ -37,66 +61,186 @@ def _static(name: str) -> str:
     return (files("reports") / "static" / name).read_text(encoding="utf-8")
 
 
-def anchor(finding_id: str) -> str:
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in finding_id)
-    return f"finding-{safe}"
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
 
 
-def _finding_view(f: Finding, docs: dict[str, Any], explains: tuple[Finding, ...]) -> dict[str, Any]:
-    evidence = []
-    for e in f.evidence[:EVIDENCE_CAP]:
-        excerpt = e.excerpt if len(e.excerpt) <= EXCERPT_CAP else e.excerpt[:EXCERPT_CAP] + "…"
-        where = f"line {e.line}" if e.line else (e.pointer or "")
-        evidence.append({"path": e.path, "where": where, "excerpt": excerpt})
-    doc = docs.get(f.rule_id)
-    return {
-        "id": f.id,
-        "anchor": anchor(f.id),
-        "rule_id": f.rule_id,
-        "family": f.rule_id.rstrip("0123456789"),
-        "title": f.title,
-        "severity": f.severity.value,
-        "summary": f.summary,
-        "why": doc.why if doc else "",
-        "nodes": f.nodes,
-        "evidence": evidence,
-        "more_evidence": max(len(f.evidence) - EVIDENCE_CAP, 0),
-        "remediation": f.remediation,
-        "caused_by": [{"id": c, "anchor": anchor(c)} for c in f.caused_by],
-        "explains": [{"id": s.id, "anchor": anchor(s.id), "title": s.title,
-                      "severity": s.severity.value} for s in explains],
-    }
+def csp(css: str, js: str) -> str:
+    """Nothing may load; only this page's own style and script (by hash) may apply."""
+    return (f"default-src 'none'; style-src '{_sha256(css)}'; script-src '{_sha256(js)}'; "
+            "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
+            "object-src 'none'; frame-src 'none'; worker-src 'none'; manifest-src 'none'; "
+            "base-uri 'none'; form-action 'none'")
 
 
-def view_model(report: Report, generated_at: datetime) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Explained:
+    rule_id: str
+    title: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class OtherRoot:
+    rule_id: str
+    severity: str
+    title: str
+    count: int
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictView:
+    ok: bool
+    minor: bool                 # only low or info findings: nothing blocks GPU workloads
+    severity: str
+    rule_id: str
+    title: str
+    anchor: str
+    summary: str
+    nodes: str
+    node_count: int
+    explains: list[Explained]
+    explains_total: int
+    command: str | None
+    others: list[OtherRoot]
+    others_more: int
+    checked: str
+    not_checked: int
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    title: str
+    context: str
+    kubernetes: str
+    created_at: str
+    layout: str                 # a foreign bundle layout that was read; "" for ours
+    tool_version: str
+    generated_at: str
+    nodes: int
+    gpu_nodes: int
+    severity_counts: list[tuple[str, int]]
+    verdict: VerdictView
+    glance: GlanceView | None
+    chain_groups: list[GroupView]
+    standalone_groups: list[GroupView]
+    findings_total: int
+    severities: list[str]
+    families: list[str]
+    filter_nodes: list[str]
+    matrix: MatrixView | None
+    timeline: TimelineView | None
+    coverage: CoverageView
+    inventory: InventoryView | None
+    csp: str
+    css: str
+    js: str
+
+
+def _c(text: str | None, limit: int = 300) -> str:
+    value = clean(text or "")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def _node_text(nodes: list[str], limit: int = 4) -> str:
+    shown = ", ".join(_c(n, 80) for n in nodes[:limit])
+    return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+def _verdict(report: Report, verdict: Finding | None, roots: list[Finding],
+             explained: dict[str, list[Finding]], builder: Builder,
+             rule_groups: list[GroupView]) -> VerdictView:
+    passed = sorted(r.rule_id for r in report.rules if r.status is RuleStatus.PASSED)
+    not_checked = sum(r.status in (RuleStatus.SKIPPED, RuleStatus.ERROR) for r in report.rules)
+    checked = (f"{len(passed)} rule(s) passed on {report.bundle.gpu_nodes} GPU node(s) of "
+               f"{report.bundle.nodes}: {', '.join(passed) or 'none'}")
+    if verdict is None:
+        return VerdictView(True, False, "", "", "", "", "", "", 0, [], 0, None, [], 0, checked,
+                           not_checked)
+    same = [f for f in roots if f.rule_id == verdict.rule_id]
+    nodes = sorted({n for f in same for n in f.nodes})
+    symptoms: dict[str, Finding] = {}
+    for root in same:
+        for symptom in explained.get(root.id, []):
+            symptoms[symptom.id] = symptom
+    by_rule = Counter(s.rule_id for s in symptoms.values())
+    titles = {s.rule_id: s.title for s in symptoms.values()}
+    rank = {s.rule_id: s.severity.rank for s in symptoms.values()}
+    merged: dict[str, OtherRoot] = {}
+    for g in rule_groups:          # a rule can head a chain and also stand alone
+        if g.rule_id == verdict.rule_id:
+            continue
+        seen = merged.get(g.rule_id)
+        merged[g.rule_id] = (OtherRoot(g.rule_id, g.severity, g.title, g.count, g.anchor)
+                             if seen is None else OtherRoot(seen.rule_id, seen.severity,
+                                                            seen.title, seen.count + g.count,
+                                                            seen.anchor))
+    others = list(merged.values())
+    explains = [Explained(rule_id, _c(titles[rule_id], 200), count)
+                for rule_id, count in sorted(by_rule.items(), key=lambda kv: (-rank[kv[0]],
+                                                                                kv[0]))]
+    return VerdictView(
+        ok=False, minor=verdict.severity.rank < Severity.MEDIUM.rank,
+        severity=verdict.severity.value, rule_id=verdict.rule_id,
+        title=_c(verdict.title), anchor=builder.anchors.assign(verdict.id),
+        summary=_c(verdict.summary, 1200), nodes=_node_text(nodes), node_count=len(nodes),
+        explains=explains, explains_total=len(symptoms), command=verdict_command(verdict),
+        others=others[:OTHERS_SHOWN], others_more=max(len(others) - OTHERS_SHOWN, 0),
+        checked=checked, not_checked=not_checked,
+    )
+
+
+def view_model(report: Report, generated_at: datetime) -> Page:
     view = build(report)
-    docs = {d.rule_id: d for d in report.rule_docs}
-    verdict = view.verdict
-    chains = []
-    for chain in view.chains:
-        chains.append({
-            "root": _finding_view(chain.root, docs, chain.symptoms),
-            "symptoms": [_finding_view(s, docs, view.explained_by(s)) for s in chain.symptoms],
-        })
-    standalone = [_finding_view(f, docs, ()) for f in view.standalone]
-    return {
-        "title": f"gpu-triage · {report.bundle.cluster.context or 'cluster'}",
-        "report": report.model_dump(mode="json"),
-        "generated_at": generated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "verdict": _finding_view(verdict, docs, view.explained_by(verdict)) if verdict else None,
-        "verdict_command": first_command(verdict.remediation) if verdict else None,
-        "chains": chains,
-        "standalone": standalone,
-        "status_counts": view.status_counts(),
-        "nodes": sorted({n for f in report.findings for n in f.nodes}),
-        "families": sorted({f.rule_id.rstrip("0123456789") for f in report.findings}),
-        "passed": [r.rule_id for r in report.rules if r.status.value == "passed"],
-        "css": _static("report.css"),
-        "js": _static("report.js"),
-    }
+    marks: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    overview = report.overview
+    for mark in overview.marks if overview else []:
+        marks.setdefault((mark.finding, mark.evidence), []).append((mark.start, mark.end))
+    builder = Builder(report, view, marks)
+    chain_groups, standalone_groups = groups(builder)
+    roots = [c.root for c in view.chains] + list(view.standalone)
+    explained = {c.root.id: list(c.symptoms) for c in view.chains}
+    verdict = _verdict(report, view.verdict, roots, explained, builder,
+                       chain_groups + standalone_groups)
+    info = report.bundle
+    nodes = sorted({n for f in report.findings for n in f.nodes})
+    context = _c(info.cluster.context or "cluster", 120)
+    return Page(
+        title=f"gpu-triage · {context}",
+        context=context,
+        kubernetes=_c(info.cluster.server_version or "unknown", 80),
+        created_at=_c(info.created_at or "unknown", 80),
+        layout="" if info.layout == "gpu-triage v1" else _c(info.layout, 80),
+        tool_version=_c(report.tool.version, 40),
+        generated_at=generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        nodes=info.nodes,
+        gpu_nodes=info.gpu_nodes,
+        severity_counts=[(s, n) for s, n in report.summary.model_dump().items() if n],
+        verdict=verdict,
+        glance=glance_view(report, overview.glance) if overview else None,
+        chain_groups=chain_groups,
+        standalone_groups=standalone_groups,
+        findings_total=len(report.findings),
+        severities=[s for s in SEVERITY_ORDER
+                    if any(f.severity is Severity(s) for f in report.findings)],
+        families=sorted({family(f.rule_id) for f in report.findings}),
+        filter_nodes=[_c(n, 253) for n in nodes[:NODE_FILTER_CAP]],
+        matrix=matrix_view(report, overview, builder.anchors) if overview and overview.nodes
+        else None,
+        timeline=timeline_view(overview.timeline) if overview else None,
+        coverage=coverage_view(report),
+        inventory=inventory_view(report, overview) if overview else None,
+        csp=csp(_static("report.css"), _static("report.js")),
+        css=_static("report.css"),
+        js=_static("report.js"),
+    )
 
 
 def render(report: Report, *, generated_at: datetime | None = None) -> str:
     moment = generated_at or datetime.now(UTC)
     template = _environment().get_template("report.html.j2")
-    return template.render(**view_model(report, moment))
+    return template.render(page=view_model(report, moment))
+
+
+__all__ = ["anchor", "render", "view_model"]

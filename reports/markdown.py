@@ -1,77 +1,210 @@
-"""Markdown sized for a ticket comment: verdict, top findings, evidence, first steps."""
+"""Markdown sized for a ticket comment: verdict, the cluster in two lines, root causes
+grouped by rule with their first evidence and remediation, and what was not checked.
+
+Bounded: at most :data:`TOP` rule groups, short evidence, remediation cut at
+:data:`REMEDY_LINES` lines, and the whole text under :data:`MAX_CHARS` characters (most
+trackers cap a comment near 32 000; a comment should be read in a minute). Everything
+from the bundle is escaped (:func:`_inline`) or fenced (:func:`_code`).
+"""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
-from analyzers.models import Finding, Report
-from reports.view import build, plain
+from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
+from reports.view import View, build, clean, first_command, group_by_rule
 
-TOP = 6
+TOP = 5
+EVIDENCE = 2
+EXCERPT = 180
+REMEDY_LINES = 12
+NODES = 6
+MAX_CHARS = 6000
 
 
 def _inline(text: str) -> str:
-    """Bundle text as inline Markdown: no controls, no markup, no raw HTML."""
-    text = plain(text).replace("\n", " ")
-    return re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
+    """Bundle text as inline Markdown: no controls, no markup, no raw HTML, no links.
+
+    Brackets, angle brackets, backticks, emphasis and table characters are escaped.
+    """
+    text = " ".join(clean(text).split())
+    return re.sub(r"([\\`*_{}\[\]<>|~&])", r"\\\1", text)
+
+
+def _line(text: str) -> str:
+    """:func:`_inline` for text that starts a line: no heading, list or quote either."""
+    text = re.sub(r"^([#+=>-])", r"\\\1", _inline(text))
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", text)
 
 
 def _code(text: str) -> str:
     """A fenced block that the text itself cannot close."""
-    body = plain(text)
+    body = clean(text)
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{body}\n{fence}"
 
 
+def _nodes(nodes: list[str]) -> str:
+    shown = ", ".join(_inline(n) for n in nodes[:NODES])
+    return shown + (f" and {len(nodes) - NODES} more" if len(nodes) > NODES else "")
+
+
 def _where(f: Finding) -> list[str]:
     lines = []
-    for e in f.evidence[:3]:
-        at = f":{e.line}" if e.line else (f" `{e.pointer}`" if e.pointer else "")
-        lines.append(f"  - `{_inline(e.path)}`{at} — {_inline(e.excerpt)[:200]}")
-    if len(f.evidence) > 3:
-        lines.append(f"  - … {len(f.evidence) - 3} more in the HTML report")
+    for e in f.evidence[:EVIDENCE]:
+        at = f":{e.line}" if e.line else (f" `{_inline(e.pointer)}`" if e.pointer else "")
+        excerpt = _inline(e.excerpt)
+        if len(excerpt) > EXCERPT:
+            excerpt = excerpt[:EXCERPT].rstrip("\\") + "…"
+        lines.append(f"  - `{_inline(e.path)}`{at} — {excerpt}")
+    if len(f.evidence) > EVIDENCE:
+        lines.append(f"  - … {len(f.evidence) - EVIDENCE} more in the HTML report")
     return lines
+
+
+def _remedy(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    if len(lines) > REMEDY_LINES:
+        lines = lines[:REMEDY_LINES] + [f"# … {len(lines) - REMEDY_LINES} more line(s) in the "
+                                        "HTML report"]
+    return _code("\n".join(lines))
+
+
+def _glance(report: Report, overview: Overview | None) -> list[str]:
+    info = report.bundle
+    head = f"{info.gpu_nodes} GPU node(s) of {info.nodes}"
+    if overview is None:
+        return [head + "."]
+    glance = overview.glance
+    gpus = glance.gpus
+    physical = f"{gpus.physical} physical, " if gpus.physical is not None else ""
+    line = (f"{head} · GPUs: {physical}{gpus.advertised} advertised, {gpus.allocatable} "
+            f"allocatable, {gpus.assigned} assigned")
+    parts = [line + "."]
+    operator = glance.operator
+    versions = []
+    if operator.version:
+        versions.append(f"GPU Operator {_inline(operator.version)} "
+                        f"(**{_inline(operator.status_label)}**)")
+    for label, spread in (("containerd", glance.containerd), ("driver", glance.drivers)):
+        known = [s for s in spread if s.value != "unknown"]
+        if len(known) > 1:
+            versions.append(f"{label} differs: " + ", ".join(
+                f"{_inline(s.value)} ×{s.count}" for s in known))
+        elif known:
+            versions.append(f"{label} {_inline(known[0].value)}")
+    if versions:
+        parts.append(" · ".join(versions) + ".")
+    return parts
+
+
+def _verdict(view: View, report: Report) -> list[str]:
+    verdict = view.verdict
+    if verdict is None:
+        passed = sum(1 for r in report.rules if r.status is RuleStatus.PASSED)
+        return [f"**No problems found.** {passed} rule(s) passed on "
+                f"{report.bundle.gpu_nodes} GPU node(s); {len(report.collection_gaps)} "
+                "collection gap(s)."]
+    roots = [c.root for c in view.chains] + list(view.standalone)
+    same = [f for f in roots if f.rule_id == verdict.rule_id]
+    nodes = sorted({n for f in same for n in f.nodes})
+    symptoms = {s.id: s for f in same for s in view.explained_by(f)}
+    where = f" on {_nodes(nodes)}" if nodes else ""
+    out = []
+    if verdict.severity.rank < Severity.MEDIUM.rank:
+        out.append("**No critical, high or medium problem found.** The most notable of the "
+                   "minor findings:")
+    out.append(f"**Verdict — {verdict.severity.value.upper()} {verdict.rule_id}{where}:** "
+               f"{_inline(verdict.summary)}")
+    if symptoms:
+        counts = Counter(s.rule_id for s in symptoms.values())
+        out.append(f"It explains {len(symptoms)} other finding(s): "
+                   + ", ".join(f"{rule} ×{n}" if n > 1 else rule
+                               for rule, n in sorted(counts.items())) + ".")
+    command = first_command(verdict.remediation)
+    if command:
+        out += ["", "First step (from its remediation):", _code(command)]
+    return out
+
+
+def _group(view: View, findings: tuple[Finding, ...]) -> list[str]:
+    first = findings[0]
+    nodes = sorted({n for f in findings for n in f.nodes})
+    count = f" ×{len(findings)}" if len(findings) > 1 else ""
+    out = [f"#### {first.severity.value.upper()} · {first.rule_id}{count} · "
+           f"{_inline(first.title)}", _line(first.summary)]
+    if len(findings) > 1:
+        out.append(f"- The same on: {_nodes(nodes)} (the first one is shown)")
+    elif nodes:
+        out.append(f"- Nodes: {_nodes(nodes)}")
+    symptoms = {s.id: s for f in findings for s in view.explained_by(f)}
+    if symptoms:
+        listed = sorted(symptoms)
+        more = f" and {len(listed) - 8} more" if len(listed) > 8 else ""
+        out.append(f"- Explains: {', '.join(_inline(i) for i in listed[:8])}{more}")
+    out.extend(_where(first))
+    if first.remediation:
+        out += ["", _remedy(first.remediation)]
+    out.append("")
+    return out
+
+
+def _coverage(report: Report) -> str:
+    counts = Counter(r.status.value for r in report.rules)
+    parts = [f"{counts.get(s.value, 0)} {s.value}" for s in RuleStatus]
+    line = f"Rules: {', '.join(parts)}; collection gaps: {len(report.collection_gaps)}"
+    if report.suppressed:
+        line += f"; {len(report.suppressed)} finding(s) suppressed by a suppression file"
+    line += "."
+    missing = [r for r in report.rules if r.status in (RuleStatus.SKIPPED, RuleStatus.ERROR)]
+    if missing:
+        shown = "; ".join(f"{r.rule_id} {r.status.value} ({_inline(r.reason or '')[:100]})"
+                          for r in missing[:4])
+        more = f"; {len(missing) - 4} more" if len(missing) > 4 else ""
+        line += f" Not checked: {shown}{more}."
+    return line
 
 
 def render(report: Report, *, html_name: str | None = None) -> str:
     view = build(report)
     cluster = report.bundle.cluster
     out = [f"### gpu-triage: {_inline(cluster.context or 'cluster')} "
-           f"({_inline(cluster.server_version or 'unknown version')})", ""]
-    verdict = view.verdict
-    if verdict is None:
-        passed = sum(1 for r in report.rules if r.status.value == "passed")
-        out.append(f"**No problems found.** {passed} rules passed; "
-                   f"{len(report.collection_gaps)} collection gap(s).")
-    else:
-        explained = view.explained_by(verdict)
-        tail = f" It explains {len(explained)} other finding(s)." if explained else ""
-        out.append(f"**Verdict — {verdict.severity.value.upper()} {verdict.rule_id}:** "
-                   f"{_inline(verdict.summary)}{tail}")
+           f"(Kubernetes {_inline(cluster.server_version or 'unknown')})", ""]
+    out += _verdict(view, report)
     out.append("")
+    out += _glance(report, report.overview)
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n)
-    out.append(f"{report.bundle.gpu_nodes} GPU node(s) of {report.bundle.nodes}; "
-               f"findings: {counts or 'none'}.")
-    out.append("")
-    roots = [c.root for c in view.chains] + list(view.standalone)
-    for f in roots[:TOP]:
-        out.append(f"#### {f.severity.value.upper()} · {f.rule_id} · {_inline(f.title)}")
-        out.append(_inline(f.summary))
-        symptoms = view.explained_by(f)
-        if symptoms:
-            out.append(f"- Explains: {', '.join(_inline(s.id) for s in symptoms[:10])}")
-        if f.nodes:
-            out.append(f"- Nodes: {', '.join(_inline(n) for n in f.nodes)}")
-        out.extend(_where(f))
-        if f.remediation:
-            out.append("")
-            out.append(_code(f.remediation))
-        out.append("")
-    if len(roots) > TOP:
-        out.append(f"… and {len(roots) - TOP} more root or standalone finding(s).")
-        out.append("")
+    out += [f"Findings: {counts or 'none'}.", ""]
+    roots = sorted([c.root for c in view.chains] + list(view.standalone),
+                   key=lambda f: -f.severity.rank)
+    rule_groups = group_by_rule(roots)
+    tail = []
+    if len(rule_groups) > TOP:
+        rest = rule_groups[TOP:]
+        tail.append(f"… and {len(rest)} more rule(s) with root or standalone findings: "
+                    + ", ".join(g.rule_id for g in rest) + ".")
+    footer = [_coverage(report)]
     if html_name:
-        out.append(f"Full report with every finding and its evidence: attached "
-                   f"`{_inline(html_name)}`.")
+        footer.append(f"Full report with every finding, the node matrix and the timeline: "
+                      f"attached `{_inline(html_name)}`.")
+    budget = MAX_CHARS - len("\n".join(out + tail + footer)) - 200
+    shown = 0
+    for group in rule_groups[:TOP]:
+        block = _group(view, group.findings)
+        size = len("\n".join(block))
+        if shown and size > budget:
+            break
+        out += block
+        budget -= size
+        shown += 1
+    if shown < min(TOP, len(rule_groups)):
+        left = rule_groups[shown:TOP]
+        tail.insert(0, "… left out to fit a comment (see the HTML report): "
+                    + ", ".join(g.rule_id for g in left) + ".")
+    out += tail
+    if tail:
+        out.append("")
+    out += footer
     return "\n".join(out).rstrip() + "\n"

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import click
 
-from analyzers.models import Finding, Severity
+from analyzers.models import Finding, Report, Severity
 from reports.view import View, build, first_command, plain
-from analyzers.models import Report
 
 _COLOURS = {Severity.CRITICAL: "red", Severity.HIGH: "red", Severity.MEDIUM: "yellow",
             Severity.LOW: "cyan", Severity.INFO: "white"}
+
+
+def _one(text: str) -> str:
+    """Bundle text on one terminal line: :func:`plain`, then newlines and tabs folded, so
+    a value cannot start a line of its own (a forged finding) or carry an escape."""
+    return " ".join(plain(text).split())
 
 
 def _sev(severity: Severity, color: bool) -> str:
@@ -19,20 +24,20 @@ def _sev(severity: Severity, color: bool) -> str:
 
 
 def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]:
-    lines = [f"{indent}{_sev(f.severity, color)} {f.rule_id}  {plain(f.title)}",
-             f"{indent}         {plain(f.summary)}"]
+    lines = [f"{indent}{_sev(f.severity, color)} {_one(f.rule_id)}  {_one(f.title)}",
+             f"{indent}         {_one(f.summary)}"]
     symptoms = view.explained_by(f)
     if symptoms:
-        listed = ", ".join(s.id for s in symptoms[:8])
+        listed = ", ".join(_one(s.id) for s in symptoms[:8])
         more = f" (+{len(symptoms) - 8})" if len(symptoms) > 8 else ""
         lines.append(f"{indent}         explains: {listed}{more}")
     if f.evidence:
         e = f.evidence[0]
-        at = f":{e.line}" if e.line else (f"#{e.pointer}" if e.pointer else "")
-        lines.append(f"{indent}         evidence: {plain(e.path)}{at}  {plain(e.excerpt)[:160]}")
+        at = f":{e.line}" if e.line else (f"#{_one(e.pointer)}" if e.pointer else "")
+        lines.append(f"{indent}         evidence: {_one(e.path)}{at}  {_one(e.excerpt)[:160]}")
     command = first_command(f.remediation)
     if command:
-        lines.append(f"{indent}         first step: {plain(command)}")
+        lines.append(f"{indent}         first step: {_one(command)}")
     return lines
 
 
@@ -41,16 +46,24 @@ def render(report: Report, *, color: bool = False) -> str:
     info = report.bundle
     cluster = info.cluster
     out = [
-        f"gpu-triage {report.tool.version} · {plain(cluster.context or 'cluster')} "
-        f"{plain(cluster.server_version or '')} · bundle created {info.created_at or 'unknown'}",
+        f"gpu-triage {report.tool.version} · {_one(cluster.context or 'cluster')} "
+        f"{_one(cluster.server_version or '')} · bundle created "
+        f"{_one(info.created_at or 'unknown')}",
         f"{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
         "",
     ]
+    if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
+        out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
+                   "see Rules below")
+    if report.suppressed:
+        out.insert(-1, f"{len(report.suppressed)} finding(s) suppressed with a recorded "
+                   "reason (see the JSON or HTML report)")
     verdict = view.verdict
     if verdict is None:
         out.append("No problems found. Checked: "
-                   + ", ".join(r.rule_id for r in report.rules if r.status.value == "passed"))
+                   + ", ".join(_one(r.rule_id) for r in report.rules
+                               if r.status.value == "passed"))
     if view.chains:
         out.append(click.style("ROOT CAUSES", bold=True) if color else "ROOT CAUSES")
         for chain in view.chains:
@@ -70,5 +83,5 @@ def render(report: Report, *, color: bool = False) -> str:
                + f" · collection gaps: {len(report.collection_gaps)}"
                + f" · unreadable: {len(report.problems)}")
     for line in view.problem_rules():
-        out.append(f"  {plain(line)}")
+        out.append(f"  {_one(line)}")
     return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ Markdown and HTML outputs always agree on what the root cause is.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -68,23 +69,16 @@ class View:
     chains: tuple[Chain, ...]
     standalone: tuple[Finding, ...]
     symptoms_of: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+    rule_reach: dict[str, int] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Finding | None:
-        """The most severe root cause. Among equally severe ones, the rule whose findings
-        explain the most other findings (over every node it fires on) wins, then the
-        finding of that rule explaining the most; a standalone finding if there is no
-        chain."""
+        """The most severe root cause (see :func:`build` for the order); a standalone
+        finding if there is no chain."""
         candidates = [c.root for c in self.chains] + list(self.standalone)
         if not candidates:
             return None
-        explained: dict[str, set[str]] = {}
-        for chain in self.chains:
-            explained.setdefault(chain.root.rule_id, set()).update(
-                s.id for s in chain.symptoms)
-        return min(candidates, key=lambda f: (
-            -f.severity.rank, -len(explained.get(f.rule_id, ())), -len(self.explained_by(f)),
-            f.rule_id, f.id))
+        return min(candidates, key=lambda f: _rank(f, self.symptoms_of, self.rule_reach))
 
     def explained_by(self, finding: Finding) -> tuple[Finding, ...]:
         """What a root cause explains (empty for findings that are not roots)."""
@@ -124,9 +118,22 @@ def build(report: Report) -> View:
             chains.append(Chain(finding, tuple(_descendants(finding, by_id))))
         else:
             standalone.append(finding)
-    chains.sort(key=lambda c: (-c.root.severity.rank, c.root.rule_id, c.root.id))
-    return View(report, tuple(chains), tuple(standalone),
-                {chain.root.id: chain.symptoms for chain in chains})
+    symptoms_of = {chain.root.id: chain.symptoms for chain in chains}
+    reach: dict[str, set[str]] = defaultdict(set)
+    for chain in chains:
+        reach[chain.root.rule_id].update(s.id for s in chain.symptoms)
+    rule_reach = {rule_id: len(ids) for rule_id, ids in reach.items()}
+    chains.sort(key=lambda c: _rank(c.root, symptoms_of, rule_reach))
+    return View(report, tuple(chains), tuple(standalone), symptoms_of, rule_reach)
+
+
+def _rank(finding: Finding, symptoms_of: dict[str, tuple[Finding, ...]],
+          rule_reach: dict[str, int]) -> tuple[int, int, str, int, str]:
+    """Order of root causes: most severe first; among equals, the rule whose findings
+    explain the most other findings (over every node it fires on), then within a rule
+    the finding explaining the most."""
+    return (-finding.severity.rank, -rule_reach.get(finding.rule_id, 0), finding.rule_id,
+            -len(symptoms_of.get(finding.id, ())), finding.id)
 
 
 _COMMAND = re.compile(r"^(?:[a-z][a-z0-9_.-]*|/[\w./-]+|\./[\w./-]+)(?:\s|$)")

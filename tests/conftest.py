@@ -7,8 +7,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-# The repository root goes first so that test folders named like our packages
-# (tests/reports) can never shadow them; the tests folder follows for the kits.
+# The repository root goes first so that a test folder named like one of our
+# packages could never shadow it; the tests folder follows for the kits.
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 

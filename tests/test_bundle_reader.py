@@ -160,11 +160,12 @@ def test_bad_json_and_wrong_kinds_become_problems(tmp_path: Path) -> None:
     with open_bundle(write_dir(tmp_path / "b", files)) as b:
         assert b.cluster.nodes == []
         assert b.cluster.pods == []
-        assert b.cluster.events == []
+        # The event is kept; only its wrong-typed field is dropped (and recorded).
+        assert [e.count for e in b.cluster.events] == [None]
         problems = {(p.path, p.where): p.message for p in b.problems}
         assert "invalid JSON" in problems[("cluster/nodes.json", "line 1, column 2")]
         assert "expected a List of Pod objects, got 'Pod'" in problems[("cluster/pods.json", None)]
-        assert "count" in problems[("cluster/events.json", "/items/0")]
+        assert "count" in problems[("cluster/events.json", "/items/0/count")]
         assert "expected an object" in problems[("cluster/events.json", "/items/1")]
 
 

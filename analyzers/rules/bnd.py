@@ -114,6 +114,8 @@ class UnreadableBundleParts(Rule):
     Ask for the bundle again (check its size against the collector's final line), or
     re-collect the named files. Verify the archive locally with:
       gzip -t bundle.tgz && tar -tzf bundle.tgz | tail
+    A bundle that is big but genuine can be read with higher caps:
+    --max-member-mib, --max-total-gib, --max-members and --max-ratio.
     """
 
     id = "BND002"
@@ -132,6 +134,9 @@ class UnreadableBundleParts(Rule):
             "truncated": ("The archive ends early; it was analysed up to the cut",
                           Severity.HIGH),
             "refused": ("Archive members were refused for safety or size", Severity.MEDIUM),
+            "corrupt": ("The archive's checksum does not match; what was read may be damaged",
+                        Severity.HIGH),
+            "trailing": ("Data after the end of the archive was not read", Severity.MEDIUM),
             "parse": ("Files in the bundle could not be parsed", Severity.MEDIUM),
         }
         for kind, evidence in sorted(grouped.items()):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from analyzers import signatures
 from analyzers.facts.kernel_events import GpuIdentity
+from analyzers.facts.logindex import logs_on_node
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
@@ -147,11 +148,8 @@ def node_logs(ctx: Context, node: str,
     if components:
         operands = ctx.facts.operands.get(node, {})
         wanted = {(o.pod.namespace, o.pod.name) for c, o in operands.items() if c in components}
-    for (namespace, pod_name, container), path in sorted(ctx.bundle.logs.items()):
+    for (namespace, pod_name, container), path in logs_on_node(ctx.facts, node):
         if wanted is not None and (namespace, pod_name) not in wanted:
-            continue
-        pod = ctx.facts.pods_by_key.get((namespace, pod_name))
-        if pod is None or pod.spec.node_name != node:
             continue
         text = ctx.bundle.read_text(path)
         if text:

@@ -1,0 +1,352 @@
+"""The incident timeline: Kubernetes events, containerd restarts, Xid lines and pod state
+changes on one time axis, folded so that a big cluster still reads as a story.
+
+Folding: records of the same kind and reason within the same five minutes become one
+point (``count`` occurrences, ``subjects`` objects, ``node_count`` nodes). The cap keeps
+warnings before normal records, then the newest. The incident window is the run of
+warning points with no gap over :data:`WINDOW_GAP` that holds the most occurrences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from analyzers.facts import Facts
+from analyzers.overview_models import Timeline, TimelinePoint
+from bundle.kernel import XidEvent, parse_xid
+from bundle.kube import ContainerStateDetail, Pod
+from bundle.textfiles import JournalEntry
+
+POINT_CAP = 400
+FOLD = timedelta(minutes=5)
+WINDOW_GAP = timedelta(minutes=30)
+RESTART_GAP = timedelta(minutes=2)
+TEXT_CAP = 300
+NODE_SAMPLE = 5
+
+# systemd's wording for a unit's life cycle (any systemd since 219, with or without the
+# unit-name prefix and the description suffix newer versions add).
+_UNIT_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+    (re.compile(r"sent signal SIGHUP to main process", re.I), "SIGHUP sent", True),
+    (re.compile(r"main process exited, code=killed, status=1/HUP", re.I), "killed by SIGHUP",
+     True),
+    (re.compile(r"main process exited, code=(?:killed|exited|dumped)", re.I), "process exited",
+     True),
+    (re.compile(r"scheduled restart job, restart counter is at (\d+)", re.I),
+     "restart scheduled", True),
+    (re.compile(r"start request repeated too quickly|failed with result", re.I), "failed",
+     True),
+    (re.compile(r"^(?:Stopping|Stopped) (?:containerd\.service\b|containerd container runtime)",
+                re.I), "stopped", True),
+    (re.compile(r"^Started (?:containerd\.service\b|containerd container runtime)", re.I),
+     "started", False),
+)
+
+
+@dataclass(slots=True)
+class _Record:
+    when: datetime
+    lane: str
+    key: str
+    warning: bool
+    text: str
+    subject: str
+    node: str | None
+    count: int = 1
+    path: str | None = None
+    line: int | None = None
+    pointer: str | None = None
+
+
+@dataclass(slots=True)
+class _Fold:
+    first: _Record
+    last: datetime
+    count: int = 0
+    warning: bool = False
+    subjects: set[str] = field(default_factory=set)
+    nodes: set[str] = field(default_factory=set)
+
+
+def parse_time(text: object) -> datetime | None:
+    """A Kubernetes timestamp as aware UTC; None for absent or unreadable values."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def iso(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clip(text: str, limit: int = TEXT_CAP) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- sources ------------------------------------------------------------------------------
+
+
+def _event_records(facts: Facts) -> Iterator[_Record]:
+    for event in facts.bundle.cluster.events:
+        when = parse_time(event.time)
+        if when is None:
+            yield _untimed()
+            continue
+        ref = event.involved_object
+        kind = ref.kind or "Object"
+        name = f"{ref.namespace}/{ref.name}" if ref.namespace else (ref.name or "?")
+        node: str | None = None
+        if kind == "Node":
+            node = ref.name
+        elif kind == "Pod":
+            pod = facts.pods_by_key.get((ref.namespace or "default", ref.name or ""))
+            node = pod.spec.node_name if pod is not None else None
+        reason = event.reason or "Event"
+        yield _Record(
+            when=when, lane="event", key=f"event:{reason}",
+            warning=(event.type or "") == "Warning",
+            text=clip(f"{reason}: {event.message or ''}"), subject=f"{kind} {name}",
+            node=node or event.source.host, count=max(event.count or 1, 1),
+            path=event.source_path or None,
+            pointer=(event.source_pointer + "/message") if event.source_pointer else None,
+        )
+
+
+def _untimed() -> _Record:
+    return _Record(when=datetime.min.replace(tzinfo=UTC), lane="", key="", warning=False,
+                   text="", subject="", node=None)
+
+
+def _unit_word(message: str) -> tuple[str, bool] | None:
+    for pattern, label, warning in _UNIT_WORDS:
+        found = pattern.search(message)
+        if found:
+            if label == "restart scheduled" and found.groups():
+                return f"restart scheduled (counter {found.group(1)})", warning
+            return label, warning
+    return None
+
+
+def containerd_records(node: str, path: str, entries: Iterable[JournalEntry]) -> Iterator[_Record]:
+    """One record per burst of systemd life-cycle lines (SIGHUP → exit → restart → start)."""
+    burst: list[tuple[JournalEntry, str, bool]] = []
+
+    def flush() -> Iterator[_Record]:
+        if not burst:
+            return
+        first = burst[0][0]
+        labels = [label for _, label, _ in burst]
+        warning = any(flag for _, _, flag in burst)
+        starts = sum(1 for label in labels if label == "started")
+        steps = " → ".join(dict.fromkeys(labels))
+        text = f"containerd restarted: {steps}" if warning else "containerd started"
+        assert first.time is not None
+        yield _Record(when=first.time, lane="containerd",
+                      key="containerd:restart" if warning else "containerd:start",
+                      warning=warning, text=clip(text), subject=f"containerd on {node}",
+                      node=node, count=max(starts, 1), path=path, line=first.line)
+        burst.clear()
+
+    for entry in entries:
+        if entry.time is None:
+            continue
+        word = _unit_word(entry.message)
+        if word is None:
+            continue
+        if burst and entry.time - burst[-1][0].time > RESTART_GAP:  # type: ignore[operator]
+            yield from flush()
+        burst.append((entry, word[0], word[1]))
+        if word[0] == "started":
+            yield from flush()
+    yield from flush()
+
+
+def xid_events(facts: Facts, node: str) -> tuple[list[XidEvent], str | None]:
+    """Xid events of a node and the kernel log(s) they came from (None: none collected).
+
+    Uses the ``kernel_events`` fact (dmesg plus journal kernel lines, deduplicated) when
+    the facts offer one with ``xids`` and ``sources`` per node; otherwise reads the node's
+    ``dmesg.txt`` (parsed once by the bundle).
+    """
+    shared = _shared_xids(facts, node)
+    if shared is not None:
+        return shared
+    artifacts = facts.bundle.node(node)
+    if not artifacts.has("dmesg.txt"):
+        return [], None
+    events = [event for line in artifacts.dmesg if (event := parse_xid(line)) is not None]
+    return events, artifacts.path("dmesg.txt")
+
+
+def _shared_xids(facts: Facts, node: str) -> tuple[list[XidEvent], str | None] | None:
+    source: Any = getattr(facts, "kernel_events", None)
+    if source is None:
+        return None
+    try:
+        value = source(node) if callable(source) else (
+            source.get(node) if isinstance(source, Mapping) else None)
+        if value is None:
+            return None if not isinstance(source, Mapping) else ([], None)
+        xids = list(getattr(value, "xids", None) or [])
+        sources = [str(s) for s in getattr(value, "sources", None) or []]
+        if not all(isinstance(x, XidEvent) for x in xids):
+            return None
+        return xids, ", ".join(sources) or None
+    except Exception:  # noqa: BLE001 - another module's fact; fall back to dmesg
+        return None
+
+
+def _xid_records(node: str, events: Iterable[XidEvent]) -> Iterator[_Record]:
+    for event in events:
+        line = event.source
+        if line.time is None:
+            yield _untimed()
+            continue
+        where = f" on {event.pci}" if event.pci else ""
+        yield _Record(when=line.time, lane="xid", key=f"xid:{event.xid}", warning=True,
+                      text=clip(f"Xid {event.xid}{where}: {event.detail}"),
+                      subject=f"GPU {event.pci or '?'} on {node}", node=node,
+                      path=line.path, line=line.line)
+
+
+def _detail_time(detail: ContainerStateDetail | None, key: str) -> datetime | None:
+    if detail is None:
+        return None
+    extra = detail.model_extra or {}
+    return parse_time(extra.get(key))
+
+
+def _pod_records(pod: Pod) -> Iterator[_Record]:
+    node = pod.spec.node_name
+    subject = f"Pod {pod.namespace}/{pod.name}"
+    path = pod.source_path or None
+    for index, condition in enumerate(pod.status.conditions):
+        if condition.type not in ("Ready", "PodScheduled"):
+            continue
+        when = parse_time(condition.last_transition_time)
+        if when is None:
+            continue
+        ok = condition.status == "True"
+        reason = f" ({condition.reason})" if condition.reason else ""
+        yield _Record(when=when, lane="pod", key=f"pod:{condition.type}={condition.status}",
+                      warning=not ok, text=clip(f"{condition.type}={condition.status}{reason}"),
+                      subject=subject, node=node, path=path,
+                      pointer=f"{pod.source_pointer}/status/conditions/{index}")
+    statuses = [("containerStatuses", s) for s in pod.status.container_statuses]
+    statuses += [("initContainerStatuses", s) for s in pod.status.init_container_statuses]
+    for index, (group, status) in enumerate(statuses):
+        for which, state in (("state", status.state), ("lastState", status.last_state)):
+            term = state.terminated
+            when = _detail_time(term, "finishedAt")
+            if term is None or when is None:
+                continue
+            failed = term.exit_code not in (0, None)
+            why = term.reason or f"exit code {term.exit_code}"
+            yield _Record(when=when, lane="pod", key=f"pod:terminated:{why}", warning=failed,
+                          text=clip(f"container {status.name} terminated: {why}"
+                                    + (f" (exit {term.exit_code})" if failed else "")),
+                          subject=subject, node=node, path=path,
+                          pointer=f"{pod.source_pointer}/status/{group}/{index}/{which}")
+
+
+def _watched_pods(facts: Facts) -> Iterator[Pod]:
+    from analyzers.facts.gpu import pod_gpu_request
+
+    namespace = facts.operator_namespace
+    for pod in facts.bundle.cluster.pods:
+        if (namespace is not None and pod.namespace == namespace) or pod_gpu_request(pod) \
+                or pod.spec.runtime_class_name:
+            yield pod
+
+
+# -- folding and the window ------------------------------------------------------------
+
+
+def _fold(records: Iterable[_Record]) -> list[_Fold]:
+    folds: dict[tuple[str, str, int], _Fold] = {}
+    for record in sorted(records, key=lambda r: (r.when, r.lane, r.key, r.subject, r.text)):
+        bucket = int(record.when.timestamp() // FOLD.total_seconds())
+        slot = folds.get((record.lane, record.key, bucket))
+        if slot is None:
+            slot = folds[(record.lane, record.key, bucket)] = _Fold(record, record.when)
+        slot.last = max(slot.last, record.when)
+        slot.count += record.count
+        slot.warning = slot.warning or record.warning
+        slot.subjects.add(record.subject)
+        if record.node:
+            slot.nodes.add(record.node)
+    return list(folds.values())
+
+
+def _point(fold: _Fold) -> TimelinePoint:
+    first = fold.first
+    return TimelinePoint(
+        time=iso(first.when), until=iso(fold.last), lane=first.lane, warning=fold.warning,
+        text=first.text,
+        subject=first.subject, subjects=len(fold.subjects), count=fold.count,
+        nodes=sorted(fold.nodes)[:NODE_SAMPLE], node_count=len(fold.nodes),
+        path=first.path, line=first.line, pointer=first.pointer,
+    )
+
+
+def _window(points: list[TimelinePoint]) -> tuple[str, str, str] | None:
+    warnings = [p for p in points if p.warning]
+    if not warnings:
+        return None
+    runs: list[list[TimelinePoint]] = [[warnings[0]]]
+    for point in warnings[1:]:
+        reached = max(p.until for p in runs[-1])
+        gap = parse_time(point.time) - parse_time(reached)  # type: ignore[operator]
+        if gap > WINDOW_GAP:
+            runs.append([point])
+        else:
+            runs[-1].append(point)
+    best = max(runs, key=lambda run: (sum(p.count for p in run), run[-1].time))
+    count = sum(p.count for p in best)
+    lanes = sorted({p.lane for p in best})
+    reason = (f"{count} warning record(s) ({', '.join(lanes)}) with no gap over "
+              f"{int(WINDOW_GAP.total_seconds() // 60)} minutes")
+    return best[0].time, max(p.until for p in best), reason
+
+
+def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
+    """The timeline of the bundle; ``xids`` maps each node with a directory to its Xids."""
+    records: list[_Record] = list(_event_records(facts))
+    for pod in _watched_pods(facts):
+        records.extend(_pod_records(pod))
+    for name in sorted(xids):
+        artifacts = facts.bundle.node(name)
+        if artifacts.has("journal/containerd.jsonl"):
+            records.extend(containerd_records(name, artifacts.path("journal/containerd.jsonl"),
+                                              artifacts.journal("containerd")))
+        records.extend(_xid_records(name, xids[name]))
+    timed = [r for r in records if r.lane]
+    untimed = len(records) - len(timed)
+    folds = _fold(timed)
+    keep = sorted(folds, key=lambda f: (not f.warning, -f.first.when.timestamp(),
+                                        f.first.lane, f.first.key))[:POINT_CAP]
+    points = sorted((_point(f) for f in keep),
+                    key=lambda p: (p.time, p.lane, p.text, p.subject))
+    window = _window(points)
+    return Timeline(
+        points=points,
+        total=sum(r.count for r in timed),
+        omitted=len(folds) - len(keep),
+        untimed=untimed,
+        start=points[0].time if points else None,
+        end=max(p.until for p in points) if points else None,
+        window_start=window[0] if window else None,
+        window_end=window[1] if window else None,
+        window_reason=window[2] if window else None,
+    )

@@ -1,0 +1,254 @@
+"""The machinery every foreign layout shares: a virtual Source and safe converters.
+
+A :class:`VirtualSource` presents the files of another Source under format v1 paths.
+Each virtual path is either a pass-through (an original file under a new name, read
+straight from the inner Source) or derived (bytes computed from one or more original
+files, once, on first read). A derived file whose inputs turn out to be unusable reads
+as absent, never as an invented empty file: a rule that needs it is then ``skipped``.
+
+The converters are total: YAML that does not parse, uses aliases (``kubectl -o yaml``
+never writes them; a YAML bomb does), or is not an object; a gzip member that is
+corrupt or expands past the caps -- each becomes a recorded problem under the
+original file's name, and the derived file is absent.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import orjson
+import yaml
+
+from bundle.archive import Limits, Source
+from bundle.manifest import Manifest
+from bundle.problems import ProblemLog
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_RATIO_FLOOR = 64 << 20  # as in bundle.archive: the ratio cap applies past this much
+_CHUNK = 1 << 20
+
+Maker = Callable[[], bytes | None]
+
+
+@dataclass(slots=True)
+class _Entry:
+    origins: tuple[str, ...]
+    passthrough: str | None = None
+    maker: Maker | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Adapted:
+    """A foreign bundle presented as format v1: the Source, the layout's name, and the
+    manifest the layout implies (no items: nothing here was a collector step)."""
+
+    source: Source
+    layout: str
+    manifest: Manifest
+    origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class VirtualSource:
+    """A Source whose paths are v1 names for the files of ``inner``."""
+
+    def __init__(self, inner: Source, problems: ProblemLog, limits: Limits) -> None:
+        self.display = inner.display
+        self._inner = inner
+        self.problems = problems
+        self.limits = limits
+        self._entries: dict[str, _Entry] = {}
+        self._cache: dict[str, bytes | None] = {}
+
+    # -- building ----------------------------------------------------------------------
+
+    def passthrough(self, path: str, original: str) -> None:
+        """Present ``original`` unchanged as ``path``."""
+        self._entries.setdefault(path, _Entry((original,), passthrough=original))
+
+    def derived(self, path: str, origins: Iterable[str], maker: Maker) -> None:
+        """Present the bytes ``maker`` returns (None: the file is absent) as ``path``."""
+        self._entries.setdefault(path, _Entry(tuple(origins), maker=maker))
+
+    def original(self, name: str) -> bytes | None:
+        """An original file's bytes (None when absent or refused by the inner Source)."""
+        return self._inner.read(name)
+
+    def original_paths(self) -> list[str]:
+        return self._inner.paths()
+
+    def origins(self) -> dict[str, tuple[str, ...]]:
+        return {path: entry.origins for path, entry in sorted(self._entries.items())}
+
+    # -- the Source protocol -----------------------------------------------------------
+
+    def paths(self) -> list[str]:
+        return sorted(path for path in self._entries if self._exists(path))
+
+    def _exists(self, path: str) -> bool:
+        entry = self._entries[path]
+        if entry.passthrough is not None:
+            return True
+        return self.read(path) is not None
+
+    def size(self, path: str) -> int | None:
+        entry = self._entries.get(path)
+        if entry is None:
+            return None
+        if entry.passthrough is not None:
+            return self._inner.size(entry.passthrough)
+        data = self.read(path)
+        return None if data is None else len(data)
+
+    def read(self, path: str) -> bytes | None:
+        entry = self._entries.get(path)
+        if entry is None:
+            return None
+        if entry.passthrough is not None:
+            return self._inner.read(entry.passthrough)
+        if path not in self._cache:
+            assert entry.maker is not None
+            data = entry.maker()
+            if data is not None and len(data) > self.limits.max_member_bytes:
+                self.problems.add(entry.origins[0] if entry.origins else path,
+                                  f"converted {path} is larger than the "
+                                  f"{self.limits.max_member_bytes} byte cap; not read",
+                                  kind="refused")
+                data = None
+            self._cache[path] = data
+        return self._cache[path]
+
+    def close(self) -> None:
+        self._cache.clear()
+        self._inner.close()
+
+    # -- converters ----------------------------------------------------------------------
+
+    def text(self, name: str) -> str | None:
+        data = self.original(name)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def yaml(self, name: str) -> Any:
+        """The single YAML document in ``name``; None (recorded) when unusable or empty."""
+        data = self.original(name)
+        if data is None or not data.strip():
+            return None
+        value, problem, where = load_yaml(data)
+        if problem is not None:
+            self.problems.add(name, problem, where=where)
+            return None
+        return value
+
+    def json(self, name: str) -> Any:
+        data = self.original(name)
+        if data is None or not data.strip():
+            return None
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            self.problems.add(name, f"invalid JSON: {exc}")
+            return None
+
+    def gunzip(self, name: str) -> bytes | None:
+        """Decompress a (possibly multi-member) gzip file within the caps."""
+        data = self.original(name)
+        if data is None:
+            return None
+        out, problem = gunzip(data, self.limits)
+        if problem is not None:
+            self.problems.add(name, problem, kind="refused" if "cap" in problem else "parse")
+            return None
+        return out
+
+
+def load_yaml(data: bytes) -> tuple[Any, str | None, str | None]:
+    """(value, problem, where): the one document of ``data`` with the safe loader."""
+    try:
+        documents = [doc for doc in yaml.load_all(data, Loader=_LOADER) if doc is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else None
+        return None, f"invalid YAML: {exc.problem or exc.context or 'unreadable'}", where
+    except (yaml.YAMLError, ValueError, RecursionError, MemoryError) as exc:
+        return None, f"invalid YAML: {type(exc).__name__}", None
+    if not documents:
+        return None, None, None
+    if len(documents) > 1:
+        return None, f"{len(documents)} YAML documents where one was expected", None
+    if _has_alias(documents[0]):
+        return None, "YAML anchors and aliases are not written by kubectl; refused", None
+    return documents[0], None, None
+
+
+def _has_alias(value: Any) -> bool:
+    """True when a mapping or list is reached twice (a YAML alias): converting it to
+    JSON would copy it each time, which is how a YAML bomb multiplies."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            if id(item) in seen:
+                return True
+            seen.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, set | frozenset):
+        return sorted(str(v) for v in value)
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def to_json(value: Any) -> bytes:
+    """JSON bytes of a YAML-loaded value (timestamps as RFC 3339 UTC, keys as strings)."""
+    option = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
+    return orjson.dumps(value, default=_default, option=option)
+
+
+def kube_list(items: Iterable[Any]) -> bytes:
+    """A ``kind: List`` of objects, as ``kubectl get -o json`` writes it."""
+    return to_json({"apiVersion": "v1", "kind": "List", "items": list(items),
+                    "metadata": {"resourceVersion": ""}})
+
+
+def list_items(value: Any, kind: str | None = None) -> list[dict[str, Any]] | None:
+    """The objects of a List (``items``), a bare JSON array, or one object of ``kind``."""
+    if isinstance(value, list):
+        items: list[Any] = value
+    elif isinstance(value, dict) and isinstance(value.get("items"), list):
+        items = value["items"]
+    elif isinstance(value, dict) and (kind is None or value.get("kind") == kind):
+        items = [value]
+    else:
+        return None
+    return [item for item in items if isinstance(item, dict)]
+
+
+def gunzip(data: bytes, limits: Limits) -> tuple[bytes | None, str | None]:
+    """Decompress every member of a gzip stream within the member and ratio caps."""
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                out += chunk
+                if len(out) > limits.max_member_bytes:
+                    return None, (f"expands beyond the {limits.max_member_bytes} byte cap; "
+                                  "not read")
+                if len(out) > _RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
+                    return None, (f"expands more than {limits.max_ratio} times its size (a "
+                                  "decompression bomb: over the ratio cap); not read")
+    except (OSError, EOFError, zlib.error) as exc:
+        return None, f"not a readable gzip file ({' '.join(str(exc).split())[:120]})"
+    return bytes(out), None

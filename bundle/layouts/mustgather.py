@@ -1,0 +1,290 @@
+"""The output directory of the GPU Operator's ``hack/must-gather.sh``, read as format v1.
+
+The script writes flat files into one directory (``/tmp/nvidia-gpu-operator_<date>`` or
+``$ARTIFACT_DIR``; ``/must-gather`` in the OpenShift image). What maps where:
+
+==========================================  ============================================
+must-gather file                            format v1 path
+==========================================  ============================================
+``cluster_policy.yaml``                     ``cluster/clusterpolicies.json`` (a List)
+``cluster_policy.missing``                  ``cluster/clusterpolicies.json``, empty: the
+                                            script found no ClusterPolicy
+``nvidiadrivers.yaml``                      ``cluster/nvidiadrivers.json``
+``gpu_nodes.descr`` (+ ``.labels``)         ``cluster/nodes.json``: the GPU nodes only
+``gpu_operand_pods.yaml``,                  ``cluster/pods.json``: the operator namespace
+``gpu_operator_pod.yaml``                   only
+``gpu_operand_ds.yaml``                     ``cluster/daemonsets.json``
+``gpu_operator_pod[.previous].log``         ``logs/<ns>/<operator pod>/<container>.log``
+``gpu_operand_pod_<pod>[.previous].log``    ``logs/<ns>/<pod>/<container>[.previous].log``,
+                                            split by kubectl's ``[pod/<p>/<c>]`` prefix
+``nvidia-bug-report_<node>.log.gz``         ``nodes/<node>/dmesg.txt``, ``host/cmdline``,
+                                            ``host/modules.txt``, ``host/uname.txt``
+every other file                            ``original/<name>`` (kept, not interpreted)
+==========================================  ============================================
+
+The script collects no events, deployments, ConfigMaps, RuntimeClasses, Helm history,
+node journals, containerd configuration, ``nvidia-smi -q -x`` or CDI specs; nothing is
+invented for them, so the rules that need them report ``skipped``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from functools import cached_property
+from typing import Any
+
+from bundle.archive import Limits, Source
+from bundle.layouts import bugreport, describe
+from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list, list_items
+from bundle.manifest import Manifest
+from bundle.problems import ProblemLog
+
+NAME = "nvidia must-gather"
+# Files only must-gather.sh writes; any one of them marks the directory.
+MARKERS = ("gpu_operand_pods.yaml", "gpu_operand_pods.status", "gpu_operator_pod.yaml",
+           "gpu_nodes.descr", "cluster_policy.yaml", "cluster_policy.missing",
+           "gpu_operand_ds.yaml")
+_K8S_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+_OPERAND_LOG = re.compile(r"^gpu_operand_pod_(?P<pod>.+?)(?P<previous>\.previous)?\.log$")
+_BUG_REPORT = re.compile(r"^nvidia-bug-report_(?P<node>.+)\.log\.gz$")
+_PREFIX = re.compile(r"^\[pod/(?P<pod>[^/\]]+)/(?P<container>[^\]]+)\] ?")
+_MAPPED = frozenset({
+    "cluster_policy.yaml", "cluster_policy.missing", "nvidiadrivers.yaml", "gpu_nodes.descr",
+    "gpu_nodes.labels",
+    "gpu_operand_pods.yaml", "gpu_operator_pod.yaml", "gpu_operand_ds.yaml",
+    "gpu_operator_pod.log", "gpu_operator_pod.previous.log",
+})
+
+
+def detect(paths: list[str]) -> bool:
+    return any(name in MARKERS for name in paths)
+
+
+def root(names: list[str]) -> str | None:
+    """The directory holding a marker file: at the top, or up to two levels down (the
+    OpenShift must-gather tool nests the output under its image's directory)."""
+    found = sorted((name.count("/"), name.rpartition("/")[0]) for name in names
+                   if name.rpartition("/")[2] in MARKERS and name.count("/") <= 2)
+    if not found:
+        return None
+    return found[0][1] + "/" if found[0][1] else ""
+
+
+def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
+    source = VirtualSource(inner, problems, limits)
+    paths = set(inner.paths())
+    pods = _pods(source, paths)
+    namespace = _operator_namespace(source, pods)
+    _cluster(source, paths, pods)
+    used = set(_MAPPED)
+    used |= _operator_logs(source, paths, namespace)
+    used |= _operand_logs(source, paths, pods, namespace)
+    used |= _bug_reports(source, paths)
+    for name in sorted(paths - used):
+        source.passthrough(f"original/{name}", name)
+    manifest = Manifest(format="nvidia-must-gather", collector={"name": "hack/must-gather.sh"},
+                        operator_namespace=namespace)
+    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins())
+
+
+def _pods(source: VirtualSource, paths: set[str]) -> list[dict[str, Any]]:
+    """Pods of the operator namespace, the operator pod included once."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in ("gpu_operand_pods.yaml", "gpu_operator_pod.yaml"):
+        if name not in paths:
+            continue
+        items = list_items(source.yaml(name), "Pod")
+        for pod in items or []:
+            meta = pod.get("metadata")
+            if isinstance(meta, dict):
+                key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                found.setdefault(key, pod)
+    return list(found.values())
+
+
+def _operator_namespace(source: VirtualSource, pods: list[dict[str, Any]]) -> str | None:
+    operator = source.yaml("gpu_operator_pod.yaml")
+    for candidate in [operator, *pods]:
+        if isinstance(candidate, dict) and isinstance(candidate.get("metadata"), dict):
+            namespace = candidate["metadata"].get("namespace")
+            if isinstance(namespace, str) and namespace:
+                return namespace
+    return None
+
+
+def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]]) -> None:
+    def yaml_list(name: str, kind: str) -> bytes | None:
+        items = list_items(source.yaml(name), kind)
+        return None if items is None else kube_list(items)
+
+    if "cluster_policy.yaml" in paths:
+        source.derived("cluster/clusterpolicies.json", ["cluster_policy.yaml"],
+                       lambda: yaml_list("cluster_policy.yaml", "ClusterPolicy"))
+    elif "cluster_policy.missing" in paths:
+        source.derived("cluster/clusterpolicies.json", ["cluster_policy.missing"],
+                       lambda: kube_list([]))
+    if "nvidiadrivers.yaml" in paths:
+        source.derived("cluster/nvidiadrivers.json", ["nvidiadrivers.yaml"],
+                       lambda: yaml_list("nvidiadrivers.yaml", "NVIDIADriver"))
+    if "gpu_operand_ds.yaml" in paths:
+        source.derived("cluster/daemonsets.json", ["gpu_operand_ds.yaml"],
+                       lambda: yaml_list("gpu_operand_ds.yaml", "DaemonSet"))
+    pod_files = [n for n in ("gpu_operand_pods.yaml", "gpu_operator_pod.yaml") if n in paths]
+    if pod_files:
+        source.derived("cluster/pods.json", pod_files,
+                       lambda: kube_list(pods) if pods else None)
+    if "gpu_nodes.descr" in paths:
+        source.derived("cluster/nodes.json", ["gpu_nodes.descr", "gpu_nodes.labels"],
+                       lambda: _nodes(source))
+
+
+def _nodes(source: VirtualSource) -> bytes | None:
+    text = source.text("gpu_nodes.descr")
+    if text is None:
+        return None
+    nodes = describe.parse_nodes(text)
+    if not nodes and text.strip():
+        source.problems.add("gpu_nodes.descr", "no 'Name:' record of kubectl describe found")
+        return None
+    labels = _labels_file(source.text("gpu_nodes.labels") or "")
+    items = []
+    for node, _line in nodes:
+        meta = node["metadata"]
+        if not meta.get("labels") and meta["name"] in labels:
+            meta["labels"] = labels[meta["name"]]
+        items.append(node)
+    return kube_list(items)
+
+
+def _labels_file(text: str) -> dict[str, dict[str, str]]:
+    """``gpu_nodes.labels``: a node name, then ``- key=value`` lines (lossy: the script's
+    sed turns every ``:`` into ``=``), used only where ``describe`` showed no labels."""
+    found: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        if line.startswith("- ") and current is not None:
+            key, _, value = line[2:].partition("=")
+            current[key.strip()] = value.strip()
+        elif line.strip() and not line.startswith(" "):
+            current = found.setdefault(line.strip(), {})
+    return found
+
+
+def _containers(pod: dict[str, Any] | None) -> list[str]:
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    names: list[str] = []
+    if isinstance(spec, dict):
+        for key in ("initContainers", "containers"):
+            for container in spec.get(key) or []:
+                if isinstance(container, dict) and isinstance(container.get("name"), str):
+                    names.append(container["name"])
+    return names
+
+
+def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None) -> set[str]:
+    """``kubectl logs <operator pod>``: one container, no prefix."""
+    operator = source.yaml("gpu_operator_pod.yaml")
+    meta = operator.get("metadata") if isinstance(operator, dict) else None
+    pod = meta.get("name") if isinstance(meta, dict) else None
+    containers = _containers(operator if isinstance(operator, dict) else None)
+    if not (isinstance(pod, str) and namespace and containers):
+        return set()
+    container = [c for c in containers if c not in _init_names(operator)][:1] or containers[:1]
+    if not all(_K8S_NAME.match(s) for s in (namespace, pod, container[0])):
+        return set()
+    used = set()
+    for name, suffix in (("gpu_operator_pod.log", ".log"),
+                         ("gpu_operator_pod.previous.log", ".previous.log")):
+        if name in paths and (suffix == ".log" or (source.original(name) or b"").strip()):
+            source.passthrough(f"logs/{namespace}/{pod}/{container[0]}{suffix}", name)
+            used.add(name)
+    return used
+
+
+def _init_names(pod: Any) -> set[str]:
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    inits = spec.get("initContainers") if isinstance(spec, dict) else None
+    return {str(c.get("name")) for c in inits or [] if isinstance(c, dict)}
+
+
+def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]],
+                  namespace: str | None) -> set[str]:
+    """``kubectl logs --all-containers --prefix``: split by the ``[pod/p/c]`` prefix."""
+    namespaces = {}
+    for item in pods:
+        meta = item.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            namespaces[meta["name"]] = meta.get("namespace") or namespace
+    used = set()
+    for name in sorted(paths):
+        match = _OPERAND_LOG.match(name)
+        if match is None:
+            continue
+        pod = match["pod"]
+        pod_ns = namespaces.get(pod, namespace)
+        if not (pod_ns and _K8S_NAME.match(pod) and _K8S_NAME.match(pod_ns)):
+            continue
+        used.add(name)
+        suffix = ".previous.log" if match["previous"] else ".log"
+        split = _split_prefixed(source.text(name) or "", pod)
+        for container, text in sorted(split.items()):
+            if not _K8S_NAME.match(container):
+                source.problems.add(name, f"container name {container!r} is not a Kubernetes "
+                                    "name; its lines were not mapped")
+                continue
+            source.derived(f"logs/{pod_ns}/{pod}/{container}{suffix}", [name],
+                           _constant(text.encode()))
+    return used
+
+
+def _split_prefixed(text: str, pod: str) -> dict[str, str]:
+    """Container → its lines, without the prefix; unprefixed lines stay with the last."""
+    lines: dict[str, list[str]] = defaultdict(list)
+    current: str | None = None
+    for line in text.splitlines():
+        match = _PREFIX.match(line)
+        if match is not None and match["pod"] == pod:
+            current = match["container"]
+            lines[current].append(line[match.end():])
+        elif current is not None:
+            lines[current].append(line)
+    return {container: "".join(f"{line}\n" for line in body)
+            for container, body in lines.items()}
+
+
+def _bug_reports(source: VirtualSource, paths: set[str]) -> set[str]:
+    used = set()
+    for name in sorted(paths):
+        match = _BUG_REPORT.match(name)
+        if match is None or not _K8S_NAME.match(match["node"]):
+            continue
+        used.add(name)
+        report = _BugReport(source, name)
+        for relative in ("dmesg.txt", "host/cmdline", "host/modules.txt", "host/uname.txt"):
+            source.derived(f"nodes/{match['node']}/{relative}", [name],
+                           report.maker(relative))
+    return used
+
+
+class _BugReport:
+    """One ``nvidia-bug-report_<node>.log.gz``, decompressed and split once."""
+
+    def __init__(self, source: VirtualSource, name: str) -> None:
+        self._source = source
+        self._name = name
+
+    @cached_property
+    def sections(self) -> dict[str, str]:
+        data = self._source.gunzip(self._name)
+        return bugreport.sections(data.decode("utf-8", "replace")) if data is not None else {}
+
+    def maker(self, relative: str) -> Maker:
+        def make() -> bytes | None:
+            text = self.sections.get(relative)
+            return None if text is None else text.encode()
+        return make
+
+
+def _constant(data: bytes) -> Maker:
+    return lambda: data

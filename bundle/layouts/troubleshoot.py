@@ -1,0 +1,385 @@
+"""A Replicated troubleshoot support bundle (``support-bundle``), read as format v1.
+
+Layout (``replicatedhq/troubleshoot``, ``pkg/collect/cluster_resources.go``,
+``logs.go``, ``helm.go``, ``host_run.go``, ``host_journald.go``)::
+
+    cluster-info/cluster_version.json            {"info": {"gitVersion": ...}, "string": ...}
+    cluster-resources/nodes.json                 a NodeList (older versions: a bare array)
+    cluster-resources/namespaces.json
+    cluster-resources/<kind>/<namespace>.json    pods, events, daemonsets, deployments,
+                                                 configmaps, resource-quota
+    cluster-resources/<kind>-errors.json         what could not be listed, and why
+    cluster-resources/custom-resources/<crd>.json|.yaml        cluster-scoped custom resources
+    cluster-resources/pods/logs/<ns>/<pod>/<container>[-previous].log
+    helm/<namespace>.json                        releases with their history
+    host-collectors/[<node>/]run-host/<name>.txt + <name>-info.json (the command run)
+    host-collectors/[<node>/]journald/<name>.txt + <name>-info.json
+
+What maps where: each ``cluster-resources`` list to its ``cluster/*.json`` (namespaced
+lists merged into one List), ``clusterpolicies.nvidia.com`` and
+``nvidiadrivers.nvidia.com`` to ``cluster/clusterpolicies.json`` and
+``cluster/nvidiadrivers.json``, pod logs to ``logs/``, Helm histories to
+``cluster/helm/<release>.json``, the ``*-errors.json`` files to collection gaps of the
+matching path, and host-collector output to ``nodes/<node>/...`` by the command that
+produced it (``containerd config dump``, ``nvidia-smi -q -x``, ``dmesg``,
+``journalctl -u <unit> -o json``, ...). Host output is placed on a node only when a
+path segment names a node of ``nodes.json`` (remote collectors), or when the local
+host's ``hostos_info.json`` names one. Every other file is kept as ``original/<path>``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from bundle.archive import Limits, Source
+from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list, list_items, to_json
+from bundle.manifest import ClusterInfo, Manifest, ManifestItem
+from bundle.problems import ProblemLog
+
+NAME = "replicated troubleshoot"
+CR = "cluster-resources/"
+_K8S_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+# directory under cluster-resources/ → (format v1 path, kind)
+NAMESPACED = {
+    "pods": ("cluster/pods.json", "Pod"),
+    "events": ("cluster/events.json", "Event"),
+    "daemonsets": ("cluster/daemonsets.json", "DaemonSet"),
+    "deployments": ("cluster/deployments.json", "Deployment"),
+    "configmaps": ("cluster/configmaps.json", "ConfigMap"),
+    "resource-quota": ("cluster/resourcequotas.json", "ResourceQuota"),
+}
+CLUSTER_SCOPED = {
+    "nodes.json": ("cluster/nodes.json", "Node"),
+    "namespaces.json": ("cluster/namespaces.json", "Namespace"),
+}
+CUSTOM = {
+    "clusterpolicies.nvidia.com": ("cluster/clusterpolicies.json", "ClusterPolicy"),
+    "nvidiadrivers.nvidia.com": ("cluster/nvidiadrivers.json", "NVIDIADriver"),
+}
+# A host command (program base name and arguments) → the node path it fills.
+COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^containerd config dump$"), "containerd/config-dump.toml"),
+    (re.compile(r"^containerd (--version|-v)$"), "containerd/version.txt"),
+    (re.compile(r"^nvidia-smi (-q -x|-x -q|--query --xml-format|-qx)$"), "nvidia-smi.xml"),
+    (re.compile(r"^dmesg( .*)?$"), "dmesg.txt"),
+    (re.compile(r"^uname -a$"), "host/uname.txt"),
+    (re.compile(r"^cat /proc/cmdline$"), "host/cmdline"),
+    (re.compile(r"^cat /etc/os-release$"), "host/os-release"),
+    (re.compile(r"^mokutil --sb-state$"), "host/secureboot.txt"),
+    (re.compile(r"^systemctl show containerd( .*)?$"), "systemd/containerd.txt"),
+)
+_LOG = re.compile(r"^(?P<container>.+?)(?P<previous>-previous)?\.log$")
+
+
+def detect(paths: list[str]) -> bool:
+    return any(p.startswith(CR) for p in paths) or "cluster-info/cluster_version.json" in paths
+
+
+def root(names: list[str]) -> str | None:
+    """The directory holding ``cluster-resources/``, at the top or one level down."""
+    found = set()
+    for name in names:
+        parts = name.split("/")
+        for depth in (0, 1):
+            if len(parts) > depth + 1 and parts[depth] in ("cluster-resources", "cluster-info"):
+                found.add("/".join(parts[:depth]))
+    if not found:
+        return None
+    best = sorted(found, key=lambda r: (r.count("/") + bool(r), r))[0]
+    return best + "/" if best else ""
+
+
+def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
+    source = VirtualSource(inner, problems, limits)
+    paths = sorted(inner.paths())
+    used: set[str] = set()
+    server = _version(source, paths, used)
+    _resources(source, paths, used)
+    pods = _pod_index(source, paths)
+    namespace = _operator_namespace(pods)
+    _pod_logs(source, paths, used, pods)
+    _helm(source, paths, used, namespace)
+    _hosts(source, paths, used)
+    gaps = _gaps(source, paths, used)
+    for name in paths:
+        if name not in used:
+            source.passthrough(f"original/{name}", name)
+    manifest = Manifest(format="replicated-troubleshoot", collector={"name": "troubleshoot"},
+                        cluster=ClusterInfo(server_version=server),
+                        operator_namespace=namespace, items=gaps)
+    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins())
+
+
+def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | None:
+    name = "cluster-info/cluster_version.json"
+    if name not in paths:
+        return None
+    used.add(name)
+    raw = source.json(name)
+    info = raw.get("info") if isinstance(raw, dict) else None
+    if not isinstance(info, dict):
+        return None
+    source.derived("cluster/version.json", [name], _constant(to_json({"serverVersion": info})))
+    version = info.get("gitVersion")
+    return version if isinstance(version, str) else None
+
+
+def _merged(source: VirtualSource, names: list[str], kind: str) -> Maker:
+    def make() -> bytes | None:
+        items: list[dict[str, Any]] = []
+        readable = False
+        for name in names:
+            value = source.yaml(name) if name.endswith(".yaml") else source.json(name)
+            found = list_items(value, kind)
+            if found is None:
+                if value is not None:
+                    source.problems.add(name, f"expected a list of {kind} objects")
+                continue
+            readable = True
+            items.extend({"kind": kind, **item} if "kind" not in item else item
+                         for item in found)
+        return kube_list(items) if readable else None
+    return make
+
+
+def _resources(source: VirtualSource, paths: list[str], used: set[str]) -> None:
+    for directory, (target, kind) in NAMESPACED.items():
+        prefix = f"{CR}{directory}/"
+        names = [p for p in paths if p.startswith(prefix) and p.count("/") == 2
+                 and p.endswith(".json")]
+        if names:
+            used.update(names)
+            source.derived(target, names, _merged(source, names, kind))
+    for file, (target, kind) in CLUSTER_SCOPED.items():
+        if CR + file in paths:
+            used.add(CR + file)
+            source.derived(target, [CR + file], _merged(source, [CR + file], kind))
+    for crd, (target, kind) in CUSTOM.items():
+        base = f"{CR}custom-resources/{crd}"
+        names = [n for n in (base + ".json", base + ".yaml") if n in paths][:1]
+        names += [p for p in paths if p.startswith(base + "/") and p.endswith(".json")]
+        if names:
+            used.update(names)
+            source.derived(target, names, _merged(source, names, kind))
+
+
+def _pod_index(source: VirtualSource, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Pod name → the pods of that name (one per namespace), from ``pods/<ns>.json``."""
+    index: dict[str, list[dict[str, Any]]] = {}
+    data = source.read("cluster/pods.json")
+    if data is None:
+        return index
+    for pod in list_items(orjson.loads(data)) or []:
+        meta = pod.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            index.setdefault(meta["name"], []).append(pod)
+    return index
+
+
+def _operator_namespace(pods: dict[str, list[dict[str, Any]]]) -> str | None:
+    for group in pods.values():
+        for pod in group:
+            meta = pod.get("metadata") or {}
+            labels = meta.get("labels") if isinstance(meta, dict) else None
+            if isinstance(labels, dict) and labels.get("app") == "gpu-operator":
+                namespace = meta.get("namespace")
+                return namespace if isinstance(namespace, str) else None
+    return None
+
+
+def _pod_logs(source: VirtualSource, paths: list[str], used: set[str],
+              pods: dict[str, list[dict[str, Any]]]) -> None:
+    prefix = f"{CR}pods/logs/"
+    for name in paths:
+        if not name.startswith(prefix):
+            continue
+        parts = name[len(prefix):].split("/")
+        if len(parts) != 3:
+            continue
+        _log(source, used, name, parts[0], parts[1], parts[2])
+    # The logs collector (older versions): <collector>/<pod>/<container>.log, no namespace.
+    for name in paths:
+        parts = name.split("/")
+        if len(parts) != 3 or parts[0] in ("cluster-resources", "host-collectors") \
+                or parts[1] not in pods or len(pods[parts[1]]) != 1:
+            continue
+        meta = pods[parts[1]][0].get("metadata") or {}
+        namespace = meta.get("namespace") if isinstance(meta, dict) else None
+        if isinstance(namespace, str):
+            _log(source, used, name, namespace, parts[1], parts[2])
+
+
+def _log(source: VirtualSource, used: set[str], name: str, namespace: str, pod: str,
+         file: str) -> None:
+    match = _LOG.match(file)
+    if match is None or file.endswith("-logs-errors.log"):
+        return
+    container = match["container"]
+    if not all(_K8S_NAME.match(s) for s in (namespace, pod, container)):
+        return
+    suffix = ".previous.log" if match["previous"] else ".log"
+    target = f"logs/{namespace}/{pod}/{container}{suffix}"
+    used.add(name)
+    source.passthrough(target, name)
+
+
+def _helm(source: VirtualSource, paths: list[str], used: set[str],
+          namespace: str | None) -> None:
+    names = [p for p in paths if p.startswith("helm/") and p.endswith(".json")
+             and p != "helm/errors.json"]
+    names.sort(key=lambda p: (p.split("/")[1].removesuffix(".json") != namespace, p))
+    taken: set[str] = set()
+    for name in names:
+        releases = source.json(name)
+        if isinstance(releases, dict):
+            releases = [releases]
+        if not isinstance(releases, list):
+            continue
+        used.add(name)
+        for release in releases:
+            if not isinstance(release, dict):
+                continue
+            release_name = release.get("releaseName")
+            if not (isinstance(release_name, str) and _K8S_NAME.match(release_name)) \
+                    or release_name in taken:
+                continue
+            taken.add(release_name)
+            source.derived(f"cluster/helm/{release_name}.json", [name],
+                           _constant(to_json(_history(release))))
+
+
+def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
+    chart = str(release.get("chart") or "")
+    version = str(release.get("chartVersion") or "")
+    if version and not chart.endswith(version):
+        chart = f"{chart}-{version}"
+    revisions = []
+    for entry in release.get("releaseHistory") or []:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            number = int(str(entry.get("revision")))
+        except ValueError:
+            continue
+        revisions.append({"revision": number, "status": str(entry.get("status") or ""),
+                          "chart": chart, "app_version": str(release.get("appVersion") or ""),
+                          "updated": str(entry.get("date") or ""), "description": "",
+                          "values": entry.get("values") or {}})
+    return sorted(revisions, key=lambda r: int(r["revision"]))
+
+
+def _node_names(source: VirtualSource) -> set[str]:
+    data = source.read("cluster/nodes.json")
+    names = set()
+    for node in (list_items(orjson.loads(data)) or []) if data is not None else []:
+        meta = node.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            names.add(meta["name"])
+    return names
+
+
+def _local_node(source: VirtualSource, paths: list[str], nodes: set[str]) -> str | None:
+    name = "host-collectors/system/hostos_info.json"
+    info = source.json(name) if name in paths else None
+    host = info.get("name") if isinstance(info, dict) else None
+    return host if isinstance(host, str) and host in nodes else None
+
+
+def _command(info: Any) -> str | None:
+    """The command of a ``*-info.json`` as ``<program base name> <args>``."""
+    raw = info.get("command") if isinstance(info, dict) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        argv = shlex.split(raw)
+    except ValueError:
+        argv = raw.split()
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash") and argv[1] == "-c":
+        argv = argv[2].split()
+    if not argv:
+        return None
+    return " ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]])
+
+
+def _target(kind: str, command: str) -> str | None:
+    if kind == "run-host":
+        for pattern, target in COMMANDS:
+            if pattern.match(command):
+                return target
+        return None
+    argv = command.split()
+    if argv[:1] != ["journalctl"]:
+        return None
+    units = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-u", "--unit")]
+    output = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-o", "--output")]
+    if len(units) == 1 and output == ["json"] and _K8S_NAME.match(units[0]):
+        return f"journal/{units[0]}.jsonl"
+    if not units and ("--dmesg" in argv or "-k" in argv):
+        return "dmesg.txt"
+    return None
+
+
+def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> None:
+    nodes = _node_names(source)
+    local = _local_node(source, paths, nodes)
+    for name in paths:
+        parts = name.split("/")
+        if parts[0] != "host-collectors" or not name.endswith(".txt") \
+                or name.endswith("-stderr.txt"):
+            continue
+        kinds = [k for k in ("run-host", "journald") if k in parts]
+        named = [p for p in parts[1:-1] if p in nodes]
+        node = named[0] if named else (local if len(parts) == 3 else None)
+        if not kinds or node is None:
+            continue
+        info_name = name[: -len(".txt")] + "-info.json"
+        info = source.json(info_name) if info_name in paths else None
+        command = _command(info)
+        if command is None or str((info or {}).get("exitCode", "0")) != "0":
+            continue
+        target = _target(kinds[0], command)
+        if target is None:
+            continue
+        used.update({name, info_name})
+        source.passthrough(f"nodes/{node}/{target}", name)
+
+
+def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[ManifestItem]:
+    """``*-errors.json`` → manifest items with the error, under the v1 path they affect."""
+    targets = {f"{CR}{d}-errors.json": t for d, (t, _) in NAMESPACED.items()}
+    targets |= {f"{CR}{f.removesuffix('.json')}-errors.json": t
+                for f, (t, _) in CLUSTER_SCOPED.items()}
+    targets["cluster-info/errors.json"] = "cluster/version.json"
+    items: list[ManifestItem] = []
+    for name in paths:
+        if name in targets:
+            errors = _messages(source.json(name))
+            items.extend(ManifestItem(path=targets[name], error=e, command=["troubleshoot", name])
+                         for e in errors)
+            used.add(name)
+        elif name == f"{CR}custom-resources/custom-resources-errors.json":
+            raw = source.json(name)
+            for crd, (target, _) in CUSTOM.items():
+                errors = [f"{k}: {v}" for k, v in raw.items() if str(k).startswith(crd)] \
+                    if isinstance(raw, dict) else []
+                items.extend(ManifestItem(path=target, error=e, command=["troubleshoot", name])
+                             for e in errors)
+            used.add(name)
+    return items
+
+
+def _messages(raw: Any) -> Iterable[str]:
+    if isinstance(raw, list):
+        return [" ".join(str(e).split()) for e in raw if str(e).strip()]
+    if isinstance(raw, dict):
+        return [f"{k}: {' '.join(str(v).split())}" for k, v in sorted(raw.items())]
+    return []
+
+
+def _constant(data: bytes) -> Maker:
+    return lambda: data

@@ -1,0 +1,264 @@
+"""``gpu-triage analyze`` over many bundles: parallel processes, one report per bundle,
+and an ``index.jsonl`` a spreadsheet or a notebook can read.
+
+Each bundle is analysed in its own worker process (``ProcessPoolExecutor``, at most
+``--jobs`` and never more than the CPUs); each worker loads the rules once. A bundle
+that cannot be read gets an index line with its error and exit code 3, and the others
+go on. Lines are written in the order the bundles were given, whatever order the
+workers finish in. Nothing here prints: the CLI reports what :func:`run` returns.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+from analyzers.batch_models import IndexRecord
+from analyzers.models import Report, RuleStatus, Severity
+from analyzers.plugins import LoadedRule
+from analyzers.selection import Selection
+from analyzers.suppress import Suppression
+from bundle import BundleError, Limits
+from gpu_triage.exitcodes import Exit
+
+ARCHIVES = (".tgz", ".tar.gz", ".tar")
+SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
+            "text": ".report.txt"}
+INDEX = "index.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Everything a worker needs; plain data, so it crosses process boundaries."""
+
+    out_dir: Path
+    formats: tuple[str, ...]
+    fail_on: str
+    limits: Limits
+    rule_dirs: tuple[Path, ...] = ()
+    selection: Selection = Selection()
+    suppressions: tuple[Suppression, ...] = ()
+    today: date = date(1970, 1, 1)
+    generated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    path: Path
+    stem: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    record: IndexRecord
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Result:
+    outcomes: list[Outcome] = field(default_factory=list)
+    index: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return max((o.record.exit_code for o in self.outcomes), default=int(Exit.OK))
+
+
+# -- which paths are bundles -----------------------------------------------------------
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(directory))
+    except OSError:
+        return []
+
+
+def holds_bundle(directory: Path) -> bool:
+    """True when ``directory`` itself is a bundle root (v1 or a known foreign layout).
+    Only its entries are listed; a subdirectory shows as ``name/``."""
+    from bundle.layouts import find_root
+
+    names = [name + "/" if _is_dir(directory / name) else name for name in _names(directory)]
+    return find_root(names) == ""
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _bundles_in(directory: Path) -> list[Path]:
+    """Archives, and directories that are bundle roots, directly inside ``directory``."""
+    found = []
+    for name in _names(directory):
+        child = directory / name
+        archive = name.endswith(ARCHIVES) and child.is_file() and not child.is_symlink()
+        if archive or (_is_dir(child) and holds_bundle(child)):
+            found.append(child)
+    return found
+
+
+def expand(paths: Sequence[Path]) -> tuple[list[Path], bool]:
+    """The bundles to analyse, and whether this is a batch (more than one bundle given, or
+    a directory of bundles). A directory holding exactly one unpacked bundle one level
+    down is that bundle, as it always was."""
+    bundles: list[Path] = []
+    batch = len(paths) > 1
+    for path in paths:
+        if _is_dir(path) and not holds_bundle(path):
+            inside = _bundles_in(path)
+            archives = [p for p in inside if not _is_dir(p)]
+            if len(inside) > 1 or archives:
+                bundles.extend(inside)
+                batch = True
+                continue
+        bundles.append(path)
+    return bundles, batch
+
+
+def stem(path: Path) -> str:
+    name = path.resolve().name if path.name in ("", ".", "..") else path.name
+    for suffix in ARCHIVES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def jobs_for(bundles: Sequence[Path]) -> list[Job]:
+    """One job per bundle; the same stem twice gets ``-2``, ``-3`` ..."""
+    seen: Counter[str] = Counter()
+    jobs = []
+    for path in bundles:
+        base = stem(path)
+        seen[base] += 1
+        jobs.append(Job(path=path, stem=base if seen[base] == 1 else f"{base}-{seen[base]}"))
+    return jobs
+
+
+# -- one bundle ------------------------------------------------------------------------
+
+_RULES: list[LoadedRule] = []
+
+
+def _load(rule_dirs: Sequence[Path]) -> list[LoadedRule]:
+    from analyzers.local_rules import discover_all
+
+    return discover_all(rule_dirs).rules
+
+
+def _init_worker(rule_dirs: tuple[Path, ...]) -> None:
+    _RULES[:] = _load(rule_dirs)
+
+
+def _record(job: Job, report: Report, code: int, written: list[str]) -> IndexRecord:
+    by_rule = Counter(f.rule_id for f in report.findings)
+    worst = report.worst()
+    info = report.bundle
+    return IndexRecord(
+        bundle=str(job.path), exit_code=code, layout=info.layout,
+        cluster_context=info.cluster.context, server_version=info.cluster.server_version,
+        created_at=info.created_at, nodes=info.nodes, gpu_nodes=info.gpu_nodes,
+        worst=worst.value if worst is not None else None,
+        **report.summary.model_dump(),
+        suppressed=len(report.suppressed),
+        findings_by_rule=dict(sorted(by_rule.items())),
+        finding_ids=[f.id for f in report.findings],
+        rules_skipped=[r.rule_id for r in report.rules if r.status is RuleStatus.SKIPPED],
+        rules_error=[r.rule_id for r in report.rules if r.status is RuleStatus.ERROR],
+        reports=written,
+    )
+
+
+def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
+    """Analyse one bundle and write its reports; never raises."""
+    from analyzers.engine import analyze
+    from analyzers.suppress import apply
+    from bundle import open_bundle
+    from reports import render
+
+    try:
+        with open_bundle(job.path, options.limits) as opened:
+            report = analyze(opened, rules, selection=options.selection or None)
+        applied = apply(report, options.suppressions, options.today)
+        report = applied.report
+        written = []
+        for fmt in options.formats:
+            target = options.out_dir / f"{job.stem}{SUFFIXES[fmt]}"
+            target.write_text(render(report, fmt, html_name=f"{job.stem}.report.html",
+                                     generated_at=options.generated_at), encoding="utf-8")
+            written.append(str(target))
+        threshold = Severity(options.fail_on)
+        failing = any(f.severity.at_least(threshold) for f in report.findings)
+        code = int(Exit.FINDINGS) if failing else int(Exit.OK)
+        notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
+        return Outcome(_record(job, report, code, written), notes)
+    except BundleError as exc:
+        return Outcome(IndexRecord(bundle=str(job.path), exit_code=int(Exit.UNREADABLE),
+                                   error=f"cannot read bundle: {exc.problem}"))
+    except Exception as exc:  # noqa: BLE001 - one bundle's failure must not stop the others
+        summary = " ".join(str(exc).split())[:200]
+        return Outcome(IndexRecord(bundle=str(job.path), exit_code=int(Exit.INTERNAL),
+                                   error=f"internal error: {type(exc).__name__}: {summary}"))
+
+
+def _analyse_in_worker(job: Job, options: Options) -> Outcome:
+    return analyse(job, options, _RULES)
+
+
+# -- many bundles ----------------------------------------------------------------------
+
+Progress = Callable[[int, int, Outcome], None]
+
+
+def workers(requested: int | None, bundles: int) -> int:
+    cpus = os.cpu_count() or 1
+    return max(1, min(requested or cpus, cpus, bundles))
+
+
+def run(jobs: Sequence[Job], options: Options, *, jobs_limit: int | None = None,
+        rules: Sequence[LoadedRule] | None = None, progress: Progress | None = None) -> Result:
+    """Analyse every job; ``index.jsonl`` in ``options.out_dir`` lists them in order."""
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    count = workers(jobs_limit, len(jobs))
+    outcomes: list[Outcome | None] = [None] * len(jobs)
+    done = 0
+    if count == 1:
+        loaded = list(rules) if rules is not None else _load(options.rule_dirs)
+        for index, job in enumerate(jobs):
+            outcome = analyse(job, options, loaded)
+            outcomes[index] = outcome
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs), outcome)
+    else:
+        with ProcessPoolExecutor(max_workers=count, initializer=_init_worker,
+                                 initargs=(options.rule_dirs,)) as pool:
+            futures = {pool.submit(_analyse_in_worker, job, options): index
+                       for index, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker that died (BrokenProcessPool)
+                    outcome = Outcome(IndexRecord(
+                        bundle=str(jobs[index].path), exit_code=int(Exit.INTERNAL),
+                        error=f"worker failed: {type(exc).__name__}: {exc}"))
+                outcomes[index] = outcome
+                done += 1
+                if progress is not None:
+                    progress(done, len(jobs), outcome)
+    result = Result(outcomes=[o for o in outcomes if o is not None])
+    result.index = options.out_dir / INDEX
+    with result.index.open("w", encoding="utf-8") as handle:
+        for outcome in result.outcomes:
+            handle.write(outcome.record.model_dump_json() + "\n")
+    return result

@@ -1,0 +1,77 @@
+"""``gpu-triage diff BEFORE AFTER``: did the fix work?
+
+Both bundles are analysed with the same rules, then compared finding by finding and
+fact by fact (:mod:`analyzers.diff`). Exit 1 when AFTER has NEW findings at or above
+``--fail-on``; a finding that only changed does not count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gpu_triage.cli_rules import only_skip_options
+from gpu_triage.exitcodes import Exit
+
+FORMATS = ("text", "json", "md", "html")
+_SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+EPILOG = ("\b\nExit codes:\n  0  no new finding at or above --fail-on\n"
+          "  1  new findings at or above --fail-on\n  2  usage error\n"
+          "  3  a bundle cannot be read at all\n  4  unexpected internal error")
+
+
+@click.command(epilog=EPILOG)
+@click.argument("before", metavar="BEFORE", type=click.Path(path_type=Path))
+@click.argument("after", metavar="AFTER", type=click.Path(path_type=Path))
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS),
+              help="Output format (default: a terminal summary).")
+@click.option("-o", "--output", type=str, help="Write the diff to FILE ('-' for stdout).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="high", show_default=True,
+              help="Exit 1 when a NEW finding is at or above this severity.")
+@click.option("--max-member-mib", type=click.IntRange(1), default=512, show_default=True,
+              help="Refuse archive members larger than this.")
+@click.option("--max-total-gib", type=click.IntRange(1), default=16, show_default=True,
+              help="Stop reading an archive that expands beyond this.")
+@only_skip_options
+@click.pass_context
+def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output: str | None,
+         fail_on: str, max_member_mib: int, max_total_gib: int, rule_dirs: tuple[Path, ...],
+         only: tuple[str, ...], skip: tuple[str, ...]) -> None:
+    """Compare two bundles of one cluster: resolved, new, changed findings, moved facts.
+
+    Suppressions do not apply here: a suppressed finding is still there, not fixed.
+    """
+    from analyzers.diff import compare
+    from analyzers.engine import analyze
+    from analyzers.facts import Facts
+    from analyzers.models import Severity
+    from bundle import BundleError, Limits, open_bundle
+    from gpu_triage.cli import Failure, _colour, _load_rules, _stderr
+    from gpu_triage.cli_rules import resolve
+    from reports.diff_render import render
+
+    choice = resolve(_load_rules(rule_dirs), only, skip)
+    limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30)
+    reports = []
+    try:
+        with open_bundle(before, limits) as first, open_bundle(after, limits) as second:
+            for opened in (first, second):
+                reports.append(analyze(opened, choice.rules,
+                                       selection=choice.selection or None))
+            result = compare(reports[0], reports[1], Facts(first), Facts(second))
+    except BundleError as exc:
+        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+    if fmt is None and output not in (None, "-"):
+        fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
+    fmt = fmt or "text"
+    text = render(result, fmt, color=fmt == "text" and output in (None, "-") and _colour())
+    if output in (None, "-"):
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+        _stderr(f"{fmt} diff: {output}")
+    threshold = Severity(fail_on)
+    if any(f.severity.at_least(threshold) for f in result.new):
+        ctx.exit(int(Exit.FINDINGS))

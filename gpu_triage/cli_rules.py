@@ -1,0 +1,145 @@
+"""Rule options shared by ``analyze``, ``diff``, ``rules`` and ``explain`` (``--rules``,
+``--only``, ``--skip``, ``--suppress``), and ``gpu-triage rules test DIR``.
+
+Part of the CLI: it reads files and environment only through its arguments, and
+turns bad input into :class:`gpu_triage.cli.Failure` (imported where it is raised, since
+``gpu_triage.cli`` imports this module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from analyzers.plugins import LoadedRule
+from analyzers.selection import Selection, SelectionError
+from analyzers.suppress import Outcome, Suppression, SuppressionError, parse
+from gpu_triage.exitcodes import Exit
+
+F = TypeVar("F", bound=Callable[..., Any])
+RULE_DIR = click.Path(exists=True, file_okay=False, dir_okay=True, path_type=Path)
+
+
+def _usage(message: str) -> click.ClickException:
+    from gpu_triage.cli import Failure
+
+    return Failure(message, Exit.USAGE)
+
+
+def rules_dir_option(function: F) -> F:
+    return click.option(
+        "--rules", "rule_dirs", multiple=True, type=RULE_DIR, metavar="DIR",
+        help="Also load the rules in DIR/*.py (repeatable). Runs their code: only "
+             "directories you trust.")(function)
+
+
+def only_skip_options(function: F) -> F:
+    """``--rules``, ``--only`` and ``--skip``."""
+    function = click.option(
+        "--skip", multiple=True, metavar="ID,...",
+        help="Do not run these rules or families (reported skipped: 'deselected with "
+             "--skip').")(function)
+    function = click.option(
+        "--only", multiple=True, metavar="ID,...",
+        help="Run only these rules or families (e.g. RT,CFG004).")(function)
+    return rules_dir_option(function)
+
+
+def selection_options(function: F) -> F:
+    """``--rules``, ``--only``, ``--skip`` and ``--suppress``."""
+    function = click.option(
+        "--suppress", "suppress_files", multiple=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
+        help="TOML file of [[suppress]] entries (id or rule, reason, optional until); "
+             "suppressed findings move to the report's 'suppressed' list.")(function)
+    return only_skip_options(function)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the rule options resolved to."""
+
+    rules: list[LoadedRule]
+    selection: Selection
+    suppressions: tuple[Suppression, ...]
+
+
+def resolve(rules: list[LoadedRule], only: Sequence[str], skip: Sequence[str],
+            suppress_files: Sequence[Path] = ()) -> Choice:
+    try:
+        selection = Selection.parse(only, skip)
+        selection.check(lr.rule.id for lr in rules)
+    except SelectionError as exc:
+        raise _usage(str(exc)) from None
+    suppressions: list[Suppression] = []
+    for path in suppress_files:
+        try:
+            suppressions.extend(parse(path.read_text(encoding="utf-8"), str(path)))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _usage(f"cannot read {path}: {exc}") from None
+        except SuppressionError as exc:
+            raise _usage(str(exc)) from None
+    return Choice(rules, selection, tuple(suppressions))
+
+
+def today() -> date:
+    """The date suppressions expire against; read once, here, in the CLI."""
+    return date.today()
+
+
+def notes(outcome: Outcome) -> list[str]:
+    """What to say on stderr about applied suppressions."""
+    lines = []
+    count = len(outcome.report.suppressed)
+    if count:
+        lines.append(f"suppressed {count} finding(s); listed with their reasons in the "
+                     "report's 'suppressed' section")
+    lines += [f"suppression {s.describe} ({s.source}) expired on {s.until}; not applied"
+              for s in outcome.expired]
+    lines += [f"suppression {s.describe} ({s.source}) matched no finding"
+              for s in outcome.unmatched]
+    return lines
+
+
+@click.command("test", epilog="\b\nExit codes:\n  0  every case passed\n  1  a case failed\n"
+               "  2  no cases, or a case file or rule file that cannot be read")
+@click.argument("directory", metavar="DIR", type=RULE_DIR)
+def rules_test(directory: Path) -> None:
+    """Run the TOML cases of the local rules in DIR and print pass/fail.
+
+    Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml; see
+    docs/writing-rules.md.
+    """
+    from analyzers.local_rules import load_dir
+    from analyzers.plugins import Discovery
+    from analyzers.ruletest import CaseFileError, case_files, load_cases, run
+    from gpu_triage.cli import Failure
+
+    discovery = Discovery()
+    by_file = load_dir(discovery, directory)
+    for error in discovery.errors:
+        click.echo(f"error: {error}", err=True)
+    if discovery.errors:
+        raise Failure(f"rule files in {directory} could not all be loaded", Exit.USAGE)
+    try:
+        cases = [case for path, ids in case_files(directory, by_file)
+                 for case in load_cases(path, ids)]
+    except CaseFileError as exc:
+        raise Failure(str(exc), Exit.USAGE) from None
+    if not cases:
+        raise Failure(f"no cases in {directory}: add <rule file>.cases.toml beside a rule "
+                      "file, or cases/*.toml", Exit.USAGE)
+    results = run(cases, discovery.rules)
+    for result in results:
+        click.echo(f"{'PASS' if result.passed else 'FAIL'}  {result.case.label}")
+        for failure in result.failures:
+            click.echo(f"      {failure}")
+    failed = sum(not r.passed for r in results)
+    click.echo(f"{len(results) - failed} passed, {failed} failed")
+    if failed:
+        raise click.exceptions.Exit(int(Exit.FINDINGS))
