@@ -25,7 +25,7 @@ from analyzers.models import (
     ToolInfo,
 )
 from analyzers.plugins import LoadedRule
-from analyzers.rule import Context, Rule
+from analyzers.rule import CannotJudge, Context, Rule
 from analyzers.selection import Selection
 from bundle import Bundle
 
@@ -54,6 +54,8 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
             return outcome(RuleStatus.SKIPPED, needed.missing_reason(ctx.bundle), [])
     try:
         found = list(rule().check(ctx))
+    except CannotJudge as exc:
+        return outcome(RuleStatus.SKIPPED, str(exc), [])
     except Exception as exc:  # noqa: BLE001 - isolation is the point
         log.debug("rule %s raised", rule.id, exc_info=True)
         return outcome(RuleStatus.ERROR, f"{type(exc).__name__}: {exc} (see --verbose)", [])

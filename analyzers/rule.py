@@ -70,6 +70,13 @@ def _matches(bundle: Bundle, pattern: str) -> bool:
     return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths_under(head))
 
 
+class CannotJudge(Exception):
+    """Raised by ``check`` (before it yields anything) when the rule finds at run time
+    that the bundle lacks what it needs — an input the static ``inputs`` cannot
+    express, such as "no node had its CDI directories collected". The engine reports
+    the rule ``skipped`` with this message as the reason."""
+
+
 @dataclass(frozen=True, slots=True)
 class RuleDocs:
     title: str

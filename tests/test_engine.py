@@ -13,7 +13,7 @@ from kit import kube_list, write_dir
 from analyzers.engine import analyze, link
 from analyzers.models import Finding, RuleStatus, Severity
 from analyzers.plugins import Discovery, LoadedRule, add_rules, discover
-from analyzers.rule import SECTIONS, Context, Rule, cluster, node, parse_docstring
+from analyzers.rule import SECTIONS, CannotJudge, Context, Rule, cluster, node, parse_docstring
 from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +90,30 @@ class Symptom(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         yield self.finding("a", "symptom", caused_by=["TST003:a", "MISSING:q"])
+
+
+class Unsure(Rule):
+    """Cannot judge this bundle.
+
+    Why it matters:
+    Tests run-time skipping.
+
+    Remediation:
+    None.
+    """
+
+    id = "TST005"
+    slug = "unsure"
+    severity = Severity.LOW
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        raise CannotJudge("no node collected the thing")
+
+
+def test_cannot_judge_is_a_skip_with_its_reason(tmp_path: Path) -> None:
+    report = _run(tmp_path, [Unsure])
+    assert (report.rules[0].status, report.rules[0].reason) == (
+        RuleStatus.SKIPPED, "no node collected the thing")
 
 
 def _run(tmp_path: Path, rules: list[type[Rule]], files: dict | None = None):  # type: ignore[type-arg]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
 from bundle.kube import RuntimeClass
 
@@ -58,9 +58,11 @@ class CdiSpecMissing(Rule):
         cdi = policy.spec.get("cdi") if policy is not None else None
         if policy is None or not isinstance(cdi, dict) or cdi.get("enabled") is not True:
             return
-        for node_name in ctx.facts.gpu_nodes:
-            if node_name not in ctx.bundle.node_names or not _cdi_collected(ctx, node_name):
-                continue
+        judged = [n for n in ctx.facts.gpu_nodes
+                  if n in ctx.bundle.node_names and _cdi_collected(ctx, n)]
+        if not judged:
+            raise CannotJudge("no GPU node had its CDI directories (cdi/) collected")
+        for node_name in judged:
             artifacts = ctx.bundle.node(node_name)
             specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
             policy_evidence = field(policy, "spec.cdi.enabled: true", "spec", "cdi", "enabled")

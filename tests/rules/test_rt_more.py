@@ -169,6 +169,17 @@ def test_rt006_quiet_when_cdi_disabled(tmp_path: Path) -> None:
     assert {r.rule_id: r.status for r in report.rules}["RT006"] is RuleStatus.PASSED
 
 
+def test_rt006_skipped_when_no_node_collected_cdi(tmp_path: Path) -> None:
+    policy = cluster_policy(True)
+    policy["spec"]["cdi"] = {"enabled": True}
+    files = _base(**{"gpu-a": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}})
+    files.update(lists(clusterpolicies=[policy]))
+    report = analyze_files(tmp_path, files)
+    result = {r.rule_id: r for r in report.rules}["RT006"]
+    assert (result.status, result.reason) == (
+        RuleStatus.SKIPPED, "no GPU node had its CDI directories (cdi/) collected")
+
+
 def test_rt007_unknown_class_and_missing_handler(tmp_path: Path) -> None:
     files = _base(**{"gpu-a": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA},
                      "gpu-b": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}})
