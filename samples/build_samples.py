@@ -64,6 +64,15 @@ from samplekit.workloads import (
     place_pod,
     retry_times,
 )
+from scenarios_node import (
+    app_xids_only,
+    driver_upgrade_failed,
+    h100_ecc_row_remap,
+    hgx_no_fabricmanager,
+    nouveau_loaded,
+    secureboot_dkms_refused,
+    xid79_fallen_off_bus,
+)
 from scenarios_numbers import (
     mig_mixed,
     sched_full,
@@ -456,6 +465,13 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "sched-quota": sched_quota,
     "timeslicing": timeslicing,
     "mig-mixed": mig_mixed,
+    "xid79-fallen-off-bus": xid79_fallen_off_bus,
+    "app-xids-only": app_xids_only,
+    "h100-ecc-row-remap": h100_ecc_row_remap,
+    "nouveau-loaded": nouveau_loaded,
+    "secureboot-dkms-refused": secureboot_dkms_refused,
+    "hgx-no-fabricmanager": hgx_no_fabricmanager,
+    "driver-upgrade-failed": driver_upgrade_failed,
 }
 
 

@@ -181,7 +181,9 @@ class DriverNotUsable(Rule):
     def _finding(self, name: str, problems: _Problems) -> Finding:
         summary = (f"On {name}, the NVIDIA driver is not usable: "
                    + "; ".join(problems.texts) + ".")
-        links = [f"DRV004:{name}"] if "not-loaded" in problems.kinds else []
+        # Nothing loads a module that was refused (DRV004) or never delivered because
+        # the driver image for this kernel does not exist (OP010).
+        links = [f"DRV004:{name}", f"OP010:{name}"] if "not-loaded" in problems.kinds else []
         return self.finding(
             name, summary, severity=problems.severity, nodes=[name],
             objects=[node_ref(name)], evidence=problems.evidence,

@@ -139,10 +139,13 @@ class GpuHealth(Rule):
         evidence = [smi_evidence(ctx, name, bus_id, r) for i in issues for r in i.readings]
         kinds = {i.kind for i in issues}
         causes = [f"DRV001:{name}/{pci}"] if "memory" in kinds or "recovery" in kinds else []
+        # A fabric that never finished initialising is Fabric Manager's doing (OP005).
+        explained_by = [f"OP005:{name}"] if kinds == {"fabric"} else []
         return self.finding(
             f"{name}/{pci}", summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence[:8],
             remediation=_remediation(name, pci, identity, kinds), causes=causes,
+            caused_by=explained_by,
         )
 
 

@@ -177,6 +177,10 @@ class OperandsStuck(Rule):
         if first is Stage.DRIVER and driver is not None and driver.broken:
             causes.append(f"OP010:{node_name}")
             text += " The driver container cannot match the node's kernel (see OP010)."
+        if first is Stage.DRIVER:
+            # The driver itself is unusable on the node (nouveau bound, module refused by
+            # Secure Boot, version mismatch): those findings, when present, explain it.
+            causes += [f"DRV003:{node_name}", f"DRV004:{node_name}"]
         components = {b.operand.component for b in stages.at_first}
         if first is Stage.PLUGIN and "device-plugin" in components:
             causes.append(f"OP008:{node_name}")

@@ -26,6 +26,10 @@ def _cause_link(ctx: Context, node_name: str) -> list[str]:
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
         return [f"CFG004:{policy.metadata.name}"]
+    if node_name in ctx.bundle.node_names and ctx.bundle.node(node_name).nvidia_smi is None:
+        # A CDI spec is generated from the loaded driver: with no usable driver there
+        # is none to generate (DRV003/DRV004 say why, when they fire).
+        return [f"DRV003:{node_name}", f"DRV004:{node_name}"]
     return []
 
 

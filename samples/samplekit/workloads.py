@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .core import fraction, k8s_suffix, plus, uid
@@ -55,7 +56,17 @@ class Ran:
     stuck_until: dt.datetime | None = None  # when the runtime got the handler (default: sandbox)
 
 
-Outcome = Stuck | Ran
+@dataclass(frozen=True)
+class Custom:
+    """Any other life cycle (an init container still running, a crash loop, an image
+    that cannot be pulled): ``build`` places the pod itself and returns it, leaving its
+    status, events, logs and sandbox attempts in the scene (see ``podstates``)."""
+
+    scheduled: dt.datetime
+    build: Callable[[Scene, Host, Obj, Obj], Obj]  # (scene, host, metadata, spec) -> pod
+
+
+Outcome = Stuck | Ran | Custom
 
 
 def retry_times(start: dt.datetime, end: dt.datetime, seed: str) -> list[dt.datetime]:
@@ -87,6 +98,13 @@ def place_pod(
     spec = copy.deepcopy(spec)
     spec["nodeName"] = host.name
     name, ns, pod_uid = metadata["name"], metadata["namespace"], metadata["uid"]
+    if isinstance(outcome, Custom):
+        built = outcome.build(scene, host, metadata, spec)
+        if via_scheduler:
+            scene.events.append(event_scheduler(
+                built, "Scheduled", f"Successfully assigned {ns}/{name} to {host.name}",
+                first=outcome.scheduled, action="Binding"))
+        return built
     inits = spec.get("initContainers", [])
     containers = inits + spec["containers"]
     handler = spec.get("runtimeClassName", "runc")
