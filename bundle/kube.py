@@ -20,7 +20,8 @@ class _View(BaseModel):
 
 
 class KubeObject(_View):
-    """Base of top-level objects: remembers where in the bundle it came from."""
+    """Base of objects read from a bundle JSON file (Kubernetes objects, Helm revisions):
+    remembers the file and the JSON pointer it came from, for evidence."""
 
     _path: str = PrivateAttr(default="")
     _pointer: str = PrivateAttr(default="")
@@ -301,7 +302,7 @@ class NVIDIADriver(KubeObject):
     status: PolicyStatus = Field(default_factory=PolicyStatus)
 
 
-class HelmRevision(_View):
+class HelmRevision(KubeObject):
     """One revision of a Helm release, as the collector reduces it."""
 
     revision: int = 0
@@ -311,21 +312,6 @@ class HelmRevision(_View):
     updated: str = ""
     description: str = ""
     values: dict[str, Any] = Field(default_factory=dict)
-
-    _path: str = PrivateAttr(default="")
-    _pointer: str = PrivateAttr(default="")
-
-    def locate(self, path: str, pointer: str) -> None:
-        self._path = path
-        self._pointer = pointer
-
-    @property
-    def source_path(self) -> str:
-        return self._path
-
-    @property
-    def source_pointer(self) -> str:
-        return self._pointer
 
     def value(self, dotted: str) -> Any:
         """A user value by dotted path (``toolkit.enabled``); None when unset."""

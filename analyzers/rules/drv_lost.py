@@ -7,9 +7,10 @@ from collections.abc import Iterable
 
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
 from analyzers.models import Finding, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import (
+    KERNEL_INPUTS,
     capped,
     device_health,
     gpu_name,
@@ -87,13 +88,7 @@ class GpuLost(Rule):
     id = "DRV002"
     slug = "gpu-lost"
     severity = Severity.CRITICAL
-    inputs = (
-        node("dmesg.txt"),
-        node("nvidia-smi.xml", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-    )
+    inputs = KERNEL_INPUTS
     tags = ("gpu", "kernel", "pcie")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

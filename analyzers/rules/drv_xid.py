@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from analyzers import xid as catalog
 from analyzers.facts.kernel_events import UNKNOWN_GPU, GpuIdentity, NodeKernel
 from analyzers.models import Evidence, Finding, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import (
+    KERNEL_INPUTS,
     DeviceHealth,
     capped,
     device_health,
@@ -111,13 +112,7 @@ class XidEvents(Rule):
     id = "DRV001"
     slug = "xid-events"
     severity = Severity.HIGH
-    inputs = (
-        node("dmesg.txt"),
-        node("nvidia-smi.xml", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-    )
+    inputs = KERNEL_INPUTS
     tags = ("gpu", "kernel", "xid")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
