@@ -86,7 +86,8 @@ class CollectionGaps(Rule):
         for kind, items in sorted(groups.items()):
             cluster_level = any(item.path.startswith("cluster/") for item in items)
             severity = _SEVERITY.get(kind, Severity.MEDIUM if cluster_level else Severity.LOW)
-            affected = _affected_rules(ctx, items)
+            # A container that never started has no log to collect: nothing was lost.
+            affected = [] if kind == "not-started" else _affected_rules(ctx, items)
             nodes = sorted({item.node for item in items if item.node})
             paths = ", ".join(item.path for item in items[:4])
             more = f" and {len(items) - 4} more" if len(items) > 4 else ""

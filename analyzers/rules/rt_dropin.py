@@ -65,10 +65,12 @@ class DropInClobber(Rule):
             loaded = ("the loaded configuration confirms it (no runtimes.nvidia)"
                       if state.has_nvidia is False else
                       "no config dump was collected to confirm it")
+            # runc survives as containerd's built-in default when no runtimes table is left
+            gone = [r for r in clobber.lost_runtimes if r not in (state.loaded or ())]
             summary = (f"On {node_name}, {clobber.file} loads after {clobber.overridden} and, "
                        f"on containerd 1.x ({version}), replaces the whole {clobber.plugin} "
-                       f"table: the runtimes {', '.join(clobber.lost_runtimes)} are gone; "
-                       f"{loaded}.")
+                       f"table: the runtimes {', '.join(gone or clobber.lost_runtimes)} are "
+                       f"gone; {loaded}.")
             evidence = [
                 _file_evidence(ctx, node_name, clobber.file, clobber.plugin),
                 _file_evidence(ctx, node_name, clobber.overridden, f"runtimes.{NVIDIA_HANDLER}"),
