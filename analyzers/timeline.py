@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from analyzers.facts import Facts
+from analyzers.facts.journals import journal_scan
 from analyzers.overview_models import Timeline, TimelinePoint
 from bundle.kernel import XidEvent, parse_xid
 from bundle.kube import ContainerStateDetail, Pod
@@ -328,8 +329,9 @@ def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
     for name in sorted(xids):
         artifacts = facts.bundle.node(name)
         if artifacts.has("journal/containerd.jsonl"):
+            lifecycle = journal_scan(facts.bundle, name, "containerd").lifecycle
             records.extend(containerd_records(name, artifacts.path("journal/containerd.jsonl"),
-                                              artifacts.journal("containerd")))
+                                              lifecycle))
         records.extend(_xid_records(name, xids[name]))
     timed = [r for r in records if r.lane]
     untimed = len(records) - len(timed)

@@ -19,6 +19,7 @@ from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nodecache import NodeCache
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
+from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 
@@ -143,15 +144,21 @@ class Bundle:
         return sorted(names)
 
     def node(self, name: str) -> NodeArtifacts:
-        return self._node_cache.get(name)
+        found = self._node_cache.get(name)
+        if found is None:
+            found = self._node_cache[name] = NodeArtifacts(self, name)
+        return found
 
     @cached_property
-    def _node_cache(self) -> NodeCache[NodeArtifacts]:
-        # Bounded: only recently used nodes keep what they parsed (bundle/nodecache.py).
-        return NodeCache(lambda name: NodeArtifacts(self, name), self._node_weight)
+    def _node_cache(self) -> dict[str, NodeArtifacts]:
+        return {}
 
-    def _node_weight(self, name: str) -> int:
-        return sum(self.size(p) or 0 for p in self.paths_under(f"nodes/{name}/"))
+    @cached_property
+    def _journal_cache(self) -> NodeCache[list[JournalEntry]]:
+        # Parsed journals are the one node artifact whose size follows the journals'; only
+        # the most recently used are kept, within a byte budget (bundle/nodecache.py).
+        return NodeCache(lambda path: _read_journal(self, path),
+                         lambda path: self.size(path) or 0)
 
     @cached_property
     def logs(self) -> dict[tuple[str, str, str], str]:
@@ -323,27 +330,7 @@ class NodeArtifacts:
         return found
 
     def journal(self, unit: str) -> list[JournalEntry]:
-        entries = self._journals.get(unit)
-        if entries is None:  # parsed once per unit (setdefault would parse on every call)
-            entries = self._journals[unit] = self._read_journal(unit)
-        return entries
-
-    @cached_property
-    def _journals(self) -> dict[str, list[JournalEntry]]:
-        return {}
-
-    def _read_journal(self, unit: str) -> list[JournalEntry]:
-        path = self.path(f"journal/{unit}.jsonl")
-        text = self._bundle.read_text(path)
-        if text is None:
-            return []
-        entries: list[JournalEntry] = []
-        for entry, line, error in parse_journal(text):
-            if entry is None:
-                self._bundle.problem(path, error, where=f"line {line}")
-            else:
-                entries.append(entry)
-        return entries
+        return self._bundle._journal_cache.get(self.path(f"journal/{unit}.jsonl"))
 
     @cached_property
     def dmesg(self) -> list[KernelLine]:
@@ -384,9 +371,22 @@ class NodeArtifacts:
         return iter(self._bundle.paths_under(self.prefix))
 
 
+def _read_journal(bundle: Bundle, path: str) -> list[JournalEntry]:
+    text = bundle.read_text(path)
+    if text is None:
+        return []
+    entries: list[JournalEntry] = []
+    for entry, line, error in parse_journal(text):
+        if entry is None:
+            bundle.problem(path, error, where=f"line {line}")
+        else:
+            entries.append(entry)
+    return entries
+
+
 def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     try:
-        return tomllib.loads(text)
+        return toml_loads(text)  # memoized by content: most nodes share a few configs
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         bundle.problem(path, f"invalid TOML: {exc}",

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
 _PID = re.compile(r"[0-9]{1,10}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EXACT = 1 << 52  # below this, micros / 1e6 as a float rounds back to the same microsecond
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ def journal_time(value: object) -> datetime | None:
     """``__REALTIME_TIMESTAMP`` is microseconds since the epoch, as a string."""
     try:
         micros = int(str(value))
+        if 0 <= micros < _EXACT:  # the same instant, without fromtimestamp's float detour
+            return _EPOCH + timedelta(microseconds=micros)
         return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
@@ -44,11 +48,12 @@ def journal_time(value: object) -> datetime | None:
 
 def parse_journal(text: str) -> Iterator[tuple[JournalEntry | None, int, str]]:
     """Yield (entry, line, error); entry is None with an error for a bad line."""
+    loads = orjson.loads
     for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+        if not raw or raw.isspace():
             continue
         try:
-            record = orjson.loads(raw)
+            record = loads(raw)
         except orjson.JSONDecodeError as exc:
             yield None, number, f"not JSON ({exc})"
             continue

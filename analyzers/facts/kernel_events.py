@@ -19,12 +19,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from analyzers.facts.journals import journal_scan
 from bundle import Bundle
 from bundle.kernel import (
     KernelLine,
     KernelSignal,
     XidEvent,
-    kernel_lines_from_journal,
     normalize_pci,
     parse_xid,
     scan_signals,
@@ -116,8 +116,7 @@ def node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     for path in sorted(p for p in artifacts.paths()
                        if p.startswith(journal_dir) and p.endswith(".jsonl")):
         unit = path[len(journal_dir):-len(".jsonl")]
-        entries = artifacts.journal(unit)
-        kernel = kernel_lines_from_journal(((e.line, e.fields) for e in entries), path)
+        kernel = list(journal_scan(bundle, name, unit).kernel)  # one shared pass per journal
         if kernel:
             sources.append(path)
             lines = merge_lines(lines, kernel)

@@ -8,8 +8,9 @@ which cause holds on each node and the cause's rule can claim the same nodes.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from analyzers.facts.containerd_merge import Clobber, emulate, parse_version, runtimes_in
 from bundle import NodeArtifacts
@@ -55,8 +56,30 @@ class RuntimeState:
 
 
 def runtime_state(artifacts: NodeArtifacts) -> RuntimeState:
-    config = artifacts.config_dump
+    """The node's runtime state. It depends only on the node's containerd texts, which
+    repeat across a cluster's nodes, so it is computed once per distinct set of texts
+    (the merge emulation parses every file again) and renamed for each node."""
     files = artifacts.containerd_files
+    config = artifacts.config_dump  # parsed here (memoized) so its problem is recorded
+    key = (artifacts.config_dump_text, tuple(sorted(files.items())),
+           artifacts.containerd_version)
+    known = _STATES.get(key)
+    if known is not None:
+        return replace(known, node=artifacts.name,
+                       dump_path=artifacts.path("containerd/config-dump.toml"))
+    state = _runtime_state(artifacts, config, files)
+    _STATES[key] = state
+    if len(_STATES) > _STATES_LIMIT:
+        del _STATES[next(iter(_STATES))]
+    return state
+
+
+_STATES: dict[tuple[str | None, tuple[tuple[str, str], ...], str | None], RuntimeState] = {}
+_STATES_LIMIT = 64
+
+
+def _runtime_state(artifacts: NodeArtifacts, config: dict[str, Any] | None,
+                   files: dict[str, str]) -> RuntimeState:
     imports_raw = config.get("imports", []) if config is not None else []
     imports = tuple(str(i) for i in imports_raw) if isinstance(imports_raw, list) else ()
     dropins = []

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import signatures
+from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -85,12 +86,10 @@ def _mismatch_evidence(ctx: Context, name: str, kernel: NodeKernel) -> list[Evid
         for hit in signatures.match(text, "log", container=container, signatures=signature):
             found.append(Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
             break
-    for unit in ("kubelet", "containerd"):
-        for entry in ctx.bundle.node(name).journal(unit):
-            if signatures.match(entry.message, f"journal:{unit}", signatures=signature):
-                found.append(Evidence(path=f"nodes/{name}/journal/{unit}.jsonl",
-                                      line=entry.line, excerpt=clip(entry.message)))
-                break
+    for unit in ("kubelet", "containerd"):  # the shared scan (facts/journals) kept the hits
+        for entry in journal_scan(ctx.bundle, name, unit).matching(MISMATCH_SIGNATURE)[:1]:
+            found.append(Evidence(path=f"nodes/{name}/journal/{unit}.jsonl",
+                                  line=entry.line, excerpt=clip(entry.message)))
     for pod in ctx.facts.pods_by_node.get(name, []):
         for event in ctx.facts.pod_events(pod):
             if event.message and signatures.match(event.message, "event", signatures=signature):

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from analyzers import signatures
+from analyzers.facts.journals import journal_scan
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
@@ -57,13 +57,13 @@ def restarts(entries: list[JournalEntry]) -> tuple[list[Restart], list[JournalEn
     return found, failures
 
 
-def _pids(entries: list[JournalEntry]) -> list[int]:
-    """containerd's own PIDs in order of appearance (its log lines, not systemd's)."""
+def _pids(pairs: Iterable[tuple[str, int]]) -> list[int]:
+    """containerd's own PIDs in order of appearance (its log lines, not systemd's), from
+    the journal's (SYSLOG_IDENTIFIER, _PID) pairs."""
     seen: list[int] = []
-    for entry in entries:
-        ident = str(entry.fields.get("SYSLOG_IDENTIFIER", ""))
-        if entry.pid is not None and ident.startswith("containerd") and entry.pid not in seen:
-            seen.append(entry.pid)
+    for ident, pid in pairs:
+        if ident.startswith("containerd") and pid not in seen:
+            seen.append(pid)
     return seen
 
 
@@ -116,7 +116,8 @@ class ContainerdRestarts(Rule):
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        seen = {n: restarts(ctx.bundle.node(n).journal("containerd"))
+        # restarts() reads life-cycle lines only: the shared scan keeps those (facts/journals)
+        seen = {n: restarts(list(journal_scan(ctx.bundle, n, "containerd").lifecycle))
                 for n in ctx.facts.gpu_nodes}
         for node_name in ctx.facts.gpu_nodes:
             finding = self._node(ctx, node_name, seen)
@@ -127,7 +128,6 @@ class ContainerdRestarts(Rule):
               seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> Finding | None:
         artifacts = ctx.bundle.node(node_name)
         journal_path = artifacts.path("journal/containerd.jsonl")
-        entries = artifacts.journal("containerd")
         found, failures = seen[node_name]
         unit = artifacts.systemd_containerd or {}
         policy = unit.get("Restart")
@@ -154,7 +154,7 @@ class ContainerdRestarts(Rule):
                              if r.entry.time is not None)
             parts.append(f"containerd started {len(found)} time(s) in the journal ({when}"
                          f"{', …' if len(found) > 4 else ''}), {len(hups)} after a SIGHUP kill")
-        pids = _pids(entries)
+        pids = _pids(journal_scan(ctx.bundle, node_name, "containerd").pids)
         if len(pids) > 1:
             chain = " → ".join(map(str, pids[:5]))
             parts.append(f"its PID changed {len(pids) - 1} time(s) ({chain})")
@@ -245,9 +245,8 @@ class CriPluginDisabled(Rule):
                 evidence.append(Evidence(path=dump_path, line=line,
                                          excerpt=f"disabled_plugins = {disabled}"))
             journal_path = artifacts.path("journal/containerd.jsonl")
-            for entry in artifacts.journal("containerd"):
-                if any("RT005" in m.signature.rules for m in
-                       signatures.match(entry.message, "journal:containerd")):
+            for entry, found in journal_scan(ctx.bundle, node_name, "containerd").matches:
+                if any("RT005" in m.signature.rules for m in found):
                     evidence.append(Evidence(path=journal_path, line=entry.line,
                                              excerpt=entry.message))
                     if len(evidence) >= 4:

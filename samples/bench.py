@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Benchmark ``gpu-triage analyze`` against the cost of just reading the bundle.
+
+    .venv/bin/python samples/bench.py                      # S, M and L, 3 runs each
+    .venv/bin/python samples/bench.py --sizes S,M --runs 5
+    .venv/bin/python samples/bench.py --sizes L --profile  # + cProfile of one analyze
+
+Bundles come from ``samples.synth`` (generated into ``--dir`` when missing, reused
+after). For each bundle, one run measures, in this order:
+
+- ``gzip``: wall time of ``gzip -dc BUNDLE > /dev/null`` (C-speed decompression);
+- ``floor``: in a fresh Python, reading every tar member (``tarfile`` stream mode, the
+  analyzer's own way in) plus ``orjson.loads`` of every ``cluster/*.json`` member;
+  ``floor`` is the sum, the least any analysis of the bundle in Python can cost;
+- ``json`` / ``html``: wall time and peak RSS of ``gpu-triage analyze BUNDLE -f json``
+  (then ``-f html``) as a subprocess (``os.wait4`` gives that child's own peak RSS);
+- ``pods_rss``: peak RSS of a fresh Python that only ``orjson.loads`` ``cluster/pods.json``.
+
+Once per invocation: the startup floor (``python -c "import click, pydantic, jinja2,
+orjson, tomlkit"``) against ``analyze`` of ``samples/incident-toolkit-disabled``.
+Every figure is the median of ``--runs`` runs; ratios are taken between medians of
+the same invocation, so a noisy machine shifts both sides alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+GPU_TRIAGE = str(VENV_BIN / "gpu-triage")
+SMALL = ROOT / "samples" / "incident-toolkit-disabled"
+NODES = {"S": 50, "M": 500, "L": 2000}
+
+_FLOOR = """
+import sys, tarfile, time, orjson
+start = time.perf_counter()
+members = 0
+data_bytes = 0
+cluster = []
+with tarfile.open(sys.argv[1], "r|gz") as archive:
+    for member in archive:
+        if not member.isfile():
+            continue
+        data = archive.extractfile(member).read()
+        members += 1
+        data_bytes += len(data)
+        parts = member.name.split("/")
+        if len(parts) == 3 and parts[1] == "cluster" and parts[2].endswith(".json"):
+            cluster.append(data)
+read = time.perf_counter() - start
+start = time.perf_counter()
+for data in cluster:
+    orjson.loads(data)
+parse = time.perf_counter() - start
+print(orjson.dumps({"read": read, "parse": parse, "members": members,
+                    "bytes": data_bytes}).decode())
+"""
+
+_PODS_ONLY = """
+import sys, orjson
+with open(sys.argv[1], "rb") as handle:
+    pods = orjson.loads(handle.read())
+print(len(pods["items"]))
+"""
+
+
+@dataclass
+class Run:
+    """One child process: wall seconds, CPU seconds (user + system), its own peak RSS
+    (MiB), exit code, stdout."""
+
+    seconds: float
+    cpu: float
+    rss_mib: float
+    code: int
+    stdout: str
+
+
+def measure(command: list[str], *, devnull_stdout: bool = False,
+            env: dict[str, str] | None = None) -> Run:
+    """Run ``command``; wall time and the child's own peak RSS from ``os.wait4``."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        target = subprocess.DEVNULL if devnull_stdout else out
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=target, stderr=err, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode(errors="replace")
+        if proc.returncode not in (0, 1):
+            message = err.read().decode(errors="replace")[-2000:]
+            raise SystemExit(f"{' '.join(command)} exited {proc.returncode}:\n{message}")
+    rss = usage.ru_maxrss / 1024  # KiB on Linux
+    return Run(seconds, usage.ru_utime + usage.ru_stime, rss, proc.returncode, text)
+
+
+@dataclass
+class Figures:
+    size: str
+    nodes: int
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, key: str, value: float) -> None:
+        self.samples.setdefault(key, []).append(value)
+
+    def median(self, key: str) -> float:
+        return statistics.median(self.samples[key])
+
+
+def ensure_bundle(spec: str, directory: Path, seed: int) -> Path:
+    """``S``, ``M``, ``L``, or ``M:256`` for M with 256 KiB of journal per node."""
+    size, _, journal = spec.partition(":")
+    path = directory / (f"{size}-j{journal}.tgz" if journal else f"{size}.tgz")
+    if not path.exists():
+        print(f"generating {path} ...", file=sys.stderr, flush=True)
+        extra = ["--journal-kib", journal] if journal else []
+        code = subprocess.call([sys.executable, "-m", "samples.synth", "--size", size,
+                                "--seed", str(seed), "-o", str(path), *extra], cwd=ROOT)
+        if code:
+            raise SystemExit(f"generating {size} failed ({code})")
+    return path
+
+
+def extract_pods(bundle: Path, target: Path) -> None:
+    import tarfile
+
+    with tarfile.open(bundle, "r|gz") as archive:
+        for member in archive:
+            if member.name.endswith("/cluster/pods.json"):
+                handle = archive.extractfile(member)
+                assert handle is not None
+                with target.open("wb") as out:
+                    while block := handle.read(1 << 20):
+                        out.write(block)
+                return
+    raise SystemExit(f"{bundle} has no cluster/pods.json")
+
+
+def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
+    figures = Figures(size, NODES.get(size.partition(":")[0], 0))
+    planted = bundle.with_name(bundle.name.removesuffix(".tgz") + ".planted.json")
+    if planted.exists():
+        figures.nodes = json.loads(planted.read_text())["nodes"]
+    pods = scratch / f"{size}-pods.json"
+    extract_pods(bundle, pods)
+    figures.info["archive_mb"] = bundle.stat().st_size / 1e6
+    figures.info["pods_json_mb"] = pods.stat().st_size / 1e6
+    python = sys.executable
+    for index in range(runs):
+        print(f"  {size} run {index + 1}/{runs}", file=sys.stderr, flush=True)
+        gzip = measure(["sh", "-c", f"gzip -dc '{bundle}' > /dev/null"])
+        figures.add("gzip", gzip.seconds)
+        figures.add("gzip_cpu", gzip.cpu)
+        floor = measure([python, "-c", _FLOOR, str(bundle)])
+        parts = json.loads(floor.stdout)
+        figures.add("floor_read", parts["read"])
+        figures.add("floor_parse", parts["parse"])
+        figures.add("floor", parts["read"] + parts["parse"])
+        figures.add("floor_cpu", floor.cpu)
+        figures.add("floor_rss", floor.rss_mib)
+        figures.info["members"] = parts["members"]
+        figures.info["unpacked_mb"] = parts["bytes"] / 1e6
+        for fmt in ("json", "html"):
+            out = scratch / f"{size}.{fmt}"
+            result = measure([GPU_TRIAGE, "analyze", str(bundle), "-f", fmt, "-o", str(out)])
+            figures.add(fmt, result.seconds)
+            figures.add(f"{fmt}_cpu", result.cpu)
+            figures.add(f"{fmt}_rss", result.rss_mib)
+            figures.info[f"{fmt}_mb"] = out.stat().st_size / 1e6
+        figures.add("pods_rss", measure([python, "-c", _PODS_ONLY, str(pods)]).rss_mib)
+    pods.unlink()
+    return figures
+
+
+def bench_startup(runs: int, scratch: Path) -> dict[str, float]:
+    imports = []
+    small = []
+    for _ in range(runs):
+        imports.append(measure([sys.executable, "-c",
+                                "import click, pydantic, jinja2, orjson, tomlkit"]).seconds)
+        small.append(measure([GPU_TRIAGE, "analyze", str(SMALL), "-f", "json", "-o",
+                              str(scratch / "small.json")]).seconds)
+    return {"imports": statistics.median(imports), "small": statistics.median(small)}
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{os.cpu_count()} cores, {model}, {mem:.0f} GiB RAM, Python "
+            f"{platform.python_version()}")
+
+
+def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
+    lines = [f"machine: {machine()}", ""]
+    header = (f"{'size':<7}{'nodes':>6}{'gzip -dc':>10}{'floor':>8}{'json':>8}{'html':>8}"
+              f"{'json/fl':>9}{'html/fl':>9}{'cpu/fl':>8}{'ms/node':>9}{'RSS json':>10}"
+              f"{'RSS html':>10}{'RSS pods':>10}{'rss/pods':>9}")
+    lines += [header, "-" * len(header)]
+    for f in all_figures:
+        floor = f.median("floor")
+        rss = max(f.median("json_rss"), f.median("html_rss"))
+        lines.append(
+            f"{f.size:<7}{f.nodes:>6}{f.median('gzip'):>9.1f}s{floor:>7.1f}s"
+            f"{f.median('json'):>7.1f}s{f.median('html'):>7.1f}s"
+            f"{f.median('json') / floor:>9.2f}{f.median('html') / floor:>9.2f}"
+            f"{f.median('html_cpu') / f.median('floor_cpu'):>8.2f}"
+            f"{1000 * f.median('html') / max(f.nodes, 1):>9.1f}"
+            f"{f.median('json_rss'):>8.0f}Mi{f.median('html_rss'):>8.0f}Mi"
+            f"{f.median('pods_rss'):>8.0f}Mi{rss / f.median('pods_rss'):>9.2f}")
+    lines.append("")
+    for f in all_figures:
+        info = ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in sorted(f.info.items()))
+        parts = ", ".join(f"{k}={statistics.median(v):.2f}" for k, v in sorted(f.samples.items()))
+        lines.append(f"{f.size}: {info}")
+        lines.append(f"{f.size} medians: {parts}")
+    by_size = {f.size: f for f in all_figures}
+    if "M" in by_size and "L" in by_size:
+        m, big = by_size["M"], by_size["L"]
+        ratio = (big.median("html") / big.nodes) / (m.median("html") / m.nodes)
+        cpu = (big.median("html_cpu") / big.nodes) / (m.median("html_cpu") / m.nodes)
+        lines.append(f"time per node L/M (html): wall {ratio:.2f}, cpu {cpu:.2f}")
+    journal_sizes = [f for f in all_figures if ":" in f.size or f.size == "M"]
+    if len(journal_sizes) > 1:
+        shown = ", ".join(f"{f.size} {max(f.median('json_rss'), f.median('html_rss')):.0f} MiB"
+                          for f in journal_sizes)
+        lines.append(f"peak RSS by journal size: {shown}")
+    if startup is not None:
+        lines.append(f"startup: imports {startup['imports']:.2f}s, analyze small sample "
+                     f"{startup['small']:.2f}s, ratio {startup['small'] / startup['imports']:.2f}")
+    return "\n".join(lines)
+
+
+def profile(bundle: Path, scratch: Path, top: int) -> str:
+    stats_path = scratch / "analyze.prof"
+    code = subprocess.call([sys.executable, "-m", "cProfile", "-o", str(stats_path),
+                            GPU_TRIAGE, "analyze", str(bundle), "-f", "html", "-o",
+                            str(scratch / "profiled.html")], cwd=ROOT,
+                           stdout=subprocess.DEVNULL)
+    if code not in (0, 1):
+        raise SystemExit(f"profiled analyze exited {code}")
+    import io
+    import pstats
+
+    text = io.StringIO()
+    stats = pstats.Stats(str(stats_path), stream=text)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return text.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="S,M,L")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--dir", type=Path,
+                        default=Path(tempfile.gettempdir()) / "gpu-triage-bench",
+                        help="where generated bundles are kept (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-startup", action="store_true", help="skip the startup check")
+    parser.add_argument("--profile", action="store_true",
+                        help="also cProfile one analyze of the largest size")
+    parser.add_argument("--json", type=Path, help="also write the raw samples here")
+    args = parser.parse_args(argv)
+    sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    if any(s.partition(":")[0] not in NODES for s in sizes):
+        parser.error(f"sizes are S, M, L, optionally with :KIB of journal per node: {sizes}")
+    args.dir.mkdir(parents=True, exist_ok=True)
+    bundles = {size: ensure_bundle(size, args.dir, args.seed) for size in sizes}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        scratch = Path(tmp)
+        startup = None if args.no_startup else bench_startup(max(args.runs, 5), scratch)
+        figures = [bench_bundle(size, bundles[size], args.runs, scratch) for size in sizes]
+        print(report(figures, startup))
+        if args.json:
+            args.json.write_text(json.dumps({
+                "machine": machine(), "startup": startup,
+                "sizes": {f.size: {"nodes": f.nodes, "samples": f.samples, "info": f.info}
+                          for f in figures}}, indent=2) + "\n")
+        if args.profile:
+            print(profile(bundles[sizes[-1]], scratch, 40))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
