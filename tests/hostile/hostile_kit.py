@@ -18,6 +18,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from kit import encode, kube_list
+from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
 from analyzers.models import Report
@@ -34,18 +35,7 @@ HOSTILE = settings(max_examples=_FUZZ or 25, deadline=None, derandomize=not _FUZ
                                           HealthCheck.function_scoped_fixture])
 MANIFEST = b'{"format": "gpu-triage-bundle", "format_version": 1, "items": []}'
 
-DUMP = """version = 2
-imports = ["/etc/containerd/conf.d/99-nvidia.toml"]
-
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-  runtime_type = "io.containerd.runc.v2"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-"""
+DUMP = DUMP_WITH_NVIDIA
 DROPIN = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
   runtime_type = "io.containerd.runc.v2"

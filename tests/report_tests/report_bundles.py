@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 from kit import kube_list
-from scenario import SANDBOX
+from scenario import DUMP_WITH_NVIDIA, SANDBOX
 
 CREATED = dt.datetime(2026, 11, 29, 14, 0, 0, tzinfo=dt.UTC)
 NS = "gpu-operator"
@@ -51,18 +51,7 @@ imports = ["/etc/containerd/conf.d/99-nvidia.toml", "/etc/containerd/conf.d/zz-r
   config_path = "/etc/containerd/certs.d"
 """
 
-DUMP_OK = """version = 2
-imports = ["/etc/containerd/conf.d/99-nvidia.toml"]
-
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-  runtime_type = "io.containerd.runc.v2"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-"""
+DUMP_OK = DUMP_WITH_NVIDIA
 
 OPERANDS = (
     ("nvidia-container-toolkit-daemonset", None),
