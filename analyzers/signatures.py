@@ -494,6 +494,13 @@ def _applicable(source: str, container: str | None
     return found, tuple(sorted({needle for _, sig in found for needle in sig.needles}))
 
 
+def needles(source: str) -> tuple[str, ...] | None:
+    """Every needle of the built-in signatures for ``source`` (lower case); None when one
+    of them has no needle. Text holding none of them matches nothing there, so a caller
+    with many lines can test their joined text once before matching line by line."""
+    return _applicable(source, None)[1]
+
+
 def for_rule(rule_id: str) -> tuple[Signature, ...]:
     """Built-in signatures that feed the catalog rule ``rule_id`` (e.g. ``"RT001"``)."""
     return tuple(s for s in load() if rule_id in s.rules)

@@ -1,14 +1,15 @@
-"""A bounded cache of per-node artifacts, so memory does not grow with the bundle.
+"""A bounded cache of parsed node files, so memory does not follow the files' size.
 
-Every :class:`~bundle.reader.NodeArtifacts` keeps what it parsed (journals, nvidia-smi
-XML, config dumps) for as long as it lives. Keeping one per node for the whole run
-holds every node's parsed journals at once: gigabytes on a 2,000-node bundle. This
-cache keeps the most recently used nodes only, up to a budget in bytes of collected
-files (a node weighs what its ``nodes/<name>/`` files weigh); the least recently used
-node is dropped, with everything it parsed, once the budget is exceeded. A dropped
-node is read again, from the archive's spool, the next time it is asked for.
+A node's journals are its largest files (about 1 MB of JSON lines per node is common)
+and parse into several times their size in Python objects: keeping every node's
+parsed journals for the whole run holds gigabytes on a 2,000-node bundle. The bundle
+keeps them in a :class:`NodeCache` instead: the most recently used only, up to a
+budget in bytes of the files behind them; the least recently used is dropped once the
+budget is exceeded, and parsed again (from the archive's spool) if asked for again.
+Readers that walk every node should go through one shared pass
+(``analyzers/facts/journals.py``) rather than each parse every journal again.
 
-Re-reading is safe: parsing is deterministic, and the problem log ignores a problem it
+Re-parsing is safe: parsing is deterministic, and the problem log ignores a problem it
 has already recorded.
 """
 
@@ -21,15 +22,15 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 DEFAULT_BUDGET = 64 << 20
-"""Bytes of collected node files whose parsed artifacts may be held at once."""
+"""Bytes of source files whose parsed form may be held at once."""
 
 
 class NodeCache(Generic[T]):
-    """Least-recently-used cache of one object per node, bounded by node weight.
+    """Least-recently-used cache of parsed objects, bounded by the size of their sources.
 
-    ``make(name)`` builds a node's object; ``weigh(name)`` says how many bytes of
-    collected files stand behind it. The most recently used node is always kept, so a
-    node heavier than the whole budget still works (it is simply not shared).
+    ``make(key)`` parses one object; ``weigh(key)`` says how many bytes of collected
+    files stand behind it. The most recently used object is always kept, so an object
+    heavier than the whole budget still works (it is simply not shared).
     """
 
     def __init__(self, make: Callable[[str], T], weigh: Callable[[str], int],
@@ -42,14 +43,14 @@ class NodeCache(Generic[T]):
         self.built = 0     # objects made (first reads plus re-reads after eviction)
         self.evicted = 0
 
-    def get(self, name: str) -> T:
-        entry = self._entries.get(name)
+    def get(self, key: str) -> T:
+        entry = self._entries.get(key)
         if entry is not None:
-            self._entries.move_to_end(name)
+            self._entries.move_to_end(key)
             return entry[0]
-        value = self._make(name)
-        weight = max(self._weigh(name), 1)
-        self._entries[name] = (value, weight)
+        value = self._make(key)
+        weight = max(self._weigh(key), 1)
+        self._entries[key] = (value, weight)
         self._total += weight
         self.built += 1
         while self._total > self._budget and len(self._entries) > 1:

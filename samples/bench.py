@@ -2,7 +2,7 @@
 """Benchmark ``gpu-triage analyze`` against the cost of just reading the bundle.
 
     .venv/bin/python samples/bench.py                      # S, M and L, 3 runs each
-    .venv/bin/python samples/bench.py --sizes S,M --runs 5
+    .venv/bin/python samples/bench.py --sizes S,M,M:256,L  # + M with 256 KiB journals
     .venv/bin/python samples/bench.py --sizes L --profile  # + cProfile of one analyze
 
 Bundles come from ``samples.synth`` (generated into ``--dir`` when missing, reused
@@ -19,7 +19,10 @@ after). For each bundle, one run measures, in this order:
 Once per invocation: the startup floor (``python -c "import click, pydantic, jinja2,
 orjson, tomlkit"``) against ``analyze`` of ``samples/incident-toolkit-disabled``.
 Every figure is the median of ``--runs`` runs; ratios are taken between medians of
-the same invocation, so a noisy machine shifts both sides alike.
+the same invocation, so a noisy machine shifts both sides alike. CPU seconds (user +
+system of the child) are recorded beside wall seconds: on a shared machine they move
+less. A size ``M:256`` is M generated with 256 KiB of journal per node instead of
+1 MiB; comparing its peak RSS with M's shows whether memory follows journal size.
 """
 
 from __future__ import annotations

@@ -86,6 +86,16 @@ def journal_scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     return found
 
 
+def _may_match(entries: list[JournalEntry], source: str) -> bool:
+    """Whether any entry can hold a signature: one needle test over all messages joined
+    (lower-cased) instead of one per entry; most journals hold no needle at all."""
+    wanted = signatures.needles(source)
+    if wanted is None:
+        return True
+    text = "\n".join(entry.message for entry in entries).lower()
+    return any(needle in text for needle in wanted)
+
+
 def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     artifacts = bundle.node(node)
     path = artifacts.path(f"journal/{unit}.jsonl")
@@ -94,9 +104,9 @@ def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     matches: list[tuple[JournalEntry, tuple[SignatureMatch, ...]]] = []
     lifecycle: list[JournalEntry] = []
     pids: dict[tuple[str, int], None] = {}
+    any_hit = _may_match(entries, source)
     for entry in entries:
-        hits = signatures.match(entry.message, source)
-        if hits:
+        if any_hit and (hits := signatures.match(entry.message, source)):
             matches.append((entry, tuple(hits)))
         if _maybe_lifecycle(entry.message) and LIFECYCLE.search(entry.message):
             lifecycle.append(entry)

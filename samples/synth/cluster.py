@@ -454,8 +454,8 @@ class PodBuilder:
 
         created = plus(INSTALLED, 300)
         stuck = not n.has_nvidia
-        for ds, account, inits, main in self.operand_specs(n.name):
-            spec = pod_spec(main, node=n.name, inits=inits, runtime_class="nvidia",
+        for ds, account, inits, mains in self.operand_specs(n.name):
+            spec = pod_spec(mains, node=n.name, inits=inits, runtime_class="nvidia",
                             tolerations=TOLERATIONS, pinned=True, account=account,
                             priority_class="system-node-critical",
                             selector={f"nvidia.com/gpu.deploy.{_deploy_label(ds)}": "true"})
