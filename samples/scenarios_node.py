@@ -801,8 +801,7 @@ def host_driver_ok(start: dt.datetime, slots: list[Slot]) -> list[LogLine]:
 
 
 def smi_table(slots: list[Slot], t: dt.datetime) -> list[str]:
-    """Default ``nvidia-smi`` output of driver 570 for idle data-center GPUs.
-    (``dcgpu.smi_table`` pads the GPU-Util cell one column too wide.)"""
+    """Default ``nvidia-smi`` output of driver 570 for idle data-center GPUs."""
     def cells(a: str, b: str, c: str) -> str:
         return f"|{a:<41}|{b:<24}|{c:<22}|"
 

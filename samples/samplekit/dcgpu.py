@@ -537,62 +537,6 @@ def nvidia_smi_xml(slots: list[Slot], at: dt.datetime, attached: int | None = No
 
 
 # ------------------------------------------------------------------ nvidia-smi table
-
-
-def _cells(a: str, b: str, c: str) -> str:
-    return f"|{a:<41}|{b:<24}|{c:<22}|"
-
-
-def smi_table(slots: list[Slot], t: dt.datetime) -> list[str]:
-    """Default ``nvidia-smi`` output of driver 570 for idle data-center GPUs."""
-    bar = "+" + "-" * 89 + "+"
-    cells = "+" + "-" * 41 + "+" + "-" * 24 + "+" + "-" * 22 + "+"
-    lines = [
-        ctime(t) + "       ",
-        bar,
-        f"| NVIDIA-SMI {DRIVER:<23}Driver Version: {DRIVER:<15}CUDA Version: {CUDA:<9}|",
-        cells.replace("+", "|", 1)[:-1] + "+",
-        _cells(
-            " GPU  Name                 Persistence-M",
-            " Bus-Id          Disp.A",
-            " Volatile Uncorr. ECC",
-        ),
-        _cells(
-            " Fan  Temp   Perf          Pwr:Usage/Cap",
-            "           Memory-Usage",
-            " GPU-Util  Compute M.",
-        ),
-        _cells("", "", "               MIG M."),
-        "|" + "=" * 41 + "+" + "=" * 24 + "+" + "=" * 22 + "|",
-    ]
-    for slot in slots:
-        gpu = slot.card.gpu
-        name = gpu.product if len(gpu.product) <= 28 else gpu.product[:23] + " ..."
-        power = f"{int(gpu.idle_power_w)}W / {int(gpu.power_limit_w):>4}W"
-        mig = "N/A" if not slot.card.mig_capable else ("Enabled" if slot.mig else "Disabled")
-        used = "0MiB" if slot.mig is None else f"{13 * len(slot.mig)}MiB"
-        util = "N/A" if slot.mig is not None else "0%"
-        lines += [
-            f"|{slot.index:>4}  {name:<31}On  |   {slot.bus_id} Off |{'0':>21} |",
-            f"| N/A   {gpu.temp_c}C    P8 {power:>23} |"
-            f"{used:>11} / {str(gpu.memory_mib) + 'MiB':>9} |{util:>9}      Default |",
-            _cells("", "", f"{mig:>21}"),
-            cells,
-        ]
-    lines += [
-        " " * 91,
-        bar,
-        f"| {'Processes:':<88}|",
-        f"|{'  GPU   GI   CI              PID   Type   Process name':<78}GPU Memory |",
-        f"|{'        ID   ID':<78}Usage      |",
-        "|" + "=" * 89 + "|",
-        f"|  {'No running processes found':<87}|",
-        bar,
-    ]
-    assert all(len(line) == 91 for line in lines[1:]), [len(x) for x in lines]
-    return lines
-
-
 # ----------------------------------------------------------------------------- dmesg
 
 
