@@ -221,11 +221,8 @@ def _xid_records(node: str, events: Iterable[XidEvent]) -> Iterator[_Record]:
                       path=line.path, line=line.line)
 
 
-def _detail_time(detail: ContainerStateDetail | None, key: str) -> datetime | None:
-    if detail is None:
-        return None
-    extra = detail.model_extra or {}
-    return parse_time(extra.get(key))
+def _finished(detail: ContainerStateDetail | None) -> datetime | None:
+    return None if detail is None else parse_time(detail.finished_at)
 
 
 def _pod_records(pod: Pod) -> Iterator[_Record]:
@@ -249,7 +246,7 @@ def _pod_records(pod: Pod) -> Iterator[_Record]:
     for index, (group, status) in enumerate(statuses):
         for which, state in (("state", status.state), ("lastState", status.last_state)):
             term = state.terminated
-            when = _detail_time(term, "finishedAt")
+            when = _finished(term)
             if term is None or when is None:
                 continue
             failed = term.exit_code not in (0, None)

@@ -1,9 +1,10 @@
-"""Lenient, typed views of the Kubernetes and operator objects rules read.
+"""Typed views of the Kubernetes and operator objects rules read.
 
-Only the fields rules need are typed; everything else is kept (``extra="allow"``).
-Field names follow the API's camelCase through aliases. Quantities stay strings and
-are read with :func:`quantity_int`; a number where a string is expected (``"nvidia.com/gpu":
-8`` written by hand or by another tool) is accepted as its string.
+Only the fields rules need are kept; everything else in the JSON is not (see
+:mod:`bundle.views` for how fields are declared and read). Field names are the API's
+camelCase in snake case. Quantities stay strings and are read with :func:`quantity_int`.
+Evidence points back into the file with :attr:`KubeObject.source_path` and
+:attr:`KubeObject.source_pointer`.
 """
 
 from __future__ import annotations
@@ -11,20 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from bundle.views import View, key
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=False,
-                              coerce_numbers_to_str=True)
-
-
-class KubeObject(_View):
+class KubeObject(View):
     """Base of objects read from a bundle JSON file (Kubernetes objects, Helm revisions):
     remembers the file and the JSON pointer it came from, for evidence."""
 
-    _path: str = PrivateAttr(default="")
-    _pointer: str = PrivateAttr(default="")
+    __slots__ = ("_path", "_pointer")  # set by locate(); empty until then
 
     def locate(self, path: str, pointer: str) -> None:
         self._path = path
@@ -32,71 +27,76 @@ class KubeObject(_View):
 
     @property
     def source_path(self) -> str:
-        return self._path
+        return getattr(self, "_path", "")
 
     @property
     def source_pointer(self) -> str:
-        return self._pointer
+        return getattr(self, "_pointer", "")
 
 
-class OwnerReference(_View):
+class OwnerReference(View):
     kind: str = ""
     name: str = ""
 
 
-class ObjectMeta(_View):
+class ObjectMeta(View):
     name: str = ""
     namespace: str | None = None
     uid: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    creation_timestamp: str | None = Field(default=None, alias="creationTimestamp")
-    owner_references: list[OwnerReference] = Field(default_factory=list, alias="ownerReferences")
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creation_timestamp: str | None = None
+    owner_references: list[OwnerReference]
 
 
-class Condition(_View):
+class ConfigMapMeta(ObjectMeta):
+    # Every write records a time here; only ConfigMaps need it (and it is large on pods).
+    managed_fields: Any = None
+
+
+class Condition(View):
     type: str = ""
     status: str = ""
     reason: str | None = None
     message: str | None = None
-    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+    last_transition_time: str | None = None
 
 
-class Taint(_View):
+class Taint(View):
     key: str = ""
     value: str | None = None
     effect: str = ""
 
 
-class NodeSpec(_View):
-    taints: list[Taint] = Field(default_factory=list)
+class NodeSpec(View):
+    taints: list[Taint]
     unschedulable: bool = False
 
 
-class NodeSystemInfo(_View):
-    container_runtime_version: str = Field(default="", alias="containerRuntimeVersion")
-    kernel_version: str = Field(default="", alias="kernelVersion")
-    os_image: str = Field(default="", alias="osImage")
-    kubelet_version: str = Field(default="", alias="kubeletVersion")
+class NodeSystemInfo(View):
+    container_runtime_version: str = ""
+    kernel_version: str = ""
+    os_image: str = ""
+    kubelet_version: str = ""
 
 
-class NodeAddress(_View):
+class NodeAddress(View):
     type: str = ""
     address: str = ""
 
 
-class NodeStatus(_View):
-    capacity: dict[str, str] = Field(default_factory=dict)
-    allocatable: dict[str, str] = Field(default_factory=dict)
-    conditions: list[Condition] = Field(default_factory=list)
-    node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo, alias="nodeInfo")
-    addresses: list[NodeAddress] = Field(default_factory=list)
+class NodeStatus(View):
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    conditions: list[Condition]
+    node_info: NodeSystemInfo
+    addresses: list[NodeAddress]
 
 
 class Node(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: NodeSpec = Field(default_factory=NodeSpec)
-    status: NodeStatus = Field(default_factory=NodeStatus)
+    metadata: ObjectMeta
+    spec: NodeSpec
+    status: NodeStatus
 
     @property
     def name(self) -> str:
@@ -107,75 +107,78 @@ class Node(KubeObject):
         return self.metadata.labels
 
 
-class ResourceRequirements(_View):
-    limits: dict[str, str] = Field(default_factory=dict)
-    requests: dict[str, str] = Field(default_factory=dict)
+class ResourceRequirements(View):
+    limits: dict[str, str]
+    requests: dict[str, str]
 
 
-class EnvVar(_View):
+class EnvVar(View):
     name: str = ""
     value: str | None = None
+    value_from: Any = None
 
 
-class Container(_View):
+class Container(View):
     name: str = ""
     image: str = ""
-    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    env: list[EnvVar] = Field(default_factory=list)
+    resources: ResourceRequirements
+    env: list[EnvVar]
+    security_context: Any = None
 
 
-class Toleration(_View):
+class Toleration(View):
     key: str | None = None
     operator: str | None = None
     value: str | None = None
     effect: str | None = None
 
 
-class PodSpec(_View):
-    node_name: str | None = Field(default=None, alias="nodeName")
-    containers: list[Container] = Field(default_factory=list)
-    init_containers: list[Container] = Field(default_factory=list, alias="initContainers")
-    runtime_class_name: str | None = Field(default=None, alias="runtimeClassName")
-    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
-    tolerations: list[Toleration] = Field(default_factory=list)
+class PodSpec(View):
+    node_name: str | None = None
+    containers: list[Container]
+    init_containers: list[Container]
+    runtime_class_name: str | None = None
+    node_selector: dict[str, str]
+    tolerations: list[Toleration]
+    affinity: Any = None
 
 
-class ContainerStateDetail(_View):
+class ContainerStateDetail(View):
     reason: str | None = None
     message: str | None = None
-    exit_code: int | None = Field(default=None, alias="exitCode")
+    exit_code: int | None = None
+    finished_at: Any = None
 
 
-class ContainerState(_View):
+class ContainerState(View):
     waiting: ContainerStateDetail | None = None
     running: dict[str, Any] | None = None
     terminated: ContainerStateDetail | None = None
 
 
-class ContainerStatus(_View):
+class ContainerStatus(View):
     name: str = ""
     ready: bool = False
-    restart_count: int = Field(default=0, alias="restartCount")
+    restart_count: int = 0
     image: str = ""
-    state: ContainerState = Field(default_factory=ContainerState)
-    last_state: ContainerState = Field(default_factory=ContainerState, alias="lastState")
+    state: ContainerState
+    last_state: ContainerState
 
 
-class PodStatus(_View):
+class PodStatus(View):
     phase: str = ""
     reason: str | None = None
     message: str | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    container_statuses: list[ContainerStatus] = Field(default_factory=list,
-                                                      alias="containerStatuses")
-    init_container_statuses: list[ContainerStatus] = Field(default_factory=list,
-                                                           alias="initContainerStatuses")
+    conditions: list[Condition]
+    container_statuses: list[ContainerStatus]
+    init_container_statuses: list[ContainerStatus]
+    start_time: Any = None
 
 
 class Pod(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: PodSpec = Field(default_factory=PodSpec)
-    status: PodStatus = Field(default_factory=PodStatus)
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus
 
     @property
     def name(self) -> str:
@@ -191,93 +194,92 @@ class Pod(KubeObject):
         return self.status.phase in ("Succeeded", "Failed")
 
 
-class ObjectReference(_View):
+class ObjectReference(View):
     kind: str | None = None
     namespace: str | None = None
     name: str | None = None
     uid: str | None = None
 
 
-class EventSource(_View):
+class EventSource(View):
     component: str | None = None
     host: str | None = None
 
 
 class Event(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    involved_object: ObjectReference = Field(default_factory=ObjectReference,
-                                             alias="involvedObject")
+    metadata: ObjectMeta
+    involved_object: ObjectReference
     reason: str | None = None
     message: str | None = None
     type: str | None = None
     count: int | None = None
-    first_timestamp: str | None = Field(default=None, alias="firstTimestamp")
-    last_timestamp: str | None = Field(default=None, alias="lastTimestamp")
-    event_time: str | None = Field(default=None, alias="eventTime")
-    source: EventSource = Field(default_factory=EventSource)
-    reporting_instance: str | None = Field(default=None, alias="reportingInstance")
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    event_time: str | None = None
+    source: EventSource
+    reporting_instance: str | None = None
 
     @property
     def time(self) -> str | None:
         return self.last_timestamp or self.event_time or self.first_timestamp
 
 
-class DaemonSetStatus(_View):
-    desired: int = Field(default=0, alias="desiredNumberScheduled")
-    current: int = Field(default=0, alias="currentNumberScheduled")
-    ready: int = Field(default=0, alias="numberReady")
-    available: int = Field(default=0, alias="numberAvailable")
+class DaemonSetStatus(View):
+    desired: int = key("desiredNumberScheduled", 0)
+    current: int = key("currentNumberScheduled", 0)
+    ready: int = key("numberReady", 0)
+    available: int = key("numberAvailable", 0)
 
 
-class PodTemplate(_View):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: PodSpec = Field(default_factory=PodSpec)
+class PodTemplate(View):
+    metadata: ObjectMeta
+    spec: PodSpec
 
 
-class WorkloadSpec(_View):
-    template: PodTemplate = Field(default_factory=PodTemplate)
+class WorkloadSpec(View):
+    template: PodTemplate
 
 
 class DaemonSet(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
-    status: DaemonSetStatus = Field(default_factory=DaemonSetStatus)
+    metadata: ObjectMeta
+    spec: WorkloadSpec
+    status: DaemonSetStatus
 
 
 class Deployment(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
-    status: dict[str, Any] = Field(default_factory=dict)
+    metadata: ObjectMeta
+    spec: WorkloadSpec
+    status: dict[str, Any]
 
 
 class RuntimeClass(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    metadata: ObjectMeta
     handler: str = ""
 
 
 class ResourceQuota(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: dict[str, Any] = Field(default_factory=dict)
-    status: dict[str, Any] = Field(default_factory=dict)
+    metadata: ObjectMeta
+    spec: dict[str, Any]
+    status: dict[str, Any]
 
 
 class ConfigMap(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    data: dict[str, str] = Field(default_factory=dict)
+    metadata: ConfigMapMeta
+    data: dict[str, str]
 
 
-class PolicyStatus(_View):
+class PolicyStatus(View):
     state: str | None = None
     namespace: str | None = None
-    conditions: list[Condition] = Field(default_factory=list)
+    conditions: list[Condition]
 
 
 class ClusterPolicy(KubeObject):
     """``nvidia.com/v1`` ClusterPolicy; ``spec`` stays a mapping, read with helpers."""
 
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: dict[str, Any] = Field(default_factory=dict)
-    status: PolicyStatus = Field(default_factory=PolicyStatus)
+    metadata: ObjectMeta
+    spec: dict[str, Any]
+    status: PolicyStatus
 
     def component_enabled(self, component: str) -> bool | None:
         """``spec.<component>.enabled``: True/False when set; None when absent.
@@ -297,21 +299,21 @@ class ClusterPolicy(KubeObject):
 
 
 class NVIDIADriver(KubeObject):
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: dict[str, Any] = Field(default_factory=dict)
-    status: PolicyStatus = Field(default_factory=PolicyStatus)
+    metadata: ObjectMeta
+    spec: dict[str, Any]
+    status: PolicyStatus
 
 
 class HelmRevision(KubeObject):
-    """One revision of a Helm release, as the collector reduces it."""
+    """One revision of a Helm release, as the collector reduces it (snake_case keys)."""
 
     revision: int = 0
     status: str = ""
     chart: str = ""
-    app_version: str = ""
+    app_version: str = key("app_version", "")
     updated: str = ""
     description: str = ""
-    values: dict[str, Any] = Field(default_factory=dict)
+    values: dict[str, Any]
 
     def value(self, dotted: str) -> Any:
         """A user value by dotted path (``toolkit.enabled``); None when unset."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,11 +22,13 @@ from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
+from bundle.views import Issues
 
 if TYPE_CHECKING:
     from bundle.kernel import KernelLine
 
 T = TypeVar("T", bound=BaseModel)
+K = TypeVar("K", bound=kube.KubeObject)
 
 # Kubernetes names used as path segments (DNS-1123); anything else is refused.
 _SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
@@ -185,7 +187,7 @@ class ClusterObjects:
     def __init__(self, bundle: Bundle) -> None:
         self._bundle = bundle
 
-    def _list(self, path: str, model: type[T], kind: str) -> list[T]:
+    def _list(self, path: str, view: type[K], kind: str) -> list[K]:
         raw = self._bundle.read_json(path)
         if raw is None:
             return []
@@ -193,23 +195,23 @@ class ClusterObjects:
             got = raw.get("kind") if isinstance(raw, dict) else type(raw).__name__
             self._bundle.problem(path, f"expected a List of {kind} objects, got {got!r}")
             return []
-        objects: list[T] = []
+        objects: list[K] = []
+        project = view.project
         for index, item in enumerate(raw["items"]):
-            pointer = f"/items/{index}"
-            if not isinstance(item, dict):
+            if type(item) is not dict:
                 self._bundle.problem(path, f"item is a JSON {type(item).__name__}, expected an "
-                                     f"object", where=pointer)
+                                     f"object", where=f"/items/{index}")
                 continue
             if item.get("kind") not in (None, kind):
                 self._bundle.problem(path, f"item of kind {item.get('kind')!r} in a {kind} list; "
-                                     "ignored", where=pointer)
+                                     "ignored", where=f"/items/{index}")
                 continue
-            obj = validate(self._bundle, model, item, path, pointer, kind)
-            if obj is None:
-                continue
-            locate: Callable[[str, str], None] | None = getattr(obj, "locate", None)
-            if locate is not None:
-                locate(path, pointer)
+            issues: Issues = []
+            obj = project(item, (), issues)
+            pointer = f"/items/{index}"
+            if issues:
+                _record_issues(self._bundle, path, pointer, kind, issues)
+            obj.locate(path, pointer)
             objects.append(obj)
         return objects
 
@@ -274,10 +276,14 @@ class ClusterObjects:
                 continue
             revisions = []
             for index, item in enumerate(raw):
-                revision = validate(self._bundle, kube.HelmRevision, item, path, f"/{index}",
-                                    "revision")
-                if revision is None:
+                if not isinstance(item, dict):
+                    self._bundle.problem(path, f"revision not understood: a JSON "
+                                         f"{type(item).__name__}, expected an object",
+                                         where=f"/{index}")
                     continue
+                revision, issues = kube.HelmRevision.parse(item)
+                if issues:
+                    _record_issues(self._bundle, path, f"/{index}", "revision", issues)
                 revision.locate(path, f"/{index}")
                 revisions.append(revision)
             releases[name] = sorted(revisions, key=lambda r: r.revision)
@@ -395,6 +401,17 @@ def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     except RecursionError:
         bundle.problem(path, "invalid TOML: arrays or tables nested too deeply")
         return None
+
+
+def _record_issues(bundle: Bundle, path: str, pointer: str, what: str,
+                   issues: Issues) -> None:
+    """One problem for the fields of an object that were ignored for their type."""
+    ordered = sorted(issues, key=lambda issue: _loc_key(issue[0]))
+    loc, message = ordered[0]
+    more = f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else ""
+    where = min(pointer + json_pointer(*loc) for loc, _ in ordered)
+    bundle.problem(path, f"{what}: a field of the wrong type was ignored: "
+                   f"{'/'.join(str(p) for p in loc)}: {message}{more}", where=where)
 
 
 def validate(bundle: Bundle, model: type[T], raw: object, path: str, pointer: str,

@@ -99,7 +99,7 @@ def node_of(pod: Pod) -> str | None:
     """
     if pod.spec.node_name:
         return pod.spec.node_name
-    terms: object = (pod.spec.model_extra or {}).get("affinity")
+    terms: object = pod.spec.affinity
     for key in ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                 "nodeSelectorTerms"):
         terms = terms.get(key) if isinstance(terms, dict) else None

@@ -138,7 +138,7 @@ def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
 
 
 def _required_terms(pod: Pod) -> list[dict[str, Any]] | None:
-    affinity: Any = (pod.spec.model_extra or {}).get("affinity")
+    affinity: Any = pod.spec.affinity
     try:
         terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"]

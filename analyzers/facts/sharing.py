@@ -207,7 +207,7 @@ def configmap_changed(configmap: ConfigMap) -> tuple[datetime, str] | None:
     """
     meta = configmap.metadata
     newest: tuple[datetime, str] | None = None
-    fields = (meta.model_extra or {}).get("managedFields")
+    fields = meta.managed_fields
     for index, entry in enumerate(fields if isinstance(fields, list) else []):
         when = parse_time(entry.get("time")) if isinstance(entry, dict) else None
         if when is not None and (newest is None or when > newest[0]):
@@ -245,4 +245,4 @@ def pod_started(pod: Pod, prefer: str | None = None) -> datetime | None:
                 starts.append(when)
     if starts:
         return max(starts)
-    return parse_time((pod.status.model_extra or {}).get("startTime"))
+    return parse_time(pod.status.start_time)

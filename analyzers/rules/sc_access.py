@@ -34,7 +34,7 @@ def _nvidia_image(image: str) -> bool:
 
 
 def _privileged(container: Container) -> bool:
-    context = (container.model_extra or {}).get("securityContext")
+    context = container.security_context
     return isinstance(context, dict) and context.get("privileged") is True
 
 
@@ -114,7 +114,7 @@ class GpuAccessOutsideScheduler(Rule):
                 if env.name != "NVIDIA_VISIBLE_DEVICES":
                     continue
                 value = env.value
-                from_ref = (env.model_extra or {}).get("valueFrom")
+                from_ref = env.value_from
                 if value is None and from_ref is None:
                     continue
                 if value is not None and value.strip().lower() in HIDDEN_VALUES:
