@@ -144,7 +144,7 @@ def _list_converter(view: type[View]) -> _Converter:
         if type(value) is not list:
             issues.append(((*loc, at), "Input should be a valid list"))
             return _WRONG
-        project = view.project
+        project = view.__dict__["_reader"] or view._compile()
         here = (*loc, at)
         items = []
         for index, item in enumerate(value):
@@ -169,7 +169,8 @@ _MAPS: dict[str, _Converter] = {"dict[str, str]": _as_str_map, "dict[str, Any]":
 class _Field:
     """One declared field: where it is read from and how."""
 
-    __slots__ = ("attr", "json_key", "kind", "optional", "convert", "default", "factory")
+    __slots__ = ("attr", "json_key", "kind", "optional", "convert", "default", "factory",
+                 "view")
 
     def __init__(self, attr: str, annotation: str, declared: Any,
                  namespace: dict[str, Any]) -> None:
@@ -180,6 +181,7 @@ class _Field:
         self.optional = annotation.endswith(" | None")
         self.kind = base = annotation.removesuffix(" | None")
         self.factory: Callable[[], Any] | None = None
+        self.view: type[View] | None = None  # a nested view, read inline
         if base in _SCALARS:
             self.convert, self.default = _SCALARS[base]
         elif base in _MAPS:
@@ -189,6 +191,7 @@ class _Field:
             self.default, self.factory = None, list
         elif isinstance(view := namespace.get(base), type) and issubclass(view, View):
             self.convert, self.default, self.factory = _view_converter(view), None, view.empty
+            self.view = view
         else:
             raise TypeError(f"unsupported view field annotation {annotation!r}")
         if self.optional:
@@ -222,11 +225,15 @@ def _reader_source(fields: tuple[_Field, ...]) -> str:
                       "    if value is WRONG:",
                       f"        value = {fallback}"]
             test = None
+        check = "if" if field.optional else "elif"
+        if field.view is not None:  # the usual case, a JSON object, read without a call
+            lines += [f"    {check} type(value) is dict:",
+                      f"        value = r{index}(value, (*loc, {json_key}), issues)"]
+            check = "elif"
         inline = _INLINE.get(field.kind)
         if inline is not None:
             test = f"type(value) is not {inline}" + (f" and {test}" if test else "")
-        check = "if" if field.optional else "elif"
-        lines += [f"    {check} {test or 'True'}:" if test else "    else:",
+        lines += [f"    {check} {test}:" if test else "    else:",
                   f"        value = c{index}(value, loc, {json_key}, issues)",
                   "        if value is WRONG:",
                   f"            value = {fallback}",
@@ -272,6 +279,8 @@ class View(metaclass=_ViewMeta):
         for index, field in enumerate(cls._fields):
             scope.update({f"c{index}": field.convert, f"d{index}": field.default,
                           f"f{index}": field.factory})
+            if field.view is not None:  # (a view that nests itself is not supported)
+                scope[f"r{index}"] = field.view.__dict__["_reader"] or field.view._compile()
         exec(compile(_reader_source(cls._fields), f"<view {cls.__qualname__}>", "exec"),  # noqa: S102
              scope)
         cls._reader = scope["read"]
