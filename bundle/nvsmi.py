@@ -3,6 +3,10 @@
 Element names changed across driver releases (``clocks_throttle_reasons`` became
 ``clocks_event_reasons``, ``power_readings`` became ``gpu_power_readings``); the
 accessors take alternatives so rules need not care which schema a node printed.
+
+Every node's document stays parsed for the whole run, so each ``<gpu>`` is kept as a
+:class:`~bundle.flatxml.FlatElement` (about 3 KB) rather than as an ElementTree
+subtree (about 45 KB); the tree itself is dropped once the GPUs are read.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from xml.parsers import expat
+
+from bundle.flatxml import FlatElement, flatten
 
 
 class XMLProblem(ValueError):
@@ -60,7 +66,7 @@ def parse_xml(data: bytes) -> ET.Element:
     return builder.close()
 
 
-def text_of(element: ET.Element | None, *paths: str) -> str | None:
+def text_of(element: FlatElement | ET.Element | None, *paths: str) -> str | None:
     """First non-empty text among alternative child paths; 'N/A' counts as absent."""
     if element is None:
         return None
@@ -91,7 +97,7 @@ class GPU:
     fb_used_mib: int | None
     gpu_util_percent: int | None
     processes: tuple[GPUProcess, ...]
-    element: ET.Element = field(repr=False, compare=False)
+    element: FlatElement = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +105,6 @@ class NvidiaSmi:
     driver_version: str | None
     cuda_version: str | None
     gpus: tuple[GPU, ...]
-    root: ET.Element = field(repr=False, compare=False)
 
 
 def number(text: str | None) -> int | None:
@@ -117,16 +122,14 @@ def parse_nvidia_smi(data: bytes) -> NvidiaSmi:
     root = parse_xml(data)
     if root.tag != "nvidia_smi_log":
         raise XMLProblem(f"root element is <{root.tag}>, expected <nvidia_smi_log>", 1, 1)
-    gpus = tuple(_gpu(element) for element in root.findall("gpu"))
     return NvidiaSmi(
         driver_version=text_of(root, "driver_version"),
         cuda_version=text_of(root, "cuda_version"),
-        gpus=gpus,
-        root=root,
+        gpus=tuple(_gpu(flatten(element)) for element in root.findall("gpu")),
     )
 
 
-def _gpu(element: ET.Element) -> GPU:
+def _gpu(element: FlatElement) -> GPU:
     processes = []
     for proc in element.findall("processes/process_info"):
         processes.append(GPUProcess(

@@ -15,14 +15,17 @@ of one ``<gpu>`` element without caring which driver printed it:
   power readings (``gpu_power_readings`` or ``power_readings``).
 
 Every reading carries the element path it came from (relative to ``<gpu>``) so a rule
-can quote it; :func:`locate` finds that element's line in the file text.
+can quote it; :func:`locate` finds that element's line in the file text. Only findings
+quote, so a file's lines are split when the first of its readings is located, not when
+it is parsed.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import functools
 from dataclasses import dataclass
 
+from bundle.flatxml import FlatElement
 from bundle.nvsmi import number, text_of
 
 __all__ = [
@@ -67,15 +70,15 @@ def _present(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in _ABSENT
 
 
-def _read(gpu: ET.Element, path: str) -> Reading | None:
-    found = gpu.find(path)
-    if found is None or found.text is None:
+def _read(gpu: FlatElement, path: str) -> Reading | None:
+    text = gpu.findtext(path)  # '' for an element without text: absent all the same
+    if not text:
         return None
-    value = " ".join(found.text.split())
+    value = " ".join(text.split())
     return Reading(path, value) if _present(value) else None
 
 
-def _children(gpu: ET.Element, path: str) -> list[ET.Element]:
+def _children(gpu: FlatElement, path: str) -> list[FlatElement]:
     parent = gpu.find(path)
     return list(parent) if parent is not None else []
 
@@ -86,7 +89,7 @@ _NEW_UNCORRECTABLE = ("sram_uncorrectable", "sram_uncorrectable_parity",
                       "sram_uncorrectable_secded", "dram_uncorrectable")
 
 
-def ecc_uncorrectable(gpu: ET.Element, scope: str) -> list[Reading]:
+def ecc_uncorrectable(gpu: FlatElement, scope: str) -> list[Reading]:
     """Non-zero uncorrectable ECC counters of ``scope`` (``volatile`` or ``aggregate``).
 
     The new layout gives one counter per memory type; the old one a ``double_bit``
@@ -110,7 +113,7 @@ def ecc_uncorrectable(gpu: ET.Element, scope: str) -> list[Reading]:
     return found
 
 
-def sram_threshold_exceeded(gpu: ET.Element) -> Reading | None:
+def sram_threshold_exceeded(gpu: FlatElement) -> Reading | None:
     """``aggregate/sram_threshold_exceeded`` when it says Yes (an RMA criterion)."""
     reading = _read(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")
     return reading if reading is not None and reading.yes else None
@@ -119,7 +122,7 @@ def sram_threshold_exceeded(gpu: ET.Element) -> Reading | None:
 # -------------------------------------------------------------------- memory repair
 
 
-def retired_pages(gpu: ET.Element) -> list[Reading]:
+def retired_pages(gpu: FlatElement) -> list[Reading]:
     """Page-retirement flags that say Yes (pre-Ampere: a reboot or reset is due)."""
     flags = ("retired_pages/pending_retirement", "retired_pages/pending_blacklist")
     return [r for r in (_read(gpu, path) for path in flags) if r is not None and r.yes]
@@ -132,7 +135,7 @@ class RowRemap:
     uncorrectable_rows: Reading | None
 
 
-def remapped_rows(gpu: ET.Element) -> RowRemap:
+def remapped_rows(gpu: FlatElement) -> RowRemap:
     """Row-remapper state; each field is set only when it signals trouble."""
     pending = _read(gpu, "remapped_rows/remapped_row_pending")
     failure = _read(gpu, "remapped_rows/remapped_row_failure")
@@ -144,7 +147,7 @@ def remapped_rows(gpu: ET.Element) -> RowRemap:
     )
 
 
-def repairs_pending(gpu: ET.Element) -> list[Reading]:
+def repairs_pending(gpu: FlatElement) -> list[Reading]:
     """Newest drivers' ``channel_repair_pending`` / ``tpc_repair_pending`` /
     ``unrepairable_memory`` flags that say Yes."""
     paths = ("ecc_errors/channel_repair_pending", "ecc_errors/tpc_repair_pending",
@@ -155,7 +158,7 @@ def repairs_pending(gpu: ET.Element) -> list[Reading]:
 # ------------------------------------------------------------------------- recovery
 
 
-def recovery(gpu: ET.Element) -> list[Reading]:
+def recovery(gpu: FlatElement) -> list[Reading]:
     """What the driver asks for: a recovery action other than None, or the older
     ``reset_required`` / ``drain_and_reset_recommended`` flags set to Yes."""
     found: list[Reading] = []
@@ -192,7 +195,7 @@ class Fabric:
         return self.completed and ok_status
 
 
-def fabric(gpu: ET.Element) -> Fabric:
+def fabric(gpu: FlatElement) -> Fabric:
     return Fabric(state=_read(gpu, "fabric/state"), status=_read(gpu, "fabric/status"))
 
 
@@ -210,7 +213,7 @@ _REASON_BLOCKS = (("clocks_event_reasons", "clocks_event_reason_"),
                   ("clocks_throttle_reasons", "clocks_throttle_reason_"))
 
 
-def active_slowdowns(gpu: ET.Element) -> list[tuple[str, Reading]]:
+def active_slowdowns(gpu: FlatElement) -> list[tuple[str, Reading]]:
     """(reason key of :data:`SLOWDOWNS`, reading) for each slowdown that is Active."""
     found: list[tuple[str, Reading]] = []
     for block, prefix in _REASON_BLOCKS:
@@ -223,7 +226,7 @@ def active_slowdowns(gpu: ET.Element) -> list[tuple[str, Reading]]:
     return found
 
 
-def power(gpu: ET.Element) -> tuple[str | None, str | None]:
+def power(gpu: FlatElement) -> tuple[str | None, str | None]:
     """(power draw, power limit) as printed, from either schema."""
     draw = text_of(gpu, "gpu_power_readings/power_draw", "gpu_power_readings/instant_power_draw",
                    "gpu_power_readings/average_power_draw", "power_readings/power_draw")
@@ -232,7 +235,7 @@ def power(gpu: ET.Element) -> tuple[str | None, str | None]:
     return draw, limit
 
 
-def temperature(gpu: ET.Element) -> str | None:
+def temperature(gpu: FlatElement) -> str | None:
     return text_of(gpu, "temperature/gpu_temp")
 
 
@@ -243,34 +246,46 @@ def locate(text: str, bus_id: str, path: str) -> tuple[int, str] | None:
     """1-based line and text of the element ``path`` (relative to ``<gpu>``) inside
     the ``<gpu id="bus_id">`` block of the XML ``text``; the last path segment is
     searched after the opening tags of the earlier ones. None when not found."""
-    lines = text.splitlines()
-    start = _gpu_start(lines, bus_id)
+    lines = _lines_of(text)
+    start = lines.gpu_start(bus_id)
     if start is None:
         return None
     index = start
     for segment in path.split("/"):
-        found = _next_tag(lines, index, segment)
+        found = lines.next_tag(index, segment)
         if found is None:
             return None
         index = found
-    return index + 1, lines[index].strip()
+    return index + 1, lines.lines[index].strip()
 
 
-def _gpu_start(lines: list[str], bus_id: str) -> int | None:
-    wanted = f'id="{bus_id}"'.lower()
-    for index, line in enumerate(lines):
-        lowered = line.lower()
-        if "<gpu " in lowered and wanted in lowered:
-            return index
-    return None
+class _Lines:
+    """One file's lines and the lines that open a ``<gpu`` block, found once for all
+    the readings located in it (a finding quotes up to eight, and each GPU of a node
+    can have a finding)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self._gpu_rows = [(index, lowered) for index, line in enumerate(self.lines)
+                          if "<gpu " in (lowered := line.lower())]
+
+    def gpu_start(self, bus_id: str) -> int | None:
+        wanted = f'id="{bus_id}"'.lower()
+        return next((index for index, lowered in self._gpu_rows if wanted in lowered), None)
+
+    def next_tag(self, start: int, tag: str) -> int | None:
+        opening, spaced = f"<{tag}>", f"<{tag} "
+        lines = self.lines
+        for index in range(start, len(lines)):
+            line = lines[index]
+            if index > start and "<gpu " in line:
+                return None
+            if opening in line or spaced in line:
+                return index
+        return None
 
 
-def _next_tag(lines: list[str], start: int, tag: str) -> int | None:
-    opening = f"<{tag}>"
-    for index in range(start, len(lines)):
-        line = lines[index]
-        if index > start and "<gpu " in line:
-            return None
-        if opening in line or f"<{tag} " in line:
-            return index
-    return None
+@functools.lru_cache(maxsize=2)
+def _lines_of(text: str) -> _Lines:
+    """Readings are located node after node, so the last file or two is all to keep."""
+    return _Lines(text)

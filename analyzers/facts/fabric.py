@@ -10,7 +10,7 @@ journal, or the driver container's log when the driver container runs FM).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from analyzers import signatures
 from analyzers.facts.podlogs import PodLogs
@@ -22,6 +22,7 @@ from bundle.nvsmi_health import locate
 RULE = "OP005"
 FM_UNIT = "nvidia-fabricmanager"
 FM_JOURNAL = f"journal/{FM_UNIT}.jsonl"
+SMI_FILE = "nvidia-smi.xml"
 NOT_INITIALIZED = ("validator-fabric-not-initialized", "cuda-system-not-initialized")
 NO_SWITCH = "fm-nvswitch-query-failed"   # on PCIe systems this is expected
 FM_STARTED = "driver-fabricmanager-starting"
@@ -36,7 +37,17 @@ class GpuFabric:
     bus_id: str
     state: str
     status: str | None
-    where: Locator
+    artifacts: NodeArtifacts = field(repr=False, compare=False)
+
+    @property
+    def where(self) -> Locator:
+        """The ``<state>`` line of this GPU in nvidia-smi.xml. Found on demand: only the
+        GPUs that did not register are quoted, and locating needs the file's lines."""
+        path = self.artifacts.path(SMI_FILE)
+        line = locate(self.artifacts.text(SMI_FILE) or "", self.bus_id, "fabric/state")
+        if line is None:
+            return Locator(path=path, excerpt=f"GPU {self.bus_id} fabric state: {self.state}")
+        return Locator(path=path, line=line[0], excerpt=f"GPU {self.bus_id}: {line[1]}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,22 +83,17 @@ def _smi_fabric(artifacts: NodeArtifacts) -> list[GpuFabric]:
     smi = artifacts.nvidia_smi
     if smi is None:
         return []
-    path = artifacts.path("nvidia-smi.xml")
-    text = artifacts.text("nvidia-smi.xml") or ""
+    # Decoded here as it always was, so that a file that is not UTF-8 is reported at
+    # the same point of the run; GpuFabric.where decodes it again when quoted.
+    artifacts.text(SMI_FILE)
     found = []
     for gpu in smi.gpus:
-        state_el = gpu.element.find("fabric/state")
-        state = (state_el.text or "").strip() if state_el is not None else ""
+        state = (gpu.element.findtext("fabric/state") or "").strip()
         if state.lower() in _NOT_FABRIC:
             continue
-        status_el = gpu.element.find("fabric/status")
-        status = (status_el.text or "").strip() if status_el is not None else ""
+        status = (gpu.element.findtext("fabric/status") or "").strip()
         status_value = None if status.lower() in _NOT_FABRIC else status
-        line = locate(text, gpu.bus_id, "fabric/state")
-        where = (Locator(path=path, line=line[0], excerpt=f"GPU {gpu.bus_id}: {line[1]}")
-                 if line is not None else
-                 Locator(path=path, excerpt=f"GPU {gpu.bus_id} fabric state: {state}"))
-        found.append(GpuFabric(gpu.bus_id, state, status_value, where))
+        found.append(GpuFabric(gpu.bus_id, state, status_value, artifacts))
     return found
 
 

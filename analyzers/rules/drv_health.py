@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import smi_evidence
 from bundle import nvsmi_health as health
+from bundle.flatxml import FlatElement
 from bundle.kernel import normalize_pci
 from bundle.nvsmi_health import Reading
 
@@ -24,7 +24,7 @@ class Issue:
     readings: tuple[Reading, ...]
 
 
-def _memory(gpu: ET.Element) -> list[Issue]:
+def _memory(gpu: FlatElement) -> list[Issue]:
     issues: list[Issue] = []
     threshold = health.sram_threshold_exceeded(gpu)
     if threshold is not None:
@@ -61,7 +61,7 @@ def _counts(readings: list[Reading]) -> str:
     return ", ".join(f"{r.path.rsplit('/', 1)[-1]} {r.value}" for r in readings)
 
 
-def _other(gpu: ET.Element) -> list[Issue]:
+def _other(gpu: FlatElement) -> list[Issue]:
     issues: list[Issue] = []
     for reading in health.recovery(gpu):
         issues.append(Issue("recovery", Severity.HIGH, f"the driver asks for recovery "
