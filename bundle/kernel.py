@@ -38,9 +38,10 @@ split ``API mismatch`` message reads as one sentence.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 __all__ = [
     "SIGNAL_KINDS",
@@ -53,6 +54,30 @@ __all__ = [
     "parse_xid",
     "scan_signals",
 ]
+
+
+class _Pattern:
+    """A regex compiled on its first use. Compiling this module's 58 patterns at import
+    cost about 5 ms of every run of the command line, also of runs that never read a
+    kernel log, and many patterns only run on the rare lines that pass a cheaper test
+    (the small sample compiles 34 of them). After the first use the compiled pattern's
+    methods are attributes of the instance: a call costs what it costs on the pattern."""
+
+    search: Callable[..., re.Match[str] | None]
+    match: Callable[..., re.Match[str] | None]
+    fullmatch: Callable[..., re.Match[str] | None]
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+
+    def __getattr__(self, name: str) -> Any:  # only while not compiled yet
+        if name not in ("search", "match", "fullmatch"):
+            raise AttributeError(name)
+        compiled = re.compile(self.pattern, self.flags)
+        self.search, self.match, self.fullmatch = (
+            compiled.search, compiled.match, compiled.fullmatch)
+        return getattr(compiled, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,37 +197,37 @@ _MONTHS: Mapping[str, int] = {
 _MON = "(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _CLOCK = "(?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})"
 
-_KMSG_RECORD_RE = re.compile(r"[0-9]{1,3},[0-9]{1,20},(?P<usec>[0-9]{1,20}),[^;\s]{0,64};")
-_KMSG_PRIO_RE = re.compile(r"<[0-9]{1,3}>")
-_ISO_RE = re.compile(
+_KMSG_RECORD_RE = _Pattern(r"[0-9]{1,3},[0-9]{1,20},(?P<usec>[0-9]{1,20}),[^;\s]{0,64};")
+_KMSG_PRIO_RE = _Pattern(r"<[0-9]{1,3}>")
+_ISO_RE = _Pattern(
     r"(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})[T ]"
     + _CLOCK
     + r"(?:(?P<sep>[.,])(?P<frac>[0-9]{1,9}))?(?P<tz>Z|[+-][0-9]{2}(?::?[0-9]{2})?)?(?=\s|$)"
 )
-_TALOS_RE = re.compile(r"[^\s:]{1,255}:\s+kern:\s+[a-z]{1,10}:\s+\[(?P<ts>[^\]\s]{10,40})\]:?\s*")
-_BSD_RE = re.compile(
+_TALOS_RE = _Pattern(r"[^\s:]{1,255}:\s+kern:\s+[a-z]{1,10}:\s+\[(?P<ts>[^\]\s]{10,40})\]:?\s*")
+_BSD_RE = _Pattern(
     _MON + r" {1,2}(?P<d>[0-9]{1,2}) " + _CLOCK + r"(?:\.(?P<frac>[0-9]{1,9}))?(?=\s)"
 )
-_HOST_IDENT_RE = re.compile(
+_HOST_IDENT_RE = _Pattern(
     r"\s*[^\s:\[\]]{1,255}\s+[A-Za-z_][\w.@/-]{0,63}(?:\[[0-9]{1,10}\])?:(?:\s+|$)"
 )
-_KERNEL_TAG_RE = re.compile(r"kernel:\s*")
-_FACILITY_RE = re.compile(
+_KERNEL_TAG_RE = _Pattern(r"kernel:\s*")
+_FACILITY_RE = _Pattern(
     r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:"
     r"\s*(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s*"
 )
-_CTIME_RE = re.compile(
+_CTIME_RE = _Pattern(
     r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
     + _MON
     + r" {1,2}(?P<d>[0-9]{1,2}) "
     + _CLOCK
     + r" (?P<y>[0-9]{4})\]\s*"
 )
-_UPTIME_RE = re.compile(r"\[\s*(?P<up>[0-9]{1,10}\.[0-9]{1,9})\]\s*")
-_JOURNAL_MARKER_RE = re.compile(r"-- .* --")
-_KMSG_DICT_RE = re.compile(r" [A-Z_]{1,32}=")
+_UPTIME_RE = _Pattern(r"\[\s*(?P<up>[0-9]{1,10}\.[0-9]{1,9})\]\s*")
+_JOURNAL_MARKER_RE = _Pattern(r"-- .* --")
+_KMSG_DICT_RE = _Pattern(r" [A-Z_]{1,32}=")
 # A bare line carrying an Xid/SXid report is a new record, never a continuation.
-_REPORT_START_RE = re.compile(r"Xid\s*\(")
+_REPORT_START_RE = _Pattern(r"Xid\s*\(")
 
 
 @dataclass(slots=True)
@@ -398,7 +423,7 @@ def parse_dmesg(text: str, path: str, *, year_hint: int | None = None) -> list[K
 # --------------------------------------------------------------------------------------
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DIGITS_RE = re.compile(r"[0-9]{1,20}")
+_DIGITS_RE = _Pattern(r"[0-9]{1,20}")
 
 
 def _field_is(entry: Mapping[str, object], key: str, wanted: str) -> bool:
@@ -491,15 +516,15 @@ def kernel_lines_from_journal(
 # PCI addresses
 # --------------------------------------------------------------------------------------
 
-_PCI_ID_RE = re.compile(
+_PCI_ID_RE = _Pattern(
     r"(?:PCI:)?(?:(?P<dom>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<dev>[0-9a-f]{1,2})"
     r"(?:\.(?P<fn>[0-7]))?",
     re.IGNORECASE,
 )
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
-_ANY_BDF_RE = re.compile(r"(?<![0-9A-Fa-f:])(?:PCI:)?(" + _BDF + r")(?![0-9A-Fa-f]|:[0-9A-Fa-f])")
-_DEV_PREFIX_RE = re.compile(r"[A-Za-z][\w-]{0,40}\s+(" + _BDF + r"):")
-_GPU_SUBJECT_RE = re.compile(r"\bGPU\s*(?:at\s+)?(?:PCI:)?(" + _BDF + r")(?![0-9A-Fa-f])")
+_ANY_BDF_RE = _Pattern(r"(?<![0-9A-Fa-f:])(?:PCI:)?(" + _BDF + r")(?![0-9A-Fa-f]|:[0-9A-Fa-f])")
+_DEV_PREFIX_RE = _Pattern(r"[A-Za-z][\w-]{0,40}\s+(" + _BDF + r"):")
+_GPU_SUBJECT_RE = _Pattern(r"\bGPU\s*(?:at\s+)?(?:PCI:)?(" + _BDF + r")(?![0-9A-Fa-f])")
 
 
 def normalize_pci(bus_id: str) -> str | None:
@@ -534,18 +559,18 @@ def _subject_pci(message: str, *, fallback: bool = True) -> str | None:
 # Xid
 # --------------------------------------------------------------------------------------
 
-_XID_RE = re.compile(
+_XID_RE = _Pattern(
     r"(?<![A-Za-z])Xid\s*\((?P<attr>[^()]{0,120})\)\s*:?\s*(?P<num>[0-9]{1,6})(?![0-9])"
     r"\s*,?\s*(?P<rest>.*)",
     re.DOTALL,
 )
-_PID_NAME_RE = re.compile(
+_PID_NAME_RE = _Pattern(
     r"pid=(?P<pid>'?<unknown>'?|-?[0-9]{1,10})(?:\s*,\s*name=(?P<name>[^,]*))?(?:\s*,\s*|\s+|$)"
 )
-_CAUSED_BY_RE = re.compile(r"caused by previous Xid\s*(?P<num>[0-9]{1,6})", re.IGNORECASE)
-_ATTR_BDF_RE = re.compile(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}(?:\.[0-7])?")
-_MIG_GI_RE = re.compile(r"GPU-I:\s*(?P<n>[0-9]{1,6})")
-_MIG_CI_RE = re.compile(r"GPU-CI:\s*(?P<n>[0-9]{1,6})")
+_CAUSED_BY_RE = _Pattern(r"caused by previous Xid\s*(?P<num>[0-9]{1,6})", re.IGNORECASE)
+_ATTR_BDF_RE = _Pattern(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}(?:\.[0-7])?")
+_MIG_GI_RE = _Pattern(r"GPU-I:\s*(?P<n>[0-9]{1,6})")
+_MIG_CI_RE = _Pattern(r"GPU-CI:\s*(?P<n>[0-9]{1,6})")
 
 
 def parse_xid(line: KernelLine) -> XidEvent | None:
@@ -612,81 +637,81 @@ _NV_STATUS: Mapping[int, str] = {
 
 _DETAIL_MAX = 300
 
-_XID_LINE_RE = re.compile(r"(?<![A-Za-z])Xid\s*\(")
-_FALLEN_RE = re.compile(r"fallen off the bus", re.IGNORECASE)
-_PROBE_TIME_RE = re.compile(r"not responding to commands|installed in this system")
-_GPU_LOST_RE = re.compile(r"\bGPU is lost\b|NV_ERR_GPU_IS_LOST", re.IGNORECASE)
-_RM_INIT_RE = re.compile(
+_XID_LINE_RE = _Pattern(r"(?<![A-Za-z])Xid\s*\(")
+_FALLEN_RE = _Pattern(r"fallen off the bus", re.IGNORECASE)
+_PROBE_TIME_RE = _Pattern(r"not responding to commands|installed in this system")
+_GPU_LOST_RE = _Pattern(r"\bGPU is lost\b|NV_ERR_GPU_IS_LOST", re.IGNORECASE)
+_RM_INIT_RE = _Pattern(
     r"RmInitAdapter failed!?\s*(?:\(\s*(?P<stage>0x[0-9A-Fa-f]{1,8})\s*:\s*"
     r"(?P<status>0x[0-9A-Fa-f]{1,8})\s*:\s*(?P<src>[0-9]{1,8})\s*\))?"
     r"|rm_init_adapter failed(?:,\s*device minor number\s*(?P<minor>[0-9]{1,6}))?",
 )
-_DEVICE_HANDLE_RE = re.compile(
+_DEVICE_HANDLE_RE = _Pattern(
     r"unable to (?:determine|get) (?:the )?device handle\b(?P<tail>.*)", re.IGNORECASE | re.DOTALL
 )
-_AER_RE = re.compile(r"\bAER:|PCIe Bus Error")
-_AER_SOURCE_RE = re.compile(
+_AER_RE = _Pattern(r"\bAER:|PCIe Bus Error")
+_AER_SOURCE_RE = _Pattern(
     r"error (?:message )?received(?: from)?:?\s*(?:PCI:)?(" + _BDF + r")", re.IGNORECASE
 )
-_AER_FAILED_RE = re.compile(r"can't recover|recovery failed|not recovered", re.IGNORECASE)
-_AER_FATAL_RE = re.compile(r"Uncorrect\w*\s*\(Fatal\)", re.IGNORECASE)
-_AER_NONFATAL_RE = re.compile(r"Uncorrect\w*\s*\(Non-?Fatal\)", re.IGNORECASE)
-_AER_UNCORRECTED_RE = re.compile(r"Uncorrect(?:ed|able)", re.IGNORECASE)
-_AER_CORRECTED_RE = re.compile(r"(?<![A-Za-z])Correct(?:ed|able)", re.IGNORECASE)
-_API_CLIENT_RE = re.compile(
+_AER_FAILED_RE = _Pattern(r"can't recover|recovery failed|not recovered", re.IGNORECASE)
+_AER_FATAL_RE = _Pattern(r"Uncorrect\w*\s*\(Fatal\)", re.IGNORECASE)
+_AER_NONFATAL_RE = _Pattern(r"Uncorrect\w*\s*\(Non-?Fatal\)", re.IGNORECASE)
+_AER_UNCORRECTED_RE = _Pattern(r"Uncorrect(?:ed|able)", re.IGNORECASE)
+_AER_CORRECTED_RE = _Pattern(r"(?<![A-Za-z])Correct(?:ed|able)", re.IGNORECASE)
+_API_CLIENT_RE = _Pattern(
     r"API mismatch:\s*the client(?:\s+'(?P<proc>[^']{0,64})'\s*\(pid\s*(?P<pid>[0-9]{1,10})\))?"
     r"\s+(?:NVRM:\s*)?has the version\s+(?P<client>[0-9]+(?:\.[0-9]+)+)"
 )
-_API_KERNEL_RE = re.compile(
+_API_KERNEL_RE = _Pattern(
     r"kernel module has\s+(?:NVRM:\s*)?the version\s+(?P<kmod>[0-9]+(?:\.[0-9]+)+)"
 )
-_NVML_MISMATCH_RE = re.compile(r"Driver/library version mismatch", re.IGNORECASE)
-_NOUVEAU_RE = re.compile(r"^nouveau\b|bound to nouveau|\bInitialized nouveau\b", re.IGNORECASE)
-_NOVA_RE = re.compile(r"^(?:nova[_-]?core|NovaCore)\b|bound to nova[_-]?core", re.IGNORECASE)
-_BOUND_RE = re.compile(r"is already bound to (?P<driver>[\w.-]+)")
-_PROBE_RE = re.compile(
+_NVML_MISMATCH_RE = _Pattern(r"Driver/library version mismatch", re.IGNORECASE)
+_NOUVEAU_RE = _Pattern(r"^nouveau\b|bound to nouveau|\bInitialized nouveau\b", re.IGNORECASE)
+_NOVA_RE = _Pattern(r"^(?:nova[_-]?core|NovaCore)\b|bound to nova[_-]?core", re.IGNORECASE)
+_BOUND_RE = _Pattern(r"is already bound to (?P<driver>[\w.-]+)")
+_PROBE_RE = _Pattern(
     r"probe routine was not called|probe routine failed|No NVIDIA devices probed"
     r"|None of the NVIDIA devices were initialized|No NVIDIA GPU found"
     r"|\bnvidia\S*: probe of \S+ failed",
     re.IGNORECASE,
 )
-_UNSUPPORTED_RE = re.compile(
+_UNSUPPORTED_RE = _Pattern(
     r"installed in this system is\s+(?:NVRM:\s*)?not supported by|not supported by open",
     re.IGNORECASE,
 )
-_MODULE_VERIFY_RE = re.compile(r"module verification failed:?\s*(?P<why>.*)", re.DOTALL)
-_MODULE_TAG_RE = re.compile(r"(?P<module>[\w-]{1,64}):\s*$")
-_LOCKDOWN_RE = re.compile(
+_MODULE_VERIFY_RE = _Pattern(r"module verification failed:?\s*(?P<why>.*)", re.DOTALL)
+_MODULE_TAG_RE = _Pattern(r"(?P<module>[\w-]{1,64}):\s*$")
+_LOCKDOWN_RE = _Pattern(
     r"\bLockdown:\s*(?P<what>.*)|Loading of (?:unsigned module|module with unavailable key)"
     r" is rejected",
     re.DOTALL,
 )
-_MODULE_LOAD_RE = re.compile(
+_MODULE_LOAD_RE = _Pattern(
     r"could not insert '(?P<mod>nvidia[\w-]*)':\s*(?P<why>.*)"
     r"|^(?P<mod2>nvidia[\w-]*): (?P<why2>Unknown symbol .*|disagrees about version of symbol .*)",
     re.DOTALL,
 )
-_FIRMWARE_RE = re.compile(
+_FIRMWARE_RE = _Pattern(
     r"Direct firmware load for (?P<file>nvidia/\S+) failed with error (?P<err>-?[0-9]{1,6})"
     r"|RmFetchGspRmImages: No firmware image found"
 )
-_GSP_RE = re.compile(
+_GSP_RE = _Pattern(
     r"_kgspLogXid119|rpcRecvPoll timedout|GSP RPC buffer contains|RPC history \(CPU -> GSP\)"
     r"|kflcnCoreDump\w*|rpcSendMessage failed|GspRmAlloc failed|_kgspIsHeartbeatTimedOut"
 )
-_RESET_REQUIRED_RE = re.compile(r"NV_ERR_RESET_REQUIRED|status=0x00000062")
-_BAR_RE = re.compile(
+_RESET_REQUIRED_RE = _Pattern(r"NV_ERR_RESET_REQUIRED|status=0x00000062")
+_BAR_RE = _Pattern(
     r"PCI I/O region assigned to your NVIDIA device is invalid|\bBAR[0-9] is [0-9]+M @ 0x"
 )
-_NVLINK_RE = re.compile(r"nvlink", re.IGNORECASE)
-_NVLINK_BAD_RE = re.compile(r"fail|error|fault|timed? ?out|\bdown\b", re.IGNORECASE)
-_SXID_RE = re.compile(
+_NVLINK_RE = _Pattern(r"nvlink", re.IGNORECASE)
+_NVLINK_BAD_RE = _Pattern(r"fail|error|fault|timed? ?out|\bdown\b", re.IGNORECASE)
+_SXID_RE = _Pattern(
     r"SXid\s*\((?:PCI:)?(?P<pci>" + _BDF + r")\)\s*:?\s*(?P<num>[0-9]{1,6})\s*,?\s*"
     r"(?:(?P<sev>Non-fatal|Nonfatal|Fatal)\s*,?\s*)?(?P<rest>.*)",
     re.IGNORECASE | re.DOTALL,
 )
-_LINK_LIMITED_RE = re.compile(r"available PCIe bandwidth, limited by")
-_LOADED_RE = re.compile(
+_LINK_LIMITED_RE = _Pattern(r"available PCIe bandwidth, limited by")
+_LOADED_RE = _Pattern(
     r"loading NVIDIA UNIX (?P<what>.*?)Kernel Module(?: for \S+)?\s+(?P<ver>[0-9]+(?:\.[0-9]+)+)"
 )
 

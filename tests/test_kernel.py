@@ -6,6 +6,7 @@ Example lines are the real ones quoted in shared/reference/gpu-health.md §1.5, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bundle import kernel
 from bundle.kernel import (
     SIGNAL_KINDS,
     KernelLine,
@@ -1133,3 +1135,15 @@ def test_journal_never_raises(entries: list[tuple[int, Mapping[str, object]]]) -
 def test_journal_skips_malformed_items() -> None:
     junk: list[object] = [None, (1,), (1, 2, 3), ("x", {}), (1, "not a mapping"), 5]
     assert kernel_lines_from_journal(junk, PATH) == []  # type: ignore[arg-type]
+
+
+def test_patterns_are_compiled_on_first_use() -> None:
+    pattern = kernel._Pattern(r"xid (?P<n>[0-9]+)", re.IGNORECASE)
+    assert not {"search", "match", "fullmatch"} & set(vars(pattern))
+    found = pattern.search("NVRM: Xid 79")
+    assert found is not None and found["n"] == "79" and found.span() == (6, 12)
+    assert {"search", "match", "fullmatch"} <= set(vars(pattern))
+    assert pattern.match("XID 8") and not pattern.match(" xid 8")
+    assert pattern.fullmatch("xid 8") and not pattern.fullmatch("xid 8 ")
+    with pytest.raises(AttributeError):
+        _ = pattern.sub
