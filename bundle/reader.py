@@ -17,7 +17,6 @@ from bundle import kube
 from bundle.archive import MANIFEST, Limits, Source, open_source
 from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
-from bundle.nodecache import NodeCache
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog
@@ -156,13 +155,6 @@ class Bundle:
         return {}
 
     @cached_property
-    def _journal_cache(self) -> NodeCache[list[JournalEntry]]:
-        # Parsed journals are the one node artifact whose size follows the journals'; only
-        # the most recently used are kept, within a byte budget (bundle/nodecache.py).
-        return NodeCache(lambda path: _read_journal(self, path),
-                         lambda path: self.size(path) or 0)
-
-    @cached_property
     def logs(self) -> dict[tuple[str, str, str], str]:
         """(namespace, pod, container) → path of the current container log."""
         found: dict[tuple[str, str, str], str] = {}
@@ -298,6 +290,10 @@ class NodeArtifacts:
         self.name = name
         self.prefix = f"nodes/{name}/"
 
+    @property
+    def bundle(self) -> Bundle:
+        return self._bundle
+
     def path(self, relative: str) -> str:
         return self.prefix + relative
 
@@ -336,7 +332,10 @@ class NodeArtifacts:
         return found
 
     def journal(self, unit: str) -> list[JournalEntry]:
-        return self._bundle._journal_cache.get(self.path(f"journal/{unit}.jsonl"))
+        """Every entry of ``journal/<unit>.jsonl``, parsed on each call and not kept:
+        journals are the node files whose size has no bound. The analyzers read them
+        once, through :func:`analyzers.facts.journals.journal_scan`."""
+        return _read_journal(self._bundle, self.path(f"journal/{unit}.jsonl"))
 
     @cached_property
     def dmesg(self) -> list[KernelLine]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import signatures
+from analyzers.facts.journals import journal_scan
 from analyzers.facts.podlogs import PodLogs
 from bundle import NodeArtifacts
 from bundle.evidence import Locator, clip
@@ -124,8 +124,8 @@ def fabric_state(artifacts: NodeArtifacts, logs: PodLogs, pods: Iterable[Pod]) -
     """The fabric picture of one node from its pods' logs, nvidia-smi and FM journal."""
     not_init, errors, no_switch, started = _log_hits(logs, pods)
     journal_path = artifacts.path(FM_JOURNAL)
-    for entry in artifacts.journal(FM_UNIT):
-        for found in signatures.match(entry.message, f"journal:{FM_UNIT}"):
+    for entry, matches in journal_scan(artifacts.bundle, artifacts.name, FM_UNIT).matches:
+        for found in matches:
             if RULE not in found.signature.rules:
                 continue
             hit = Locator(path=journal_path, line=entry.line, excerpt=clip(entry.message))

@@ -3,9 +3,9 @@
 A node's journals are its largest files (about 1 MB of JSON lines per node is common),
 and parsing them is the analyzer's most expensive step. Several readers each used to
 walk every entry of the same journal — the kernel-event fact, RT004 (restarts), RT005
-(CRI plugin), DRV003 (driver/library mismatch) and the timeline — and since the parsed
-journals cannot all be kept in memory on a large bundle (``bundle/nodecache.py``), each
-walk parsed the file again. :func:`journal_scan` walks a journal once and keeps only
+(CRI plugin), DRV003 (driver/library mismatch), the Fabric Manager fact and the
+timeline — and since the parsed journals cannot all be kept in memory on a large bundle,
+each walk parsed the file again. :func:`journal_scan` walks a journal once and keeps only
 what those readers react to:
 
 - ``kernel``: the kernel records (:func:`bundle.kernel.kernel_lines_from_journal`);
