@@ -27,6 +27,7 @@ from analyzers.overview_models import (
     Timeline,
     TimelinePoint,
     ValueSpread,
+    fresh_list,
 )
 
 __all__ = [
@@ -96,12 +97,12 @@ class Finding(_Strict):
     title: str
     severity: Severity
     summary: str
-    nodes: list[str] = Field(default_factory=list)
-    objects: list[ObjectRef] = Field(default_factory=list)
-    evidence: list[Evidence] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=fresh_list)
+    objects: list[ObjectRef] = Field(default_factory=fresh_list)
+    evidence: list[Evidence] = Field(default_factory=fresh_list)
     remediation: str = ""
-    caused_by: list[str] = Field(default_factory=list)
-    causes: list[str] = Field(default_factory=list)
+    caused_by: list[str] = Field(default_factory=fresh_list)
+    causes: list[str] = Field(default_factory=fresh_list)
 
 
 class RuleResult(_Strict):
@@ -183,12 +184,12 @@ class Report(_Strict):
     findings: list[Finding]
     rules: list[RuleResult]
     collection_gaps: list[CollectionGap]
-    problems: list[ParseProblem] = Field(default_factory=list)
-    rule_docs: list[RuleDoc] = Field(default_factory=list)
+    problems: list[ParseProblem] = Field(default_factory=fresh_list)
+    rule_docs: list[RuleDoc] = Field(default_factory=fresh_list)
     overview: Overview | None = None
     # Findings removed with --suppress, each with the recorded reason (not in findings,
     # not in summary, not counted for --fail-on).
-    suppressed: list[SuppressedFinding] = Field(default_factory=list)
+    suppressed: list[SuppressedFinding] = Field(default_factory=fresh_list)
 
     def worst(self) -> Severity | None:
         if not self.findings:

@@ -11,7 +11,16 @@ Strict like the rest of the contract: frozen, ``extra="forbid"``, lists sorted.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+
+
+def fresh_list() -> list[Any]:
+    """The default of list fields. ``default_factory=fresh_list`` means the same, but pydantic
+    reads the factory's signature while it builds a model, and the builtin ``list`` has
+    its signature parsed from text by the tokenizer: 4 ms over the report models."""
+    return []
 
 
 class _Strict(BaseModel):
@@ -37,7 +46,7 @@ class ValueSpread(_Strict):
 
     value: str
     count: int
-    nodes: list[str] = Field(default_factory=list)  # sorted, at most a few names
+    nodes: list[str] = Field(default_factory=fresh_list)  # sorted, at most a few names
 
 
 class GpuTotals(_Strict):
@@ -64,12 +73,12 @@ class ResourceTotal(_Strict):
 class Glance(_Strict):
     kubernetes: str | None = None
     operator: OperatorRelease = Field(default_factory=OperatorRelease)
-    containerd: list[ValueSpread] = Field(default_factory=list)
-    drivers: list[ValueSpread] = Field(default_factory=list)
+    containerd: list[ValueSpread] = Field(default_factory=fresh_list)
+    drivers: list[ValueSpread] = Field(default_factory=fresh_list)
     nodes: int = 0
     gpu_nodes: int = 0
     gpus: GpuTotals = Field(default_factory=GpuTotals)
-    resources: list[ResourceTotal] = Field(default_factory=list)
+    resources: list[ResourceTotal] = Field(default_factory=fresh_list)
 
 
 class OperandCell(_Strict):
@@ -93,12 +102,12 @@ class NodeRow(_Strict):
     driver: str | None = None
     containerd: str | None = None
     nvidia_runtime: bool | None = None  # in the loaded config; None: no config dump
-    operands: list[OperandCell] = Field(default_factory=list)
+    operands: list[OperandCell] = Field(default_factory=fresh_list)
     capacity: int | None = None      # nvidia.com/gpu
     allocatable: int | None = None
     assigned: int = 0
     unhealthy: int = 0
-    other_resources: list[ResourceTotal] = Field(default_factory=list)  # MIG, renamed
+    other_resources: list[ResourceTotal] = Field(default_factory=fresh_list)  # MIG, renamed
     xids: int = 0
     xid_source: str | None = None    # the kernel log read; None when none was collected
 
@@ -114,7 +123,7 @@ class TimelinePoint(_Strict):
     subject: str                     # the first object it is about
     subjects: int = 1                # distinct objects folded into this point
     count: int = 1                   # occurrences folded into this point
-    nodes: list[str] = Field(default_factory=list)  # sorted sample
+    nodes: list[str] = Field(default_factory=fresh_list)  # sorted sample
     node_count: int = 0
     path: str | None = None
     line: int | None = None
@@ -122,7 +131,7 @@ class TimelinePoint(_Strict):
 
 
 class Timeline(_Strict):
-    points: list[TimelinePoint] = Field(default_factory=list)  # by time
+    points: list[TimelinePoint] = Field(default_factory=fresh_list)  # by time
     total: int = 0                   # occurrences before folding
     omitted: int = 0                 # folded points left out by the cap
     untimed: int = 0                 # records with no usable wall-clock time
@@ -150,10 +159,10 @@ class InventoryFile(_Strict):
 class Inventory(_Strict):
     files: int = 0
     bytes: int = 0
-    entries: list[InventoryEntry] = Field(default_factory=list)
+    entries: list[InventoryEntry] = Field(default_factory=fresh_list)
     entries_omitted: int = 0
-    largest: list[InventoryFile] = Field(default_factory=list)
-    truncated: list[str] = Field(default_factory=list)  # files the collector cut short
+    largest: list[InventoryFile] = Field(default_factory=fresh_list)
+    truncated: list[str] = Field(default_factory=fresh_list)  # files the collector cut short
 
 
 class EvidenceMark(_Strict):
@@ -169,8 +178,8 @@ class EvidenceMark(_Strict):
 
 class Overview(_Strict):
     glance: Glance = Field(default_factory=Glance)
-    nodes: list[NodeRow] = Field(default_factory=list)
+    nodes: list[NodeRow] = Field(default_factory=fresh_list)
     timeline: Timeline = Field(default_factory=Timeline)
     inventory: Inventory = Field(default_factory=Inventory)
-    marks: list[EvidenceMark] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)  # parts that could not be built
+    marks: list[EvidenceMark] = Field(default_factory=fresh_list)
+    problems: list[str] = Field(default_factory=fresh_list)  # parts that could not be built

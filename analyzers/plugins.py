@@ -3,18 +3,40 @@
 Built-in families register there exactly as a third-party package would. Discovery
 runs in three steps, each plugin in its own try block: find the entry points, load
 each one, and check what it provided. A broken plugin is reported and skipped.
+
+When :func:`analyzers.entrypoints.builtin_only` can tell that :mod:`importlib.metadata`
+would return exactly :data:`BUILTIN` (no third-party plugin is installed), those are
+loaded directly, with the same origins and order, without asking it (8 of 9 ms).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
+from analyzers import entrypoints
 from analyzers.rule import RULE_ID, Rule
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 GROUP = "gpu_triage.rules"
+BUILTIN_ORIGIN = "built-in"
+# The built-in families as pyproject.toml registers them (tests/test_entrypoints.py
+# checks that the two agree).
+BUILTIN = (
+    ("builtin-bnd", "analyzers.rules.bnd:RULES"),
+    ("builtin-cfg", "analyzers.rules.cfg:RULES"),
+    ("builtin-drv", "analyzers.rules.drv:RULES"),
+    ("builtin-helm", "analyzers.rules.helm:RULES"),
+    ("builtin-op", "analyzers.rules.op:RULES"),
+    ("builtin-rt", "analyzers.rules.rt:RULES"),
+    ("builtin-sc", "analyzers.rules.sc:RULES"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +54,37 @@ class Discovery:
         return {loaded.rule.id: loaded for loaded in self.rules}
 
 
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """An entry point to load: its origin, name, value and loader."""
+
+    origin: str
+    name: str
+    value: str
+    load: Callable[[], object]
+
+
 def _origin(ep: EntryPoint) -> str:
     dist = ep.dist.name if ep.dist is not None else "unknown"
-    return "built-in" if dist == "gpu-triage" else f"{dist} ({ep.name})"
+    return BUILTIN_ORIGIN if dist == entrypoints.OWN_NAME else f"{dist} ({ep.name})"
+
+
+def _load(value: str) -> object:
+    """What ``EntryPoint(value=...).load()`` returns for a ``module:attr`` value."""
+    module, _, attrs = value.partition(":")
+    return functools.reduce(getattr, attrs.split("."), importlib.import_module(module))
+
+
+def _entry_points(group: str) -> list[_Point]:
+    """The entry points of ``group``, built-in ones first, each run by name."""
+    if group == GROUP and entrypoints.builtin_only(group, BUILTIN):
+        return [_Point(BUILTIN_ORIGIN, name, value, functools.partial(_load, value))
+                for name, value in BUILTIN]
+    from importlib import metadata
+
+    points = [_Point(_origin(ep), ep.name, ep.value, ep.load)
+              for ep in metadata.entry_points(group=group)]
+    return sorted(points, key=lambda p: (p.origin != BUILTIN_ORIGIN, p.name))
 
 
 def _provided(obj: object) -> list[object]:
@@ -76,16 +126,13 @@ def add_rules(discovery: Discovery, provided: Iterable[object], origin: str) -> 
 
 def discover(group: str = GROUP) -> Discovery:
     discovery = Discovery()
-    points = sorted(entry_points(group=group), key=lambda ep: (_origin(ep) != "built-in",
-                                                                ep.name))
-    for ep in points:
-        origin = _origin(ep)
+    for point in _entry_points(group):
         try:
-            loaded = ep.load()
+            loaded = point.load()
         except Exception as exc:  # noqa: BLE001 - a plugin may fail in any way
-            discovery.errors.append(f"{origin}: cannot load {ep.value}: "
+            discovery.errors.append(f"{point.origin}: cannot load {point.value}: "
                                     f"{type(exc).__name__}: {exc}")
             continue
-        add_rules(discovery, _provided(loaded), origin)
+        add_rules(discovery, _provided(loaded), point.origin)
     discovery.rules.sort(key=lambda loaded: loaded.rule.id)
     return discovery

@@ -18,7 +18,7 @@ class Family:
     klass: str
     mig: bool | None
     brands: tuple[str, ...]
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[str, ...]    # case-insensitive regexes, compiled when first tried
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +46,18 @@ def table() -> ProductTable:
         Family(name=str(item["name"]), klass=str(item["class"]),
                mig=item.get("mig") if isinstance(item.get("mig"), bool) else None,
                brands=tuple(str(b).lower() for b in item.get("brands", [])),
-               patterns=tuple(re.compile(p, re.IGNORECASE) for p in item.get("patterns", [])))
+               patterns=tuple(str(p) for p in item.get("patterns", [])))
         for item in raw["family"])
     return ProductTable(as_of=str(raw["as_of"]), source=str(raw["source"]),
                         classes={str(k): str(v) for k, v in raw["classes"].items()},
                         families=families)
+
+
+@cache
+def _pattern(text: str) -> re.Pattern[str]:
+    """A family pattern, compiled when first tried: the search stops at the first family
+    that matches, and compiling every pattern was most of a lookup's time."""
+    return re.compile(text, re.IGNORECASE)
 
 
 def normalise(product: str) -> str:
@@ -66,7 +73,7 @@ def classify(product: str, brand: str | None = None) -> Verdict:
     wanted_brand = (brand or "").strip().lower()
     for family in data.families:
         if (wanted_brand and wanted_brand in family.brands) or any(
-                p.search(text) for p in family.patterns):
+                _pattern(p).search(text) for p in family.patterns):
             return Verdict(product, family.name, family.klass, family.mig,
                            data.classes.get(family.klass, family.klass))
     return Verdict(product, None, UNLISTED, None,

@@ -94,6 +94,10 @@ class Context:
         self.rules = tuple(rules)
 
 
+# Each rule class's parsed docstring (Rule.docs).
+_DOCS: dict[type[Rule], RuleDocs] = {}
+
+
 class Rule:
     """Base class; subclasses set the class variables and implement ``check``."""
 
@@ -115,7 +119,12 @@ class Rule:
 
     @classmethod
     def docs(cls) -> RuleDocs:
-        return parse_docstring(inspect.getdoc(cls) or "")
+        """The parsed docstring, once per class: every finding and every rule result
+        reads its title or remediation."""
+        docs = _DOCS.get(cls)
+        if docs is None:
+            docs = _DOCS[cls] = parse_docstring(inspect.getdoc(cls) or "")
+        return docs
 
     @classmethod
     def title(cls) -> str:

@@ -4,27 +4,30 @@ Always the safe loader (C-accelerated when libyaml is present): no Python object
 are ever constructed from tags. Hostile documents are refused before they are
 built: oversized text, more than one document, or a flood of aliases (the YAML
 variant of the billion-laughs attack, which would explode when walked).
+
+PyYAML is imported on the first document: it takes longer to import than analysing a
+small bundle, and most bundles hold no YAML that is read.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_BYTES = 8 << 20
 MAX_ALIASES = 64
 
 
 def load_yaml(text: str, *, max_bytes: int = MAX_BYTES) -> Any:
     """Parse one YAML (or JSON) document; ValueError naming the line when refused."""
+    import yaml
+
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     if len(text.encode("utf-8", "replace")) > max_bytes:
         raise ValueError(f"YAML document larger than {max_bytes} bytes")
     aliases = 0
     documents = 0
     try:
-        for event in yaml.parse(text, Loader=_Loader):
+        for event in yaml.parse(text, Loader=loader):
             if isinstance(event, yaml.AliasEvent):
                 aliases += 1
                 if aliases > MAX_ALIASES:
@@ -33,7 +36,7 @@ def load_yaml(text: str, *, max_bytes: int = MAX_BYTES) -> Any:
                 documents += 1
                 if documents > 1:
                     raise ValueError("more than one YAML document")
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""

@@ -11,7 +11,6 @@ workers finish in. Nothing here prints: the CLI reports what :func:`run` returns
 from __future__ import annotations
 
 import os
-import stat
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,9 +24,9 @@ from analyzers.plugins import LoadedRule
 from analyzers.selection import Selection
 from analyzers.suppress import Suppression
 from bundle import BundleError, Limits
+from gpu_triage.bundle_paths import ARCHIVES
 from gpu_triage.exitcodes import Exit
 
-ARCHIVES = (".tgz", ".tar.gz", ".tar")
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
             "text": ".report.txt"}
 INDEX = "index.jsonl"
@@ -70,59 +69,7 @@ class Result:
         return max((o.record.exit_code for o in self.outcomes), default=int(Exit.OK))
 
 
-# -- which paths are bundles -----------------------------------------------------------
-
-
-def _names(directory: Path) -> list[str]:
-    try:
-        return sorted(e.name for e in os.scandir(directory))
-    except OSError:
-        return []
-
-
-def holds_bundle(directory: Path) -> bool:
-    """True when ``directory`` itself is a bundle root (v1 or a known foreign layout).
-    Only its entries are listed; a subdirectory shows as ``name/``."""
-    from bundle.layouts import find_root
-
-    names = [name + "/" if _is_dir(directory / name) else name for name in _names(directory)]
-    return find_root(names) == ""
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(path.lstat().st_mode)
-    except OSError:
-        return False
-
-
-def _bundles_in(directory: Path) -> list[Path]:
-    """Archives, and directories that are bundle roots, directly inside ``directory``."""
-    found = []
-    for name in _names(directory):
-        child = directory / name
-        archive = name.endswith(ARCHIVES) and child.is_file() and not child.is_symlink()
-        if archive or (_is_dir(child) and holds_bundle(child)):
-            found.append(child)
-    return found
-
-
-def expand(paths: Sequence[Path]) -> tuple[list[Path], bool]:
-    """The bundles to analyse, and whether this is a batch (more than one bundle given, or
-    a directory of bundles). A directory holding exactly one unpacked bundle one level
-    down is that bundle, as it always was."""
-    bundles: list[Path] = []
-    batch = len(paths) > 1
-    for path in paths:
-        if _is_dir(path) and not holds_bundle(path):
-            inside = _bundles_in(path)
-            archives = [p for p in inside if not _is_dir(p)]
-            if len(inside) > 1 or archives:
-                bundles.extend(inside)
-                batch = True
-                continue
-        bundles.append(path)
-    return bundles, batch
+# -- jobs ------------------------------------------------------------------------------
 
 
 def stem(path: Path) -> str:

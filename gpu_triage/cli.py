@@ -115,7 +115,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     from analyzers.models import Severity
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
-    from gpu_triage.batch import expand
+    from gpu_triage.bundle_paths import expand
     from gpu_triage.cli_rules import notes, today
     from reports import render
 

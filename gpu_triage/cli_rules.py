@@ -3,7 +3,8 @@
 
 Part of the CLI: it reads files and environment only through its arguments, and
 turns bad input into :class:`gpu_triage.cli.Failure` (imported where it is raised, since
-``gpu_triage.cli`` imports this module).
+``gpu_triage.cli`` imports this module). The options are declared when the CLI is
+built, for every command line, so the analysis modules are imported only where used.
 """
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from analyzers.plugins import LoadedRule
-from analyzers.selection import Selection, SelectionError
-from analyzers.suppress import Outcome, Suppression, SuppressionError, parse
 from gpu_triage.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from analyzers.plugins import LoadedRule
+    from analyzers.selection import Selection
+    from analyzers.suppress import Outcome, Suppression
 
 F = TypeVar("F", bound=Callable[..., Any])
 RULE_DIR = click.Path(exists=True, file_okay=False, dir_okay=True, path_type=Path)
@@ -71,6 +74,9 @@ class Choice:
 
 def resolve(rules: list[LoadedRule], only: Sequence[str], skip: Sequence[str],
             suppress_files: Sequence[Path] = ()) -> Choice:
+    from analyzers.selection import Selection, SelectionError
+    from analyzers.suppress import SuppressionError, parse
+
     try:
         selection = Selection.parse(only, skip)
         selection.check(lr.rule.id for lr in rules)

@@ -15,6 +15,7 @@ from layouts_kit import must_gather_files, troubleshoot_files, write
 from analyzers.batch_models import IndexRecord
 from bundle import Limits
 from gpu_triage import batch
+from gpu_triage.bundle_paths import expand
 from gpu_triage.cli import cli, main
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -96,7 +97,7 @@ def test_the_same_stem_twice_gets_its_own_report(tmp_path: Path) -> None:
 
 
 def test_parallel_and_serial_runs_write_the_same_index(fleet: Path, tmp_path: Path) -> None:
-    bundles, many = batch.expand([fleet])
+    bundles, many = expand([fleet])
     assert many
     for jobs, name in ((1, "serial"), (2, "parallel")):
         options = batch.Options(out_dir=tmp_path / name, formats=("json",), fail_on="high",
@@ -114,7 +115,7 @@ def test_foreign_layouts_in_a_directory_are_bundles_too(tmp_path: Path) -> None:
     write(fleet / "support-bundle-2026-11-20T09_30_00", troubleshoot_files())
     write(fleet / "nvidia-gpu-operator_20261120_0930", must_gather_files())
     (fleet / "README").write_text("two bundles", encoding="utf-8")
-    bundles, many = batch.expand([fleet])
+    bundles, many = expand([fleet])
     assert many and [p.name for p in bundles] == ["nvidia-gpu-operator_20261120_0930",
                                                   "support-bundle-2026-11-20T09_30_00"]
     code, out, _ = _run(["analyze", str(fleet), "--out-dir", "o", "-j", "1", "-f", "json"])
@@ -144,7 +145,7 @@ def test_one_bundle_behaves_as_before(tmp_path: Path) -> None:
 def test_a_directory_with_one_bundle_one_level_down_is_that_bundle(tmp_path: Path) -> None:
     wrapper = tmp_path / "unpacked"
     shutil.copytree(HEALTHY, wrapper / "gpu-triage-lab-20261120T110500Z")
-    bundles, many = batch.expand([wrapper])
+    bundles, many = expand([wrapper])
     assert (bundles, many) == ([wrapper], False)
     code, out, _ = _run(["analyze", str(wrapper), "-f", "json"])
     assert code == 0 and json.loads(out)["bundle"]["cluster"]["context"] == "lab-k8s"

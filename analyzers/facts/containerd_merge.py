@@ -100,12 +100,11 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import tomlkit
-import tomlkit.items
-from tomlkit.container import Container
-from tomlkit.toml_document import TOMLDocument
+if TYPE_CHECKING:
+    from tomlkit.container import Container
+    from tomlkit.toml_document import TOMLDocument
 
 CRI_V1_ID = "cri"
 CRI_GRPC = "io.containerd.grpc.v1.cri"
@@ -848,6 +847,7 @@ def emulate(
 
 
 # --------------------------------------------------------------------------- corrected drop-in
+# tomlkit (it keeps comments) is imported by the functions below: only a clobber needs it.
 
 
 def _plain(value: object) -> object:
@@ -865,6 +865,8 @@ def _merge_documents(
     replaces one of `into` (whose own comments stay where they are) goes to
     `displaced`. Returns the comments that preceded nothing.
     """
+    import tomlkit.items
+
     for key, item in newer.body:
         if key is None:
             if isinstance(item, tomlkit.items.Comment):
@@ -970,6 +972,8 @@ def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
     _align_top_level(expected, later)
     _deep_merge(expected, later)
     header = _header(clobber)
+    import tomlkit
+
     try:
         document = tomlkit.parse(earlier_text)
         later_document = tomlkit.parse(later_text)
@@ -994,6 +998,8 @@ def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
 
 def _plain_rewrite(data: Mapping[str, Any], header: list[str], sources: Iterable[str]) -> str:
     """A fresh document of `data`; the sources' comments kept as a block on top."""
+    import tomlkit
+
     document: TOMLDocument = tomlkit.document()
     for line in header:
         document.add(tomlkit.comment(line))

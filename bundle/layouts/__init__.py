@@ -8,27 +8,33 @@ does not hold stays absent: the rules that need it are reported ``skipped``.
 Two steps, both called by :func:`bundle.open_bundle`: :func:`find_root` locates the
 bundle root inside a directory or archive (a ``manifest.json`` first, then each
 layout's marker files), and :func:`adapt` wraps the opened Source when it is not
-format v1.
+format v1. The layout modules (and PyYAML, which they use) are imported only for a
+bundle without ``manifest.json``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from bundle.archive import MANIFEST, Limits, RootFinder, Source, _find_root
-from bundle.layouts import mustgather, troubleshoot
-from bundle.layouts.base import Adapted
 from bundle.problems import ProblemLog
 
+if TYPE_CHECKING:
+    from bundle.layouts.base import Adapted
+
 V1 = "gpu-triage v1"
-NAMES = (V1, mustgather.NAME, troubleshoot.NAME)
 Detect = Callable[[list[str]], bool]
-Adapt = Callable[[Source, ProblemLog, Limits], Adapted]
-# (root finder, detector, adapter) of each foreign layout, in the order they are tried
-LAYOUTS: tuple[tuple[RootFinder, Detect, Adapt], ...] = (
-    (mustgather.root, mustgather.detect, mustgather.adapt),
-    (troubleshoot.root, troubleshoot.detect, troubleshoot.adapt),
-)
+Adapt = Callable[[Source, ProblemLog, Limits], "Adapted"]
+
+
+def layouts() -> tuple[tuple[RootFinder, Detect, Adapt], ...]:
+    """(root finder, detector, adapter) of each foreign layout, in the order they are
+    tried."""
+    from bundle.layouts import mustgather, troubleshoot
+
+    return ((mustgather.root, mustgather.detect, mustgather.adapt),
+            (troubleshoot.root, troubleshoot.detect, troubleshoot.adapt))
 
 
 def find_root(names: list[str]) -> str | None:
@@ -36,7 +42,7 @@ def find_root(names: list[str]) -> str | None:
     found = _find_root(names)
     if found is not None:
         return found
-    for root, _, _ in LAYOUTS:
+    for root, _, _ in layouts():
         found = root(names)
         if found is not None:
             return found
@@ -48,10 +54,10 @@ def adapt(source: Source, problems: ProblemLog, limits: Limits) -> Adapted | Non
     paths = source.paths()
     if MANIFEST in paths:
         return None
-    for _, detect, adapt_layout in LAYOUTS:
+    for _, detect, adapt_layout in layouts():
         if detect(paths):
             return adapt_layout(source, problems, limits)
     return None
 
 
-__all__ = ["LAYOUTS", "NAMES", "V1", "Adapted", "adapt", "find_root"]
+__all__ = ["V1", "adapt", "find_root", "layouts"]

@@ -1,0 +1,65 @@
+"""Startup: each command imports what it needs. On a small bundle the imports are most
+of ``analyze``'s time (docs/performance.md), so what ``analyze -f json`` must not load
+is checked here, in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENT = ROOT / "samples" / "incident-toolkit-disabled"
+
+# Modules a single-bundle JSON report has no use for, and what each one is for.
+UNNEEDED = {
+    "yaml": "YAML inside bundles (ConfigMap values, foreign layouts)",
+    "tomlkit": "the corrected drop-in of RT002",
+    "jinja2": "the HTML report",
+    "reports.html": "the HTML report",
+    "reports.text": "the terminal report",
+    "reports.diff_render": "gpu-triage diff",
+    "analyzers.diff": "gpu-triage diff",
+    "analyzers.diff_models": "gpu-triage diff",
+    "analyzers.ruletest": "gpu-triage rules test",
+    "gpu_triage.batch": "several bundles",
+    "gpu_triage.cli_batch": "several bundles",
+    "analyzers.batch_models": "several bundles",
+    "concurrent.futures": "several bundles",
+    "bundle.layouts.base": "foreign bundle layouts",
+    "bundle.layouts.mustgather": "foreign bundle layouts",
+    "bundle.layouts.troubleshoot": "foreign bundle layouts",
+}
+
+_PROBE = """
+import json, sys
+from gpu_triage.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _imported(args: list[str], cwd: Path) -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True,
+                          text=True, check=True, timeout=120)
+    result = json.loads(done.stdout.splitlines()[-1])
+    return result["code"], set(result["modules"])
+
+
+def test_analyze_json_of_a_small_bundle_imports_only_what_it_needs(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code, modules = _imported(["analyze", str(INCIDENT), "-f", "json", "-o", str(out)],
+                              tmp_path)
+    assert code == 1
+    assert json.loads(out.read_text(encoding="utf-8"))["summary"] == {
+        "critical": 5, "high": 14, "medium": 2, "low": 6, "info": 1}
+    assert {name: UNNEEDED[name] for name in sorted(modules & UNNEEDED.keys())} == {}
+
+
+def test_help_imports_no_analysis(tmp_path: Path) -> None:
+    code, modules = _imported(["--help"], tmp_path)
+    assert code == 0
+    assert not {m for m in modules if m.split(".")[0] in ("analyzers", "bundle", "reports")
+                and m != "analyzers"}
+    assert "pydantic" not in modules
