@@ -196,7 +196,9 @@ class _Field:
             raise TypeError(f"unsupported view field annotation {annotation!r}")
         if self.optional:
             self.default, self.factory = None, None
-        if declared is not None:
+            if declared is not None:
+                raise TypeError(f"optional field {attr!r} must default to None")
+        elif declared is not None:
             self.default, self.factory = declared, None
 
 
@@ -242,6 +244,26 @@ def _reader_source(fields: tuple[_Field, ...]) -> str:
     return "\n".join(lines)
 
 
+# A class's reader is compiled once it has read this many objects: compiling costs about
+# as much as reading a few hundred objects by plan, and most classes of a small bundle
+# never read that many.
+COMPILE_AFTER = 256
+
+
+def _read_by_plan(cls: type[V], raw: dict[str, Any], loc: Loc, issues: Issues) -> V:
+    """What the compiled reader does, as a loop over the fields."""
+    view = object.__new__(cls)
+    get = raw.get
+    for field in cls._fields:
+        value = get(field.json_key, _WRONG)
+        if value is not _WRONG and not (field.optional and value is None):
+            value = field.convert(value, loc, field.json_key, issues)
+        if value is _WRONG or (field.optional and value is None):
+            value = field.default if field.factory is None else field.factory()
+        setattr(view, field.attr, value)
+    return view
+
+
 class _ViewMeta(type):
     """Turns annotated fields into ``__slots__`` and, on first use, a compiled reader."""
 
@@ -256,6 +278,7 @@ class _ViewMeta(type):
         cls._fields = (*inherited, *(_Field(attr, annotations[attr], default, scope)  # type: ignore[attr-defined]
                                      for attr, default in declared.items()))
         cls._reader = None  # type: ignore[attr-defined]
+        cls._uses = 0  # type: ignore[attr-defined]
         return cls
 
 
@@ -265,13 +288,19 @@ class View(metaclass=_ViewMeta):
     __slots__ = ()
     _fields: ClassVar[tuple[_Field, ...]]
     _reader: ClassVar[Callable[[dict[str, Any], Loc, Issues], Any] | None]
+    _uses: ClassVar[int]
 
     @classmethod
     def project(cls: type[V], raw: dict[str, Any], loc: Loc, issues: Issues) -> V:
         """Read ``raw`` (a parsed JSON object at ``loc``); wrong fields go to ``issues``."""
-        reader = cls.__dict__["_reader"] or cls._compile()
-        view: V = reader(raw, loc, issues)
-        return view
+        reader = cls.__dict__["_reader"]
+        if reader is not None:
+            compiled: V = reader(raw, loc, issues)
+            return compiled
+        cls._uses += 1
+        if cls._uses >= COMPILE_AFTER:
+            return cls._compile()(raw, loc, issues)  # type: ignore[no-any-return]
+        return _read_by_plan(cls, raw, loc, issues)
 
     @classmethod
     def _compile(cls) -> Callable[[dict[str, Any], Loc, Issues], Any]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bundle import kube
-from bundle.views import View, key
+from bundle.views import View, _read_by_plan, key
 
 
 class Inner(View):
@@ -150,3 +152,35 @@ def test_kube_objects_keep_only_declared_fields_and_their_source() -> None:
 def test_daemonset_status_reads_the_api_names() -> None:
     status, _ = kube.DaemonSetStatus.parse({"desiredNumberScheduled": 3, "numberReady": "2"})
     assert (status.desired, status.current, status.ready, status.available) == (3, 0, 2, 0)
+
+
+def test_optional_fields_default_to_none() -> None:
+    with pytest.raises(TypeError, match="optional field 'note' must default to None"):
+        class Bad(View):  # noqa: F841
+            note: str | None = "x"
+
+
+_KEYS = sorted({f.json_key for view in (kube.Pod, kube.ObjectMeta, kube.PodSpec, kube.PodStatus,
+                                        kube.Container, kube.ContainerStatus,
+                                        kube.ContainerState, kube.ContainerStateDetail,
+                                        kube.Condition, kube.Toleration, kube.EnvVar,
+                                        kube.OwnerReference, kube.ResourceRequirements)
+                for f in view._fields} | {"x", "nvidia.com/gpu"})
+_SCALAR = st.none() | st.booleans() | st.integers(-3, 10**20) | st.floats(allow_nan=False) | \
+    st.sampled_from(["", "7", "+3", "true", "No", "x", "1.0", "²"])
+_JSON = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3) |
+                     st.dictionaries(st.sampled_from(_KEYS), inner, max_size=6), max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.dictionaries(st.sampled_from(_KEYS), _JSON, max_size=8))
+def test_the_compiled_reader_reads_like_the_plan(raw: dict[str, Any]) -> None:
+    """Small inputs are read by plan and large ones by compiled code: same views, same
+    issues, whatever the JSON holds."""
+    for view in (kube.Pod, kube.PodSpec, kube.PodStatus, kube.ContainerStatus):
+        by_plan: list[Any] = []
+        compiled: list[Any] = []
+        slow = _read_by_plan(view, raw, ("items", 0), by_plan)
+        fast = view._compile()(raw, ("items", 0), compiled)
+        assert repr(fast) == repr(slow)
+        assert compiled == by_plan
