@@ -168,9 +168,7 @@ def _operator_image(facts: Facts) -> tuple[str, str] | None:
                 where = (f"image tag of Deployment {deployment.metadata.namespace}/"
                          f"{deployment.metadata.name}")
                 return container.image, where
-    for pod in facts.bundle.cluster.pods:
-        if pod.metadata.labels.get("app") != "gpu-operator":
-            continue
+    for pod in facts.operator_pods:
         for container in pod.spec.containers:
             if "gpu-operator" in container.image:
                 return container.image, f"image tag of Pod {pod.namespace}/{pod.name}"

@@ -72,6 +72,25 @@ class _Fold:
     subjects: set[str] = field(default_factory=set)
     nodes: set[str] = field(default_factory=set)
 
+    def note(self, when: datetime, count: int, warning: bool, subject: str,
+             node: str | None) -> None:
+        """Count one record in."""
+        if when > self.last:
+            self.last = when
+        self.count += count
+        self.warning = self.warning or warning
+        self.subjects.add(subject)
+        if node:
+            self.nodes.add(node)
+
+
+def _before(record: _Record, first: _Record) -> bool:
+    """Whether ``record`` comes before ``first`` of the same fold (same lane and key)."""
+    return (record.when, record.subject, record.text) < (first.when, first.subject, first.text)
+
+
+_UNSEEN: Any = object()
+
 
 def parse_time(text: object) -> datetime | None:
     """A Kubernetes timestamp as aware UTC; None for absent or unreadable values."""
@@ -98,30 +117,57 @@ def clip(text: str, limit: int = TEXT_CAP) -> str:
 # -- sources ------------------------------------------------------------------------------
 
 
-def _event_records(facts: Facts) -> Iterator[_Record]:
+def _fold_events(folder: _Folder, facts: Facts) -> None:
+    """Fold the Kubernetes events into ``folder``.
+
+    A bundle of a large cluster holds hundreds of thousands of events, and a fold shows
+    only its first record: an event's record (text, pointer) is built only when the
+    event could come first in its fold, which its time and subject decide unless both
+    tie (see :class:`_Folder`).
+    """
+    pods = facts.pods_by_key
+    folds = folder.folds
+    times: dict[str | None, tuple[datetime, int] | None] = {}  # events share timestamps
     for event in facts.bundle.cluster.events:
-        when = parse_time(event.time)
-        if when is None:
-            yield _untimed()
+        stamp = event.time
+        timed = times.get(stamp, _UNSEEN)
+        if timed is _UNSEEN:
+            when = parse_time(stamp)
+            timed = times[stamp] = None if when is None else (when, _bucket(when))
+        if timed is None:
+            folder.untimed += 1
             continue
+        when, bucket = timed
         ref = event.involved_object
         kind = ref.kind or "Object"
         name = f"{ref.namespace}/{ref.name}" if ref.namespace else (ref.name or "?")
+        subject = f"{kind} {name}"
         node: str | None = None
         if kind == "Node":
             node = ref.name
         elif kind == "Pod":
-            pod = facts.pods_by_key.get((ref.namespace or "default", ref.name or ""))
+            pod = pods.get((ref.namespace or "default", ref.name or ""))
             node = pod.spec.node_name if pod is not None else None
+        node = node or event.source.host
         reason = event.reason or "Event"
-        yield _Record(
-            when=when, lane="event", key=f"event:{reason}",
-            warning=(event.type or "") == "Warning",
-            text=clip(f"{reason}: {event.message or ''}"), subject=f"{kind} {name}",
-            node=node or event.source.host, count=max(event.count or 1, 1),
-            path=event.source_path or None,
-            pointer=(event.source_pointer + "/message") if event.source_pointer else None,
-        )
+        key = f"event:{reason}"
+        warning = (event.type or "") == "Warning"
+        count = max(event.count or 1, 1)
+        where = ("event", key, bucket)
+        slot = folds.get(where)
+        if slot is None or (when, subject) <= (slot.first.when, slot.first.subject):
+            pointer = event.source_pointer
+            record = _Record(
+                when=when, lane="event", key=key, warning=warning,
+                text=clip(f"{reason}: {event.message or ''}"), subject=subject, node=node,
+                count=count, path=event.source_path or None,
+                pointer=(pointer + "/message") if pointer else None)
+            if slot is None:
+                slot = folds[where] = _Fold(record, when)
+            elif _before(record, slot.first):
+                slot.first = record
+        slot.note(when, count, warning, subject, node)
+        folder.total += count
 
 
 def _untimed() -> _Record:
@@ -271,20 +317,39 @@ def _watched_pods(facts: Facts) -> Iterator[Pod]:
 # -- folding and the window ------------------------------------------------------------
 
 
-def _fold(records: Iterable[_Record]) -> list[_Fold]:
-    folds: dict[tuple[str, str, int], _Fold] = {}
-    for record in sorted(records, key=lambda r: (r.when, r.lane, r.key, r.subject, r.text)):
-        bucket = int(record.when.timestamp() // FOLD.total_seconds())
-        slot = folds.get((record.lane, record.key, bucket))
-        if slot is None:
-            slot = folds[(record.lane, record.key, bucket)] = _Fold(record, record.when)
-        slot.last = max(slot.last, record.when)
-        slot.count += record.count
-        slot.warning = slot.warning or record.warning
-        slot.subjects.add(record.subject)
-        if record.node:
-            slot.nodes.add(record.node)
-    return list(folds.values())
+def _bucket(when: datetime) -> int:
+    return int(when.timestamp() // FOLD.total_seconds())
+
+
+class _Folder:
+    """Folds records as they are produced, so that the records of a large bundle are
+    never all held at once.
+
+    A fold is shown by its first record in (time, lane, key, subject, text) order, the
+    earliest produced among equals: the result does not depend on the order in which
+    the other records arrive.
+    """
+
+    def __init__(self) -> None:
+        self.folds: dict[tuple[str, str, int], _Fold] = {}
+        self.total = 0    # occurrences of timed records
+        self.untimed = 0  # records without a readable time
+
+    def add(self, records: Iterable[_Record]) -> None:
+        folds = self.folds
+        for record in records:
+            if not record.lane:
+                self.untimed += 1
+                continue
+            when = record.when
+            where = (record.lane, record.key, _bucket(when))
+            slot = folds.get(where)
+            if slot is None:
+                slot = folds[where] = _Fold(record, when)
+            elif _before(record, slot.first):
+                slot.first = record
+            slot.note(when, record.count, record.warning, record.subject, record.node)
+            self.total += record.count
 
 
 def _point(fold: _Fold) -> TimelinePoint:
@@ -320,19 +385,22 @@ def _window(points: list[TimelinePoint]) -> tuple[str, str, str] | None:
 
 def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
     """The timeline of the bundle; ``xids`` maps each node with a directory to its Xids."""
-    records: list[_Record] = list(_event_records(facts))
+    folder = _Folder()
+    _fold_events(folder, facts)
     for pod in _watched_pods(facts):
-        records.extend(_pod_records(pod))
+        folder.add(_pod_records(pod))
     for name in sorted(xids):
         artifacts = facts.bundle.node(name)
         if artifacts.has("journal/containerd.jsonl"):
             lifecycle = journal_scan(facts.bundle, name, "containerd").lifecycle
-            records.extend(containerd_records(name, artifacts.path("journal/containerd.jsonl"),
-                                              lifecycle))
-        records.extend(_xid_records(name, xids[name]))
-    timed = [r for r in records if r.lane]
-    untimed = len(records) - len(timed)
-    folds = _fold(timed)
+            folder.add(containerd_records(name, artifacts.path("journal/containerd.jsonl"),
+                                          lifecycle))
+        folder.add(_xid_records(name, xids[name]))
+    # By first record: folds the cap ranks equal keep this order, not the order in
+    # which the sources happened to produce them.
+    folds = sorted(folder.folds.values(), key=lambda f: (f.first.when, f.first.lane,
+                                                         f.first.key, f.first.subject,
+                                                         f.first.text))
     keep = sorted(folds, key=lambda f: (not f.warning, -f.first.when.timestamp(),
                                         f.first.lane, f.first.key))[:POINT_CAP]
     points = sorted((_point(f) for f in keep),
@@ -340,9 +408,9 @@ def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
     window = _window(points)
     return Timeline(
         points=points,
-        total=sum(r.count for r in timed),
+        total=folder.total,
         omitted=len(folds) - len(keep),
-        untimed=untimed,
+        untimed=folder.untimed,
         start=points[0].time if points else None,
         end=max(p.until for p in points) if points else None,
         window_start=window[0] if window else None,

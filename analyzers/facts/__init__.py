@@ -1,8 +1,11 @@
 """Facts derived once from a bundle and shared by every rule.
 
 Rules never re-derive these: GPU nodes, per-node GPU accounting, pods indexed by
-node, operand pods per node and component, the active ClusterPolicy, events by the
-object they are about, and each node's loaded runtime handlers.
+node, by namespace and by (namespace, name), the operator's pods, operand pods per node
+and component, the active ClusterPolicy, events by the object they are about and the
+signatures their messages match, and each node's loaded runtime handlers. A bundle of a
+large cluster holds tens of thousands of pods and hundreds of thousands of events, so
+each index is built in one pass and rules look objects up instead of walking the lists.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import cached_property
 
+from analyzers import signatures
 from analyzers.facts import (
     driverkernel,
     fabric,
@@ -24,6 +28,7 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.signatures import SignatureMatch
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 
@@ -44,6 +49,17 @@ class Facts:
         return gpu.gpu_node_names(self.bundle)
 
     @cached_property
+    def gpu_node_set(self) -> frozenset[str]:
+        """``gpu_nodes`` for membership tests."""
+        return frozenset(self.gpu_nodes)
+
+    @cached_property
+    def node_dirs(self) -> frozenset[str]:
+        """``bundle.node_names`` (nodes with a ``nodes/<name>/`` directory) for membership
+        tests."""
+        return frozenset(self.bundle.node_names)
+
+    @cached_property
     def pods_by_node(self) -> dict[str, list[Pod]]:
         index: dict[str, list[Pod]] = defaultdict(list)
         for pod in self.bundle.cluster.pods:
@@ -54,6 +70,20 @@ class Facts:
     @cached_property
     def pods_by_key(self) -> dict[tuple[str, str], Pod]:
         return {(pod.namespace, pod.name): pod for pod in self.bundle.cluster.pods}
+
+    @cached_property
+    def pods_by_namespace(self) -> dict[str, list[Pod]]:
+        """Namespace → its pods, in bundle order."""
+        index: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.bundle.cluster.pods:
+            index[pod.namespace].append(pod)
+        return dict(index)
+
+    @cached_property
+    def operator_pods(self) -> list[Pod]:
+        """Pods labelled ``app=gpu-operator`` (the operator itself), in bundle order."""
+        return [pod for pod in self.bundle.cluster.pods
+                if pod.metadata.labels.get("app") == "gpu-operator"]
 
     @cached_property
     def accounting(self) -> dict[str, gpu.NodeGPUs]:
@@ -86,6 +116,30 @@ class Facts:
 
     def pod_events(self, pod: Pod) -> list[Event]:
         return self.events_by_object.get(("Pod", pod.namespace, pod.name), [])
+
+    @cached_property
+    def _event_signatures(self) -> dict[str, tuple[SignatureMatch, ...]]:
+        """Event message → the signatures it matches, for the messages that match any.
+
+        Several rules ask this of every event; the messages are matched once here, and
+        a message repeated across events (a scheduler's "0/N nodes are available") once.
+        """
+        found: dict[str, tuple[SignatureMatch, ...]] = {}
+        seen: set[str] = set()
+        for event in self.bundle.cluster.events:
+            message = event.message
+            if not message or message in seen:
+                continue
+            seen.add(message)
+            hits = signatures.match(message, "event")
+            if hits:
+                found[message] = tuple(hits)
+        return found
+
+    def event_signatures(self, event: Event) -> tuple[SignatureMatch, ...]:
+        """What ``signatures.match(event.message, "event")`` gives, for an event of this
+        bundle, without matching its message again."""
+        return self._event_signatures.get(event.message or "", ())
 
     def runtime(self, node: str) -> runtimes.RuntimeState:
         state = self._runtime.get(node)
@@ -124,10 +178,9 @@ class Facts:
     @cached_property
     def gate_verdicts(self) -> dict[tuple[str, str], scheduling.PodVerdict]:
         """(namespace, name) of each pending GPU pod → the per-node arithmetic and branch."""
-        nodes = self.bundle.cluster.nodes
-        return {(p.namespace, p.name): scheduling.verdict(p, nodes, self.accounting,
-                                                          self.gpu_nodes)
-                for p in self.pending_gpu_pods}
+        found = scheduling.verdicts(self.pending_gpu_pods, self.bundle.cluster.nodes,
+                                    self.accounting, self.gpu_nodes)
+        return {(v.pod.namespace, v.pod.name): v for v in found}
 
     @cached_property
     def gpu_sharing(self) -> sharing.SharingSetup:

@@ -23,17 +23,22 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 NFD_WORKER = "nfd-worker"
 HEALTHY_STATES = frozenset({"Running", "Completed"})
 
+# component_of runs for every pod of the bundle: the lookups are built once.
+_BY_APP = {prefix: component for component, prefix in reversed(COMPONENTS)}  # first wins
+_NAME_PREFIXES = tuple((component, prefix + "-") for component, prefix in COMPONENTS)
+_ANY_NAME_PREFIX = tuple(prefix for _, prefix in _NAME_PREFIXES)
+
 
 def component_of(pod: Pod) -> str | None:
     """Which operand a pod is, from its ``app`` label or, failing that, its name."""
-    app = pod.metadata.labels.get("app", "")
-    for component, prefix in COMPONENTS:
-        if app == prefix:
-            return component
-    for component, prefix in COMPONENTS:
-        if pod.name.startswith(prefix + "-"):
-            return component
     labels = pod.metadata.labels
+    component = _BY_APP.get(labels.get("app", ""))
+    if component is not None:
+        return component
+    if pod.name.startswith(_ANY_NAME_PREFIX):
+        for component, prefix in _NAME_PREFIXES:
+            if pod.name.startswith(prefix):
+                return component
     if labels.get("app.kubernetes.io/name") == "node-feature-discovery" and \
             labels.get("role", labels.get("app.kubernetes.io/component")) == "worker":
         return NFD_WORKER

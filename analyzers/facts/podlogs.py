@@ -8,7 +8,7 @@ Matching uses the signature knowledge base, so the wordings live in data, not he
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from analyzers import signatures
 from analyzers.signatures import SignatureMatch
@@ -29,11 +29,18 @@ class ContainerLog:
     text: str
     init: bool
     previous: bool
+    _found: tuple[SignatureMatch, ...] | None = field(default=None, init=False, repr=False,
+                                                     compare=False)
 
     def matches(self, rule_id: str | None = None, *,
                 errors_only: bool = False) -> list[SignatureMatch]:
-        """Known signatures in this log, optionally only those feeding ``rule_id``."""
-        found = signatures.match(self.text, "log", container=self.container)
+        """Known signatures in this log, optionally only those feeding ``rule_id``.
+
+        The log is matched once; several rules ask about the same operand logs."""
+        found = self._found
+        if found is None:
+            found = tuple(signatures.match(self.text, "log", container=self.container))
+            object.__setattr__(self, "_found", found)  # a memo of a pure function
         return [m for m in found
                 if (rule_id is None or rule_id in m.signature.rules)
                 and (not errors_only or m.signature.kind == "error")]
@@ -77,6 +84,8 @@ class PodLogs:
         return tuple(log for log in self.of(pod) if log.container == name)
 
     def _read(self, pod: Pod) -> Iterable[ContainerLog]:
+        if not self._bundle.paths_under(f"logs/{pod.namespace}/{pod.name}/"):
+            return  # every path looked for below starts so: most pods have no log
         logs = self._bundle.logs
         if self._index is None:
             self._index = {}

@@ -288,13 +288,48 @@ def decide(request: int, rows: Sequence[NodeRow]) -> tuple[Branch, tuple[str, ..
     return Branch.FULL, tuple(row.node for row in could_hold)
 
 
-def verdict(pod: Pod, nodes: Iterable[Node], accounting: Mapping[str, NodeGPUs],
-            gpu_nodes: Iterable[str]) -> PodVerdict:
-    """Per-resource verdicts for a pending pod over every GPU node and every node that
-    has the resource (rows sorted by node name)."""
-    request = pod_gpu_request(pod)
+def _placement(pod: Pod, request: Mapping[str, int]) -> tuple[object, ...] | None:
+    """Everything of ``pod`` its per-node rows depend on: the request, the tolerations,
+    the node selector and the required node affinity. Pods with equal placements get
+    equal rows (a Job's pending replicas usually do). None for an affinity nested too
+    deep to write out: that pod's rows are its own."""
+    try:
+        terms = repr(_required_terms(pod))
+    except RecursionError:
+        return None
+    return (tuple(sorted(request.items())),
+            tuple((t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations),
+            tuple(sorted(pod.spec.node_selector.items())),
+            terms)
+
+
+def verdicts(pods: Iterable[Pod], nodes: Iterable[Node], accounting: Mapping[str, NodeGPUs],
+             gpu_nodes: Iterable[str]) -> list[PodVerdict]:
+    """Per-resource verdicts for pending pods over every GPU node and every node that has
+    the resource (rows sorted by node name), one per pod in order.
+
+    The rows are built once per distinct placement (see :func:`_placement`): a queue of
+    thousands of pending replicas on a large cluster would otherwise cost pods × nodes.
+    """
     gpu_set = set(gpu_nodes)
     node_list = sorted(nodes, key=lambda n: n.name)
+    shared: dict[tuple[object, ...], tuple[ResourceVerdict, ...]] = {}
+    found: list[PodVerdict] = []
+    for pod in pods:
+        request = pod_gpu_request(pod)
+        placement = _placement(pod, request)
+        resources = shared.get(placement) if placement is not None else None
+        if resources is None:
+            resources = _resources(pod, request, node_list, accounting, gpu_set)
+            if placement is not None:
+                shared[placement] = resources
+        found.append(PodVerdict(pod, request, resources))
+    return found
+
+
+def _resources(pod: Pod, request: Mapping[str, int], node_list: Sequence[Node],
+               accounting: Mapping[str, NodeGPUs],
+               gpu_set: set[str]) -> tuple[ResourceVerdict, ...]:
     results: list[ResourceVerdict] = []
     for resource, amount in sorted(request.items()):
         rows: list[NodeRow] = []
@@ -309,4 +344,4 @@ def verdict(pod: Pod, nodes: Iterable[Node], accounting: Mapping[str, NodeGPUs],
             rows.append(_row(node, count, pod))
         branch, culprits = decide(amount, rows)
         results.append(ResourceVerdict(resource, amount, branch, tuple(rows), culprits))
-    return PodVerdict(pod, request, tuple(results))
+    return tuple(results)

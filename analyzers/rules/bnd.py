@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
@@ -36,23 +37,20 @@ def _kind(error: str) -> tuple[str, str]:
 
 
 def _affected_rules(ctx: Context, items: Iterable[ManifestItem]) -> list[str]:
-    """IDs of loaded rules that read any of the failed paths."""
-    failed = [item.path for item in items]
+    """IDs of loaded rules that read any of the failed paths.
+
+    One collection step failing on every node fails the same file under each node's
+    directory: each distinct node-relative path is matched once, not once per node."""
+    failed = {item.path for item in items}
+    on_nodes = {parts[2] for path in failed
+                if len(parts := path.split("/", 2)) == 3 and parts[0] == "nodes"}
     affected = set()
     for rule in ctx.rules:
         for needed in rule.inputs:
-            if any(_covers(needed, path) for path in failed):
+            if any(fnmatchcase(path, needed.path)
+                   for path in (on_nodes if needed.per_node else failed)):
                 affected.add(rule.id)
     return sorted(affected)
-
-
-def _covers(needed: Input, path: str) -> bool:
-    from fnmatch import fnmatchcase
-
-    if needed.per_node:
-        parts = path.split("/", 2)
-        return len(parts) == 3 and parts[0] == "nodes" and fnmatchcase(parts[2], needed.path)
-    return fnmatchcase(path, needed.path)
 
 
 class CollectionGaps(Rule):

@@ -153,9 +153,7 @@ def _operator_image(ctx: Context) -> tuple[str, Evidence, str, str] | None:
             return (text,
                     Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
                     f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
-    for pod in ctx.bundle.cluster.pods:
-        if pod.metadata.labels.get("app") != "gpu-operator":
-            continue
+    for pod in facts.operator_pods:
         for index, item in enumerate(pod.spec.containers):
             repository, version = image_version(item.image)
             if repository == "gpu-operator" and version is not None:
@@ -171,8 +169,10 @@ def _operand_mismatches(ctx: Context, version: str) -> list[tuple[str, Evidence]
     namespace = ctx.facts.operator_namespace
     seen: set[tuple[str, str]] = set()
     found: list[tuple[str, Evidence]] = []
-    for pod in sorted(ctx.bundle.cluster.pods, key=lambda p: p.name):
-        if pod.terminated or (namespace is not None and pod.namespace != namespace):
+    pods = (ctx.bundle.cluster.pods if namespace is None
+            else ctx.facts.pods_by_namespace.get(namespace, []))
+    for pod in sorted(pods, key=lambda p: p.name):
+        if pod.terminated:
             continue
         sections = (("initContainers", pod.spec.init_containers),
                     ("containers", pod.spec.containers))
@@ -326,6 +326,15 @@ class UnsupportedGpuProduct(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
+        # A cluster has a handful of products: classify each once, not once per GPU.
+        verdicts: dict[tuple[str, str | None], ProductVerdict] = {}
+
+        def classified(product: str, brand: str | None = None) -> ProductVerdict:
+            verdict = verdicts.get((product, brand))
+            if verdict is None:
+                verdict = verdicts[(product, brand)] = classify(product, brand)
+            return verdict
+
         for node_name in facts.gpu_nodes:
             node_obj = facts.nodes.get(node_name)
             seen: dict[str, tuple[ProductVerdict, Evidence]] = {}
@@ -333,7 +342,7 @@ class UnsupportedGpuProduct(Rule):
                 for key, value in sorted(node_obj.labels.items()):
                     if key == "nvidia.com/gpu.product" or (
                             key.startswith("nvidia.com/mig-") and key.endswith(".product")):
-                        verdict = classify(value)
+                        verdict = classified(value)
                         seen.setdefault(verdict.family or value, (verdict, field(
                             node_obj, f"{node_name}: {key}={value}", "metadata", "labels", key)))
             smi = ctx.bundle.node(node_name).nvidia_smi
@@ -342,12 +351,14 @@ class UnsupportedGpuProduct(Rule):
             for gpu in smi.gpus if smi is not None else ():
                 if not gpu.product_name:
                     continue
-                verdict = classify(gpu.product_name, gpu.product_brand)
+                verdict = classified(gpu.product_name, gpu.product_brand)
+                if (verdict.family or gpu.product_name) in seen:
+                    continue  # the first GPU of a family is its evidence
                 hit = first_line(path, xml or "", gpu.product_name)
-                seen.setdefault(verdict.family or gpu.product_name, (verdict, Evidence(
+                seen[verdict.family or gpu.product_name] = (verdict, Evidence(
                     path=path, line=hit.line if hit else None,
                     excerpt=f"{gpu.bus_id}: {gpu.product_name} (brand "
-                            f"{gpu.product_brand or 'unknown'})")))
+                            f"{gpu.product_brand or 'unknown'})"))
             flagged = [(v, e) for v, e in seen.values()
                        if v.klass not in ("datacenter", "professional")]
             if flagged:

@@ -176,7 +176,7 @@ class FabricManagerNotWorking(Rule):
         if driver is not None and not fabric.fm_started:
             facts.append(f"the driver container ({driver.pod.name}) never logged starting "
                          "Fabric Manager")
-        elif driver is None and not artifacts.has(FM_JOURNAL) and name in ctx.bundle.node_names:
+        elif driver is None and not artifacts.has(FM_JOURNAL) and name in ctx.facts.node_dirs:
             facts.append("the host has no nvidia-fabricmanager journal (with a host driver "
                          "the admin must install and enable Fabric Manager)")
         unregistered_cuda = bool(fabric.not_initialized or unregistered)

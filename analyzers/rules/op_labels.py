@@ -345,9 +345,7 @@ class NfdNotLabelling(Rule):
     @staticmethod
     def _operator_lines(ctx: Context) -> list[Locator]:
         found: list[Locator] = []
-        for pod in ctx.bundle.cluster.pods:
-            if pod.metadata.labels.get("app") != "gpu-operator":
-                continue
+        for pod in ctx.facts.operator_pods:
             for log in ctx.facts.pod_logs.of(pod):
                 for hit in log.matches("OP003"):
                     if hit.signature.id == "operator-nfd-labels-missing":

@@ -134,8 +134,7 @@ class ClusterPolicyNotReady(Rule):
                          "the installed chart version"))
 
     def _empty(self, ctx: Context, ns: str) -> Finding:
-        operator = [p for p in ctx.bundle.cluster.pods
-                    if p.metadata.labels.get("app") == "gpu-operator"]
+        operator = ctx.facts.operator_pods
         running = f" (operator pod: {operator[0].name})" if operator else \
             " and no operator pod runs"
         summary = (f"No ClusterPolicy exists{running}: the operator has nothing to reconcile "
@@ -151,9 +150,7 @@ class ClusterPolicyNotReady(Rule):
     @staticmethod
     def _operator_line(ctx: Context) -> Locator | None:
         found: list[Locator] = []
-        for pod in ctx.bundle.cluster.pods:
-            if pod.metadata.labels.get("app") != "gpu-operator":
-                continue
+        for pod in ctx.facts.operator_pods:
             for log in ctx.facts.pod_logs.of(pod):
                 if log.previous:
                     continue

@@ -6,7 +6,7 @@ import posixpath
 import tomllib
 from collections.abc import Iterable
 
-from analyzers.facts.containerd_merge import corrected_dropin
+from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -53,6 +53,8 @@ class DropInClobber(Rule):
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        # Nodes of one pool carry the same files: each distinct fix is built once.
+        fixes: dict[tuple[Clobber, tuple[tuple[str, str], ...]], str] = {}
         for node_name in ctx.facts.gpu_nodes:
             state = ctx.facts.runtime(node_name)
             clobber = state.nvidia_clobber()
@@ -78,10 +80,10 @@ class DropInClobber(Rule):
                          excerpt=f"(no runtimes.{NVIDIA_HANDLER} table; loaded runtimes: "
                                  f"{', '.join(sorted(state.loaded or ())) or 'none'})"),
             ]
-            try:
-                merged = corrected_dropin(files, clobber)
-            except Exception as exc:  # noqa: BLE001 - the advice must not hide the finding
-                merged = f"# could not build a merged drop-in: {exc}"
+            key = (clobber, tuple(sorted(files.items())))
+            merged = fixes.get(key)
+            if merged is None:
+                merged = fixes[key] = _merged_dropin(files, clobber)
             remediation = (
                 f"# on {node_name}: look first\n"
                 f"ls -l {posixpath.dirname(clobber.file)}/\n"
@@ -98,6 +100,14 @@ class DropInClobber(Rule):
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
                                causes=[f"RT001:{node_name}"])
+
+
+def _merged_dropin(files: dict[str, str], clobber: Clobber) -> str:
+    """The drop-in that replaces both files (:func:`corrected_dropin`), or why there is none."""
+    try:
+        return corrected_dropin(files, clobber)
+    except Exception as exc:  # noqa: BLE001 - the advice must not hide the finding
+        return f"# could not build a merged drop-in: {exc}"
 
 
 def _relative_imports(text: str | None) -> list[str]:

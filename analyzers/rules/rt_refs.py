@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
 from bundle.kube import RuntimeClass
+from bundle.manifest import ManifestItem
 
 _SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
 
 
-def _cdi_collected(ctx: Context, node_name: str) -> bool:
-    prefix = f"nodes/{node_name}/cdi"
-    return any(item.path.startswith(prefix) for item in ctx.bundle.manifest.items) or \
+class _ItemsByPath:
+    """The manifest's items sorted by path once: the items whose path starts with a
+    prefix are then one range of the sorted list, not a walk over every item of the
+    bundle (one per collected file) for every node."""
+
+    def __init__(self, items: Sequence[ManifestItem]) -> None:
+        self._sorted = sorted(enumerate(items), key=lambda pair: pair[1].path)
+        self._paths = [item.path for _, item in self._sorted]
+
+    def under(self, prefix: str) -> list[ManifestItem]:
+        """The items whose path starts with ``prefix``, in manifest order."""
+        start = end = bisect.bisect_left(self._paths, prefix)
+        while end < len(self._paths) and self._paths[end].startswith(prefix):
+            end += 1
+        return [item for _, item in sorted(self._sorted[start:end], key=lambda p: p[0])]
+
+
+def _cdi_collected(ctx: Context, items: _ItemsByPath, node_name: str) -> bool:
+    return bool(items.under(f"nodes/{node_name}/cdi")) or \
         bool(ctx.bundle.node(node_name).cdi_files)
 
 
@@ -26,7 +44,7 @@ def _cause_link(ctx: Context, node_name: str) -> list[str]:
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
         return [f"CFG004:{policy.metadata.name}"]
-    if node_name in ctx.bundle.node_names and ctx.bundle.node(node_name).nvidia_smi is None:
+    if node_name in ctx.facts.node_dirs and ctx.bundle.node(node_name).nvidia_smi is None:
         # A CDI spec is generated from the loaded driver: with no usable driver there
         # is none to generate (DRV003/DRV004 say why, when they fire).
         return [f"DRV003:{node_name}", f"DRV004:{node_name}"]
@@ -62,8 +80,9 @@ class CdiSpecMissing(Rule):
         cdi = policy.spec.get("cdi") if policy is not None else None
         if policy is None or not isinstance(cdi, dict) or cdi.get("enabled") is not True:
             return
+        items = _ItemsByPath(ctx.bundle.manifest.items)
         judged = [n for n in ctx.facts.gpu_nodes
-                  if n in ctx.bundle.node_names and _cdi_collected(ctx, n)]
+                  if n in ctx.facts.node_dirs and _cdi_collected(ctx, items, n)]
         if not judged:
             raise CannotJudge("no GPU node had its CDI directories (cdi/) collected")
         for node_name in judged:
@@ -71,8 +90,7 @@ class CdiSpecMissing(Rule):
             specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
             policy_evidence = field(policy, "spec.cdi.enabled: true", "spec", "cdi", "enabled")
             if not specs:
-                gap = next((i for i in ctx.bundle.manifest.items
-                            if i.path.startswith(f"nodes/{node_name}/cdi") and i.error), None)
+                gap = next((i for i in items.under(f"nodes/{node_name}/cdi") if i.error), None)
                 excerpt = (f"{gap.path}: {gap.error}" if gap is not None
                            else "(no file with 'nvidia' in its name under cdi/)")
                 yield self.finding(

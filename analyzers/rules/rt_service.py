@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ _FAILED = re.compile(r"(start request repeated too quickly|failed with result '[
 _GAVE_UP = re.compile(r"start request repeated too quickly", re.I)
 LOOP_WINDOW = timedelta(minutes=10)
 LOOP_COUNT = 3
+SAME_MOMENT = timedelta(minutes=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +69,30 @@ def _pids(pairs: Iterable[tuple[str, int]]) -> list[int]:
     return seen
 
 
-def _same_moment(node_name: str, mine: list[Restart],
-                 seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> list[str]:
-    """Other nodes whose containerd restarted within a minute of one of this node's."""
-    times = [r.entry.time for r in mine if r.entry.time is not None]
-    others = []
-    for other, (found, _) in sorted(seen.items()):
-        if other == node_name:
-            continue
-        if any(r.entry.time is not None and abs(r.entry.time - t) <= timedelta(minutes=1)
-               for r in found[1:] for t in times):
-            others.append(other)
-    return others
+class _Moments:
+    """The times containerd restarted (each node's starts after its first), sorted once:
+    finding the nodes that restarted within a minute of a node's restarts is then a
+    range lookup, not a comparison with every node (a toolkit roll-out restarts
+    containerd on every node at once)."""
+
+    def __init__(self, seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> None:
+        pairs = sorted((r.entry.time, name) for name, (found, _) in seen.items()
+                       for r in found[1:] if r.entry.time is not None)
+        self._times = [when for when, _ in pairs]
+        self._nodes = [name for _, name in pairs]
+
+    def near(self, node_name: str, mine: list[Restart]) -> list[str]:
+        """Other nodes whose containerd restarted within a minute of one of ``mine``."""
+        others: set[str] = set()
+        for restart in mine:
+            when = restart.entry.time
+            if when is None:
+                continue
+            start = bisect.bisect_left(self._times, when - SAME_MOMENT)
+            end = bisect.bisect_right(self._times, when + SAME_MOMENT)
+            others.update(self._nodes[start:end])
+        others.discard(node_name)
+        return sorted(others)
 
 
 def _loop(times: list[datetime]) -> bool:
@@ -119,16 +133,17 @@ class ContainerdRestarts(Rule):
         # restarts() reads life-cycle lines only: the shared scan keeps those (facts/journals)
         seen = {n: restarts(list(journal_scan(ctx.bundle, n, "containerd").lifecycle))
                 for n in ctx.facts.gpu_nodes}
+        moments = _Moments(seen)
         for node_name in ctx.facts.gpu_nodes:
-            finding = self._node(ctx, node_name, seen)
+            finding = self._node(ctx, node_name, seen[node_name], moments)
             if finding is not None:
                 yield finding
 
-    def _node(self, ctx: Context, node_name: str,
-              seen: dict[str, tuple[list[Restart], list[JournalEntry]]]) -> Finding | None:
+    def _node(self, ctx: Context, node_name: str, seen: tuple[list[Restart], list[JournalEntry]],
+              moments: _Moments) -> Finding | None:
         artifacts = ctx.bundle.node(node_name)
         journal_path = artifacts.path("journal/containerd.jsonl")
-        found, failures = seen[node_name]
+        found, failures = seen
         unit = artifacts.systemd_containerd or {}
         policy = unit.get("Restart")
         state = unit.get("ActiveState")
@@ -158,7 +173,7 @@ class ContainerdRestarts(Rule):
         if len(pids) > 1:
             chain = " → ".join(map(str, pids[:5]))
             parts.append(f"its PID changed {len(pids) - 1} time(s) ({chain})")
-        together = _same_moment(node_name, found[1:], seen)
+        together = moments.near(node_name, found[1:])
         if together:
             parts.append(f"{', '.join(together)} restarted within the same minute: a change "
                          "re-ran the toolkit on several nodes at once")

@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
@@ -87,7 +86,7 @@ class AdmissionAllocateFailed(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, _Admission] = defaultdict(_Admission)
-        known = {(p.namespace, p.name): p for p in ctx.bundle.cluster.pods}
+        known = ctx.facts.pods_by_key
         for pod in ctx.bundle.cluster.pods:
             hits = status_message_matches(pod, "SC005")
             if pod.status.reason != "UnexpectedAdmissionError" and not hits:
@@ -103,7 +102,7 @@ class AdmissionAllocateFailed(Rule):
                 group.shared_subjects.add(workload_subject(pod))
         for event in ctx.bundle.cluster.events:
             message = event.message or ""
-            hits = [m for m in signatures.match(message, "event") if "SC005" in m.signature.rules]
+            hits = [m for m in ctx.facts.event_signatures(event) if "SC005" in m.signature.rules]
             if event.reason != "UnexpectedAdmissionError" and not hits:
                 continue
             ref = event.involved_object

@@ -88,7 +88,7 @@ def _explain_not_advertised(facts: Facts, result: ResourceVerdict) -> _Explained
     parts = [f"no node advertises {resource} (capacity absent or 0"
              + (f" on {names(result.culprits)})" if result.culprits else ")")]
     if silent:
-        no_runtime = [n for n in silent if f"RT001:{n}" in out.links]
+        no_runtime = [n for n in silent if facts.runtime(n).has_nvidia is False]
         parts.append(f"{names(silent)} advertise no NVIDIA resource at all: the device plugin "
                      "is not registered with kubelet there (or was gone for more than the "
                      "5-minute grace period)")
@@ -188,7 +188,7 @@ def _silent_gpu_nodes(facts: Facts, result: ResourceVerdict, out: _Explained) ->
     what keeps their device plugin down.
     """
     silent = [row.node for row in result.rows
-              if row.eligible and not row.advertised and row.node in facts.gpu_nodes
+              if row.eligible and not row.advertised and row.node in facts.gpu_node_set
               and _advertises_nothing(facts, row.node)]
     if not silent:
         return
@@ -281,16 +281,25 @@ class InsufficientGPU(Rule):
     tags = ("scheduling",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        # Pods with the same placement share their resource verdicts (see
+        # ``scheduling.verdicts``); each verdict is explained once.
+        explained: dict[int, _Explained] = {}
         for _, verdict in sorted(ctx.facts.gate_verdicts.items()):
             if verdict.shortages:
-                yield self._finding(ctx, verdict)
+                yield self._finding(ctx, verdict, explained)
 
-    def _finding(self, ctx: Context, verdict: PodVerdict) -> Finding:
+    def _finding(self, ctx: Context, verdict: PodVerdict,
+                 cache: dict[int, _Explained]) -> Finding:
         facts = ctx.facts
         pod = verdict.pod
         short = verdict.shortages
         main = short[0]
-        explained = [_explain(facts, result) for result in short]
+        explained = []
+        for result in short:
+            text = cache.get(id(result))
+            if text is None:
+                text = cache[id(result)] = _explain(facts, result)
+            explained.append(text)
         event_ev, insufficient = scheduling_evidence(facts, pod)
         asks = ", ".join(f"{r.request} {r.resource}" for r in short)
         parts = [f"{text.text}. Per node (capacity/allocatable/assigned/free): "

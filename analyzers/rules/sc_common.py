@@ -43,12 +43,12 @@ def workload_subject(pod: Pod) -> str:
 def container_limits(container: Container) -> dict[str, int]:
     """GPU amounts of one container (limit, else request; zero and unreadable dropped)."""
     found: dict[str, int] = {}
-    for name in set(container.resources.limits) | set(container.resources.requests):
-        if not is_gpu_resource(name):
-            continue
-        raw = container.resources.limits.get(name, container.resources.requests.get(name))
-        amount = quantity_int(raw)
-        if amount:
+    limits = container.resources.limits
+    for name, raw in limits.items():
+        if is_gpu_resource(name) and (amount := quantity_int(raw)):
+            found[name] = amount
+    for name, raw in container.resources.requests.items():
+        if name not in limits and is_gpu_resource(name) and (amount := quantity_int(raw)):
             found[name] = amount
     return found
 
@@ -108,8 +108,8 @@ def scheduling_evidence(facts: Facts, pod: Pod) -> tuple[list[Evidence], list[Ev
     """The pod's FailedScheduling events (Insufficient ones first), else its
     PodScheduled condition message."""
     events = [e for e in facts.pod_events(pod) if e.reason == "FailedScheduling"]
-    insufficient = [e for e in events if e.message and any(
-        "SC001" in m.signature.rules for m in signatures.match(e.message, "event"))]
+    insufficient = [e for e in events
+                    if any("SC001" in m.signature.rules for m in facts.event_signatures(e))]
     ordered = insufficient + [e for e in events if e not in insufficient]
     evidence = [event_evidence(e) for e in ordered[:2]]
     if not evidence:

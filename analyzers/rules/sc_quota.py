@@ -6,7 +6,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
@@ -76,7 +75,7 @@ class GpuQuotaExhausted(Rule):
                                                 source, "hard", key))
         for event in ctx.bundle.cluster.events:
             if not event.message or not any("SC004" in m.signature.rules
-                                            for m in signatures.match(event.message, "event")):
+                                            for m in ctx.facts.event_signatures(event)):
                 continue
             hit = _QUOTA_NAME.search(event.message)
             if hit is None:
@@ -98,8 +97,8 @@ class GpuQuotaExhausted(Rule):
             targets = names({e.involved_object.name or "?" for e in entry.events}, 3)
             parts.append(f"the API server refused {refused} pod creation(s) over it "
                          f"(from {targets})")
-        holders = sorted(pod_key(p) for p in ctx.bundle.cluster.pods
-                         if p.namespace == entry.namespace and not p.terminated
+        in_namespace = ctx.facts.pods_by_namespace.get(entry.namespace, [])
+        holders = sorted(pod_key(p) for p in in_namespace if not p.terminated
                          and any(container_limits(c) for _, _, c in containers_of(p)))
         held = f" GPUs are held by {names(holders, 4)}." if holders else ""
         summary = (f"ResourceQuota {subject} caps GPUs and is exhausted: "

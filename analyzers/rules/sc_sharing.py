@@ -6,7 +6,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
@@ -77,8 +76,12 @@ class SharedGpuMisuse(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, _SharedMisuse] = defaultdict(_SharedMisuse)
+        # Without a config that refuses requests above 1, no request can be misuse: the
+        # containers of every pod need not be read.
+        refusing = any(c.fail_requests_greater_than_one
+                       for c in ctx.facts.gpu_sharing.configs.values())
         for pod in ctx.bundle.cluster.pods:
-            found = list(self._misuse(ctx, pod))
+            found = list(self._misuse(ctx, pod, refusing))
             if not found:
                 continue
             group = groups[workload_subject(pod)]
@@ -96,20 +99,21 @@ class SharedGpuMisuse(Rule):
         if stale is not None:
             yield stale
 
-    def _misuse(self, ctx: Context, pod: Pod) -> Iterator[tuple[str, Evidence]]:
+    def _misuse(self, ctx: Context, pod: Pod, refusing: bool) -> Iterator[tuple[str, Evidence]]:
         facts = ctx.facts
         rejected = [m for m in status_message_matches(pod, "SC006")
                     if m.signature.id == "dp-shared-request-too-large"]
-        events = [e for e in facts.pod_events(pod) if e.message and any(
-            m.signature.id == "dp-shared-request-too-large"
-            for m in signatures.match(e.message, "event"))]
+        events = [e for e in facts.pod_events(pod) if any(
+            m.signature.id == "dp-shared-request-too-large" for m in facts.event_signatures(e))]
         if pod.terminated and not rejected and not events:
             return
-        configs = _pod_configs(facts, pod)
-        for section, index, container in containers_of(pod):
+        configs: list[SharingConfig] | None = None  # only read for a request above 1
+        for section, index, container in containers_of(pod) if refusing else ():
             for resource, amount in sorted(container_limits(container).items()):
                 if amount <= 1:
                     continue
+                if configs is None:
+                    configs = _pod_configs(facts, pod)
                 for config in configs:
                     shared = config.shared(resource)
                     if shared is None or not config.fail_requests_greater_than_one:
