@@ -93,11 +93,9 @@ def _mismatch_evidence(ctx: Context, name: str, kernel: NodeKernel) -> list[Evid
                                   line=entry.line, excerpt=clip(entry.message)))
     for pod in ctx.facts.pods_by_node.get(name, []):
         for event in ctx.facts.pod_events(pod):
-            message = event.message
-            # The signature's needle test first, as match() does: most events hold none
-            # of its needles, and match() costs several times more to say so.
-            if (message and mismatch.passes_prefilter(message.lower())
-                    and signatures.match(message, "event", signatures=signature)):
+            # Each distinct event message was matched once for the whole bundle.
+            if any(hit.signature.id == MISMATCH_SIGNATURE
+                   for hit in ctx.facts.event_signatures(event)):
                 found.append(event_evidence(event))
                 break
     return found
@@ -174,7 +172,7 @@ class DriverNotUsable(Rule):
             text = "driver user-space libraries and kernel module differ in version"
             problems.add("mismatch", text + (f" ({versions})" if versions else ""), mismatch,
                          Severity.CRITICAL if failure else Severity.HIGH)
-        gpu_node = name in ctx.facts.gpu_nodes
+        gpu_node = name in ctx.facts.gpu_node_set
         if (modules is not None and gpu_node and failure and not modules.loaded("nvidia")):
             evidence = [Evidence(path=modules.path, excerpt="(no 'nvidia' module in "
                                  "/proc/modules)")]

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from drv_kit import DRIVER_APP, bundle, gpu_node, of, smi_gpu, smi_xml, status
-from scenario import pod
+from scenario import event, kube_list, pod
 
 SMI = smi_xml(smi_gpu("00000000:01:00.0", "GPU-509665ad-b600-ac93-3616-d754b23d636d"))
 NVIDIA_MODULES = (
@@ -75,6 +75,26 @@ def test_api_mismatch_in_syslog_and_nvml_mismatch_in_a_log(tmp_path: Path) -> No
     located = [(e.path, e.line) for e in finding.evidence]
     assert ("nodes/gpu-n/dmesg.txt", 1) in located
     assert ("logs/gpu-operator/nvidia-operator-validator-x1/driver-validation.log", 1) in located
+
+
+def test_nvml_mismatch_in_an_event_of_a_pod_on_the_node(tmp_path: Path) -> None:
+    """The event of the pod on gpu-n is evidence there; the same event of a pod on
+    another node is not."""
+    message = ("failed to create containerd task: nvidia-container-cli: initialization "
+               "error: nvml error: driver/library version mismatch")
+    events = kube_list(event("cuda-a", "Failed", message, namespace="ml"),
+                       event("cuda-b", "Failed", message, namespace="ml"),
+                       event("cuda-a", "Pulled", "Successfully pulled image", namespace="ml"))
+    report = bundle(tmp_path, [gpu_node("gpu-n"), gpu_node("gpu-m")],
+                    {"nodes/gpu-n/dmesg.txt": "", "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES,
+                     "nodes/gpu-m/nvidia-smi.xml": SMI, "cluster/events.json": events},
+                    pods=[pod("cuda-a", "gpu-n", namespace="ml", gpus=1),
+                          pod("cuda-b", "gpu-m", namespace="ml", gpus=1)],
+                    failed=[SMI_FAILED])
+    finding = of(report, "DRV003")["DRV003:gpu-n"]
+    assert [(e.path, e.pointer) for e in finding.evidence
+            if e.path == "cluster/events.json"] == [("cluster/events.json", "/items/0/message")]
+    assert "DRV003:gpu-m" not in of(report, "DRV003")
 
 
 def test_new_api_mismatch_wording_with_working_nvidia_smi_is_high(tmp_path: Path) -> None:
