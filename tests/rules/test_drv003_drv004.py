@@ -77,24 +77,26 @@ def test_api_mismatch_in_syslog_and_nvml_mismatch_in_a_log(tmp_path: Path) -> No
     assert ("logs/gpu-operator/nvidia-operator-validator-x1/driver-validation.log", 1) in located
 
 
-def test_nvml_mismatch_in_an_event_of_a_pod_on_the_node(tmp_path: Path) -> None:
-    """The event of the pod on gpu-n is evidence there; the same event of a pod on
-    another node is not."""
+def test_nvml_mismatch_in_events_is_evidence_on_the_pods_node(tmp_path: Path) -> None:
+    """Each node's finding quotes the event of its own pod, not the other node's."""
     message = ("failed to create containerd task: nvidia-container-cli: initialization "
                "error: nvml error: driver/library version mismatch")
     events = kube_list(event("cuda-a", "Failed", message, namespace="ml"),
                        event("cuda-b", "Failed", message, namespace="ml"),
-                       event("cuda-a", "Pulled", "Successfully pulled image", namespace="ml"))
-    report = bundle(tmp_path, [gpu_node("gpu-n"), gpu_node("gpu-m")],
+                       event("cuda-c", "Failed", message, namespace="ml"))
+    report = bundle(tmp_path, [gpu_node("gpu-n"), gpu_node("gpu-m"), gpu_node("gpu-ok")],
                     {"nodes/gpu-n/dmesg.txt": "", "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES,
-                     "nodes/gpu-m/nvidia-smi.xml": SMI, "cluster/events.json": events},
+                     "nodes/gpu-m/nvidia-smi.xml": SMI, "nodes/gpu-ok/nvidia-smi.xml": SMI,
+                     "cluster/events.json": events},
                     pods=[pod("cuda-a", "gpu-n", namespace="ml", gpus=1),
-                          pod("cuda-b", "gpu-m", namespace="ml", gpus=1)],
+                          pod("cuda-b", "gpu-m", namespace="ml", gpus=1),
+                          pod("cuda-c", None, namespace="ml", gpus=1)],
                     failed=[SMI_FAILED])
-    finding = of(report, "DRV003")["DRV003:gpu-n"]
-    assert [(e.path, e.pointer) for e in finding.evidence
-            if e.path == "cluster/events.json"] == [("cluster/events.json", "/items/0/message")]
-    assert "DRV003:gpu-m" not in of(report, "DRV003")
+    found = of(report, "DRV003")
+    assert sorted(found) == ["DRV003:gpu-m", "DRV003:gpu-n"]
+    for node, pointer in (("gpu-n", "/items/0/message"), ("gpu-m", "/items/1/message")):
+        assert [(e.path, e.pointer) for e in found[f"DRV003:{node}"].evidence
+                if e.path == "cluster/events.json"] == [("cluster/events.json", pointer)]
 
 
 def test_new_api_mismatch_wording_with_working_nvidia_smi_is_high(tmp_path: Path) -> None:
