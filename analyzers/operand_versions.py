@@ -10,7 +10,8 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+
+from analyzers import datafiles
 
 _NUMERIC = re.compile(r"(\d+(?:\.\d+)+)")
 
@@ -34,8 +35,7 @@ class OperandTable:
 
 @cache
 def table() -> OperandTable:
-    raw = tomllib.loads((files("analyzers") / "data" / "operand_versions.toml")
-                        .read_text(encoding="utf-8"))
+    raw = tomllib.loads(datafiles.read_toml("operand_versions"))
     return OperandTable(
         source=str(raw["source"]),
         labels={str(k): str(v) for k, v in raw["images"].items()},

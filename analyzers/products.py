@@ -6,7 +6,8 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+
+from analyzers import datafiles
 
 UNLISTED = "unlisted"
 _SUFFIX = re.compile(r"(-MIG-[0-9A-Za-z.+-]*|-SHARED)+$", re.IGNORECASE)
@@ -40,8 +41,7 @@ class Verdict:
 
 @cache
 def table() -> ProductTable:
-    raw = tomllib.loads((files("analyzers") / "data" / "gpu_products.toml")
-                        .read_text(encoding="utf-8"))
+    raw = tomllib.loads(datafiles.read_toml("gpu_products"))
     families = tuple(
         Family(name=str(item["name"]), klass=str(item["class"]),
                mig=item.get("mig") if isinstance(item.get("mig"), bool) else None,

@@ -12,7 +12,8 @@ import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib.resources import files
+
+from analyzers import datafiles
 
 Version = tuple[int, int, int]
 
@@ -80,8 +81,7 @@ def _series(text: str) -> tuple[int, int]:
 
 @cache
 def table() -> ReleaseTable:
-    raw = tomllib.loads((files("analyzers") / "data" / "operator_releases.toml")
-                        .read_text(encoding="utf-8"))
+    raw = tomllib.loads(datafiles.read_toml("operator_releases"))
     lines = tuple(
         ReleaseLine(series=_series(str(item["series"])), status=SupportStatus(item["status"]),
                     released=str(item.get("released", "")),

@@ -2,7 +2,8 @@
 
 The knowledge base is data (``analyzers/data/signatures.toml``), not code, so a support
 engineer can add an entry without writing Python; :func:`load_file` validates an extra
-TOML file with the same rules as the packaged one.
+TOML file with the same rules as the packaged one. A run reads the packaged file from its
+generated JSON twin (:mod:`analyzers.datafiles`), which was checked when it was written.
 
 Each signature says *what a line means* (one diagnosis, many wordings across component
 versions), where such a line can appear (``sources``, optionally narrowed to container
@@ -16,8 +17,9 @@ Matching strategy (documented because it is the hot path on multi-megabyte logs)
    only considered when at least one of its needles occurs in the lower-cased text; this
    is a plain substring test (C speed), so on a typical log nearly every regex is skipped.
    A signature without needles is always tried (allowed for user files, but slower).
-3. Only then is the signature's compiled, case-insensitive regex run with ``finditer`` on
-   the original text, so spans refer to the caller's string.
+3. Only then is the signature's case-insensitive regex run with ``finditer`` on the
+   original text, so spans refer to the caller's string. A regex is compiled the first
+   time it is run: most runs need few of them.
 
 ``match`` never raises on any text: non-``str`` input, unknown sources and empty text give
 an empty list.
@@ -31,10 +33,11 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from importlib.resources import files
-from typing import Final
+from typing import Any, Final
+
+from analyzers import datafiles
 
 __all__ = [
     "COMPONENTS",
@@ -90,7 +93,7 @@ KINDS: Final[frozenset[str]] = frozenset({"error", "marker"})
 _JOURNAL_RE: Final = re.compile(r"journal:[a-z0-9][a-z0-9@._-]*")
 _ID_RE: Final = re.compile(r"[a-z0-9][a-z0-9-]*[a-z0-9]")
 _RULE_RE: Final = re.compile(r"[A-Z]{2,4}[0-9]{3}")
-_DATA_NAME: Final = "signatures.toml"
+_DATA_NAME: Final = "signatures"
 _NEWLINE: Final = re.compile("\n")
 
 _REQUIRED: Final[tuple[str, ...]] = (
@@ -135,7 +138,6 @@ class Signature:
     component: str
     title: str
     pattern: str
-    regex: re.Pattern[str] = field(repr=False, compare=False)
     sources: tuple[str, ...]
     versions: str
     rules: tuple[str, ...]
@@ -148,6 +150,11 @@ class Signature:
     kind: str = "error"
     also_matches: tuple[str, ...] = ()
     negatives: tuple[str, ...] = ()
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """``pattern`` compiled case-insensitively (once per pattern, when first used)."""
+        return _compiled(self.pattern)
 
     def applies_to(self, source: str, container: str | None = None) -> bool:
         """Whether lines from ``source`` (and ``container``, for logs) can carry this error.
@@ -184,6 +191,13 @@ class SignatureMatch:
 # --------------------------------------------------------------------------- loading
 
 
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """Compiled when a signature is first tried, not when loaded: compiling all 64 takes
+    5 ms, and the needles let a small bundle skip all but a handful."""
+    return re.compile(pattern, re.IGNORECASE)
+
+
 def _entry_name(index: int, raw: object) -> str:
     if isinstance(raw, Mapping):
         sig_id = raw.get("id")
@@ -216,10 +230,9 @@ def _check_source(name: str) -> bool:
     return name in SOURCES or _JOURNAL_RE.fullmatch(name) is not None
 
 
-def _parse_examples(raw: object, where: str, sources: tuple[str, ...]) -> tuple[Example, ...]:
+def _check_examples(raw: object, where: str, sources: tuple[str, ...]) -> None:
     if not isinstance(raw, list) or not raw:
         raise ValueError(f"{where}: needs at least one [[signature.example]]")
-    examples: list[Example] = []
     for number, item in enumerate(raw, start=1):
         here = f"{where}, example #{number}"
         if not isinstance(item, Mapping):
@@ -230,7 +243,7 @@ def _parse_examples(raw: object, where: str, sources: tuple[str, ...]) -> tuple[
         for key in ("text", "source"):
             if key not in item:
                 raise ValueError(f"{here}: missing required key {key!r}")
-        text = _str(item, "text", here)
+        _str(item, "text", here)
         url = _str(item, "source", here)
         if not url.startswith("https://"):
             raise ValueError(f"{here}: 'source' must be an https:// URL, got {url!r}")
@@ -242,11 +255,11 @@ def _parse_examples(raw: object, where: str, sources: tuple[str, ...]) -> tuple[
         container = item.get("container")
         if container is not None and (not isinstance(container, str) or not container):
             raise ValueError(f"{here}: 'container' must be a non-empty string")
-        examples.append(Example(text=text, source=url, input=input_kind, container=container))
-    return tuple(examples)
 
 
 def _parse_entry(index: int, raw: object, origin: str) -> Signature:
+    """Check one ``[[signature]]`` table, naming the file and the entry on any problem,
+    then build it."""
     where = f"{origin}: {_entry_name(index, raw)}"
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: must be a table")
@@ -265,7 +278,7 @@ def _parse_entry(index: int, raw: object, origin: str) -> Signature:
         raise ValueError(f"{where}: unknown component {component!r} (one of {sorted(COMPONENTS)})")
     pattern = _str(raw, "pattern", where)
     try:
-        regex = re.compile(pattern, re.IGNORECASE)
+        regex = _compiled(pattern)
     except re.error as exc:
         raise ValueError(f"{where}: pattern does not compile: {exc}") from exc
     if regex.search("") is not None:
@@ -295,28 +308,45 @@ def _parse_entry(index: int, raw: object, origin: str) -> Signature:
     reference = _str(raw, "reference", where)
     if not reference.startswith("https://"):
         raise ValueError(f"{where}: 'reference' must be an https:// URL")
+    for key in ("title", "versions", "explanation", "remediation"):
+        _str(raw, key, where)
+    _check_examples(raw["example"], where, sources)
+    for key in ("also_matches", "negatives"):
+        _str_list(raw, key, where, allow_empty=True)
 
-    signature = Signature(
-        id=sig_id,
-        component=component,
-        title=_str(raw, "title", where),
-        pattern=pattern,
-        regex=regex,
-        sources=sources,
-        versions=_str(raw, "versions", where),
-        rules=rules,
-        explanation=_str(raw, "explanation", where),
-        remediation=_str(raw, "remediation", where),
-        reference=reference,
-        examples=_parse_examples(raw["example"], where, sources),
-        needles=needles,
-        containers=containers,
-        kind=kind,
-        also_matches=_str_list(raw, "also_matches", where, allow_empty=True),
-        negatives=_str_list(raw, "negatives", where, allow_empty=True),
-    )
+    signature = _build(raw)
     _check_own_lines(signature, where)
     return signature
+
+
+def _build(raw: Mapping[str, Any]) -> Signature:
+    """The signature of one ``[[signature]]`` table that has been checked: by
+    :func:`_parse_entry`, or before its file's JSON twin was written. The only place that
+    fills in the defaults of optional keys."""
+    sources = tuple(raw["sources"])
+    needle = raw.get("needle", ())
+    return Signature(
+        id=raw["id"],
+        component=raw["component"],
+        title=raw["title"],
+        pattern=raw["pattern"],
+        sources=sources,
+        versions=raw["versions"],
+        rules=tuple(raw["rules"]),
+        explanation=raw["explanation"],
+        remediation=raw["remediation"],
+        reference=raw["reference"],
+        examples=tuple(
+            Example(text=item["text"], source=item["source"],
+                    input=item.get("input", sources[0]), container=item.get("container"))
+            for item in raw["example"]
+        ),
+        needles=(needle,) if isinstance(needle, str) else tuple(needle),
+        containers=tuple(raw.get("containers", ())),
+        kind=raw.get("kind", "error"),
+        also_matches=tuple(raw.get("also_matches", ())),
+        negatives=tuple(raw.get("negatives", ())),
+    )
 
 
 def _check_own_lines(signature: Signature, where: str) -> None:
@@ -390,9 +420,13 @@ def _parse_text(text: str, origin: str, known_ids: Iterable[str]) -> tuple[Signa
 
 @functools.cache
 def load() -> tuple[Signature, ...]:
-    """The packaged signatures, validated once and cached."""
-    resource = files("analyzers") / "data" / _DATA_NAME
-    return _parse_text(resource.read_text(encoding="utf-8"), f"analyzers/data/{_DATA_NAME}", ())
+    """The packaged signatures, read once: from the JSON twin while it matches the TOML
+    (checked when it was written), else from the TOML with every check."""
+    document = datafiles.twin(_DATA_NAME)
+    if document is None:
+        return _parse_text(datafiles.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml",
+                           ())
+    return tuple(_build(raw) for raw in document["signature"])
 
 
 def load_file(path: str | os.PathLike[str]) -> tuple[Signature, ...]:

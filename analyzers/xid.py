@@ -51,8 +51,9 @@ import functools
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.resources import files
 from types import MappingProxyType
+
+from analyzers import datafiles
 
 __all__ = [
     "SEVERITIES",
@@ -179,9 +180,9 @@ def _entry(number: int, table: Mapping[str, object]) -> XidInfo:
 
 @functools.cache
 def catalog() -> Mapping[int, XidInfo]:
-    """Every catalog entry by Xid number (read from the package data once)."""
-    resource = files("analyzers") / "data" / "xid.toml"
-    data = tomllib.loads(resource.read_text(encoding="utf-8"))
+    """Every catalog entry by Xid number (read from the package data once, from its JSON
+    twin while that matches the TOML)."""
+    data = datafiles.twin("xid") or tomllib.loads(datafiles.read_toml("xid"))
     tables = data.get("xid", {})
     entries = {
         int(key): _entry(int(key), value)

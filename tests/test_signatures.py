@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzers import datafiles
 from analyzers import signatures as sigs
 from analyzers.signatures import Example, Signature, SignatureMatch
 
@@ -184,6 +187,51 @@ def test_for_rule_and_get() -> None:
 
 def test_load_is_cached() -> None:
     assert sigs.load() is sigs.load()
+
+
+def test_load_from_the_twin_equals_the_checked_toml() -> None:
+    """What a run builds from the JSON twin, unchecked, is what every check of the TOML
+    builds, field by field (examples, defaults of optional keys, needle as a string)."""
+    assert datafiles.twin("signatures") is not None
+    checked = sigs.parse(tomllib.loads(datafiles.read_toml("signatures")))
+    assert sigs.load() == checked
+    assert [s.pattern for s in sigs.load()] == [s.pattern for s in checked]
+
+
+def _packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    copy = tmp_path / "data"
+    shutil.copytree(datafiles.DATA, copy)
+    monkeypatch.setattr(datafiles, "DATA", copy)
+    return copy / "signatures.toml"
+
+
+def test_load_reads_an_edited_toml_with_every_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toml = _packaged_copy(tmp_path, monkeypatch)
+    text = toml.read_text(encoding="utf-8")
+    old_title = 'title = "containerd has no runtime handler for the nvidia RuntimeClass"'
+    toml.write_text(text.replace(old_title, 'title = "edited"', 1), encoding="utf-8")
+    assert sigs.load.__wrapped__()[0].title == "edited"  # the twin is stale: not used
+
+    toml.write_text(text.replace('needle = "no runtime for"', 'needle = "nowhere"', 1),
+                    encoding="utf-8")
+    with pytest.raises(ValueError, match=r"analyzers/data/signatures\.toml: signature #1 .*"
+                                         "not matched by its own pattern/needle"):
+        sigs.load.__wrapped__()
+
+
+def test_regexes_are_compiled_when_their_needle_hits() -> None:
+    sigs._compiled.cache_clear()
+    assert len(sigs.load.__wrapped__()) == len(ALL)
+    assert sigs._compiled.cache_info().currsize == 0
+    line = 'failed to get sandbox runtime: no runtime for "nvidia" is configured'
+    assert [m.signature.id for m in sigs.match(line, "event")] == ["sandbox-no-runtime"]
+    compiled = sigs._compiled.cache_info().currsize
+    assert compiled == len(
+        {s.pattern for s in ALL if "event" in s.sources and s.passes_prefilter(line.lower())})
+    assert sigs.match("nothing known here", "event") == []
+    assert sigs._compiled.cache_info().currsize == compiled
 
 
 # ----------------------------------------------------------------- healthy lines

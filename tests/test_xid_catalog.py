@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from analyzers import datafiles
 from analyzers.xid import (
     SEVERITIES,
     XidInfo,
@@ -61,6 +62,17 @@ def test_toml_tables_use_only_known_keys(raw_toml: dict[str, Any]) -> None:
         assert key.isdigit()
         assert set(table) <= ALLOWED_KEYS, key
         assert {"name", "meaning", "category", "action", "app_error", "source"} <= set(table)
+
+
+def test_catalog_from_the_twin_equals_the_catalog_from_the_toml(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert datafiles.twin("xid") is not None
+    from_twin = catalog()
+    monkeypatch.setattr(datafiles, "twin", lambda name: None)
+    from_toml = catalog.__wrapped__()
+    assert list(from_toml.items()) == list(from_twin.items())
+    assert len(from_toml) == 176
 
 
 def test_identifiers_match_the_reference(reference: dict[int, dict[str, Any]]) -> None:

@@ -4,6 +4,8 @@ Run from the project root::
 
     python analyzers/data/gen_xid_toml.py [path/to/xid.json]
 
+It then rewrites the JSON twins of the data files (``python -m analyzers.datafiles``).
+
 Identifiers (category, NVIDIA's resolution buckets, applies-to flags, mnemonic,
 application-error flag, source URL) are taken from ``xid.json``. The short ``name`` and
 the ``meaning`` of every code are this project's own wording and live in ``TEXT`` below;
@@ -667,6 +669,9 @@ def main(argv: list[str]) -> int:
     if missing:
         raise SystemExit(f"no wording for Xid {missing}")
     TARGET.write_text(render(entries), encoding="utf-8")
+    from analyzers import datafiles  # the installed package: its twin of xid.toml
+
+    datafiles.main()
     return 0
 
 
