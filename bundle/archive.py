@@ -7,6 +7,8 @@ archive that ends early, is corrupt, or carries data after its end. Caps bound m
 disk and time against hostile input: a member cap, a member-count cap, a cap on the
 decompressed size, and a cap on the compression ratio that stops a decompression bomb
 after its first few MiB instead of after the gigabytes it promises.
+:mod:`bundle.gzstream` decompresses and :mod:`bundle.tarstream` splits the members;
+this module decides what to keep, refuse and record.
 """
 
 from __future__ import annotations
@@ -23,101 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from bundle.gzstream import Decompressed, Overrun
 from bundle.problems import BundleError, ProblemLog
+from bundle.tarstream import Member, TarStream
 
 MANIFEST = "manifest.json"
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _SPOOL_THRESHOLD = 64 << 10  # larger members go to the spool file, not to memory
 _MEMORY_BUDGET = 128 << 20   # past this many bytes held in memory, every member is spooled
-_TAIL = 64 << 10
-_BLOCK = 512
-_RATIO_FLOOR = 64 << 20   # the ratio cap applies once this much was decompressed
-_HEADER_CAP = 1 << 20     # pax / GNU long-name headers are read whole by tarfile
 _AFTER_END = 1 << 20      # how far past the end-of-archive marker we look
-# What tarfile and gzip raise on a corrupt stream. tarfile is not total on hostile
-# headers (a pax sparse map, a chain of long-name headers), hence the extra types.
+# What reading a corrupt stream raises. tarfile, which reads the uncommon headers, is
+# not total on hostile ones (a pax sparse map, a chain of long-name headers), hence
+# the extra types.
 _STREAM_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, ValueError, OverflowError,
                   RecursionError)
-
-
-class Overrun(Exception):
-    """The decompressed stream passed a cap; reading stops there."""
-
-
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-class _Tail:
-    """Wraps the decompressed stream, remembering how much was read and the last bytes.
-
-    tarfile's stream mode ends quietly on a missing header, a garbage header or a
-    short read; the remembered tail lets us tell a proper end-of-archive marker
-    (a zero block) from an archive that was cut or corrupted.
-    """
-
-    def __init__(self, raw: _Readable, budget: int, ratio: int,
-                 packed: Callable[[], int] | None) -> None:
-        self._raw = raw
-        self.total = 0
-        self._tail = bytearray()
-        self._budget = budget
-        self._ratio = ratio
-        self._packed = packed
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
-        self.total += len(data)
-        self._tail += data
-        if len(self._tail) > _TAIL:
-            del self._tail[: len(self._tail) - _TAIL]
-        self._check_caps()
-        return data
-
-    def _check_caps(self) -> None:
-        if self.total > self._budget:
-            raise Overrun(f"the archive expands beyond {self._budget} bytes")
-        if self._packed is not None and self.total > _RATIO_FLOOR:
-            packed = max(self._packed(), 1)
-            if self.total > self._ratio * packed:
-                raise Overrun(f"the archive expands more than {self._ratio} times its "
-                              f"compressed size ({self.total} bytes from the first {packed}); "
-                              "a decompression bomb")
-
-    def since(self, offset: int) -> bytes | None:
-        """The bytes read from ``offset`` on, when they are still in the tail."""
-        start = len(self._tail) - (self.total - offset)
-        return bytes(self._tail[start:]) if start >= 0 else None
-
-    def block_at(self, offset: int) -> bytes | None:
-        rest = self.since(offset)
-        return rest[:_BLOCK] if rest is not None else None
-
-
-class _GuardedInfo(tarfile.TarInfo):
-    """Refuses headers that tarfile would otherwise read whole into memory.
-
-    tarfile reads a pax or GNU long-name header in one piece, whatever size it
-    declares, and follows a GNU sparse map for as long as it goes on.
-    """
-
-    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo | None:
-        if self.type in _EXTENDED and self.size > _HEADER_CAP:
-            raise tarfile.ReadError(
-                f"an extended header of {self.size} bytes (more than {_HEADER_CAP})")
-        if self.type == tarfile.GNUTYPE_SPARSE:
-            raise tarfile.ReadError("a GNU sparse member, which bundles never hold")
-        process: Callable[[tarfile.TarFile], tarfile.TarInfo | None]
-        process = super()._proc_member  # type: ignore[misc]
-        return process(archive)
-
-    def _proc_gnusparse_10(self, _next: tarfile.TarInfo, _pax: dict[str, str],
-                           _archive: tarfile.TarFile) -> None:
-        raise tarfile.ReadError("a pax sparse member, which bundles never hold")
-
-
-_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
-             tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +227,7 @@ class ArchiveSource(_Refusals):
         self._in_memory = 0
         self._spooled: dict[str, tuple[int, int]] = {}
         self._spool: IO[bytes] | None = None
+        self._spool_size = 0
         self.stopped_at: str | None = None
         self._last: str | None = None
         self._pending = []
@@ -334,45 +256,36 @@ class ArchiveSource(_Refusals):
             limits = self._limits
             # The stream also holds headers and the members skipped over: twice the
             # content cap is the backstop that bounds the time spent decompressing.
-            stream = _Tail(gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw,
-                           budget=2 * limits.max_total_bytes + (1 << 20),
-                           ratio=limits.max_ratio, packed=raw.tell if gzipped else None)
+            tar = TarStream(Decompressed(raw, gzipped=gzipped,
+                                         budget=2 * limits.max_total_bytes + (1 << 20),
+                                         ratio=limits.max_ratio))
             try:
-                archive = tarfile.open(  # type: ignore[call-overload]  # noqa: SIM115
-                    fileobj=stream, mode="r|", tarinfo=_GuardedInfo)
+                first = tar.next()
             except (*_STREAM_ERRORS, Overrun) as exc:
                 what = (f"archive is truncated or corrupt before {MANIFEST}"
                         if gzipped and not isinstance(exc, tarfile.TarError)
                         else "not a gzip or tar archive")
                 raise BundleError(self.display, f"{what} ({_brief(exc)})") from None
-            with archive:
-                self._consume(archive)
-                if self.stopped_at is None:
-                    self._check_end(archive, stream)
-                if self.stopped_at is None:
-                    self._check_after_end(archive.offset, stream)
+            self._consume(tar, first)
+            if self.stopped_at is None:
+                self._check_end(tar)
+            if self.stopped_at is None:
+                self._check_after_end(tar)
 
-    def _check_end(self, archive: tarfile.TarFile, stream: _Tail) -> None:
+    def _check_end(self, tar: TarStream) -> None:
         """Record a truncation when the archive did not end with a zero block."""
-        block = stream.block_at(archive.offset)
-        if block is not None and len(block) == _BLOCK and not block.strip(b"\0"):
+        if tar.end is None:
             return
-        reason = "no end-of-archive marker" if not block else "an unreadable member header"
-        self.stopped_at = f"at byte {archive.offset}: {reason}"
+        self.stopped_at = f"at byte {tar.offset}: {tar.end}"
         self._problems.add(self.display, f"archive ends early or is corrupt at byte "
-                           f"{archive.offset} of the tar stream ({reason}) "
+                           f"{tar.offset} of the tar stream ({tar.end}) "
                            f"{self._where(None)}; analysed what was read", kind="truncated")
 
-    def _check_after_end(self, end: int, stream: _Tail) -> None:
+    def _check_after_end(self, tar: TarStream) -> None:
         """Record data after the end-of-archive marker (zero padding is normal), and a
         compressed stream whose checksum fails or that goes on with garbage."""
-        seen = stream.since(end) or b""
-        failure: BaseException | None = None
-        try:
-            while len(seen) <= _AFTER_END and (chunk := stream.read(64 << 10)):
-                seen += chunk
-        except (*_STREAM_ERRORS, Overrun) as exc:
-            failure = exc
+        end = tar.offset
+        seen, failure = tar.rest(_AFTER_END + 1)
         if seen.strip(b"\0"):
             self._problems.add(self.display, f"data follows the end-of-archive marker at byte "
                                f"{end} of the tar stream (another archive appended?); it was "
@@ -385,15 +298,13 @@ class ArchiveSource(_Refusals):
             kind, what = _after_end_failure(failure)
             self._problems.add(self.display, f"{what} ({_brief(failure)})", kind=kind)
 
-    def _consume(self, archive: tarfile.TarFile) -> None:
+    def _consume(self, tar: TarStream, member: Member | None) -> None:
         total = 0
         count = 0
         current: str | None = None  # the member being read
         skipped: str | None = None  # the refused member whose data is being skipped
         try:
-            while (member := archive.next()) is not None:
-                # stream mode would otherwise keep every header it has read
-                archive.members.clear()  # type: ignore[attr-defined]
+            while member is not None:
                 current = skipped = None
                 count += 1
                 if count > self._limits.max_members:
@@ -405,20 +316,18 @@ class ArchiveSource(_Refusals):
                 if name is None:
                     if member.size > 0:
                         skipped = clean_name(member.name) or printable(member.name)
-                    continue
-                total += member.size
-                if total > self._limits.max_total_bytes:
-                    self._refuse(name, f"archive expands beyond {self._limits.max_total_bytes}"
-                                       " bytes; reading stopped")
-                    self.stopped_at = f"size cap reached at {name}"
-                    return
-                handle = archive.extractfile(member)
-                if handle is None:
-                    continue
-                current = name
-                self._store(name, handle, member.size)
-                current = None
-                self._last = name
+                else:
+                    total += member.size
+                    if total > self._limits.max_total_bytes:
+                        self._refuse(name, "archive expands beyond "
+                                     f"{self._limits.max_total_bytes} bytes; reading stopped")
+                        self.stopped_at = f"size cap reached at {name}"
+                        return
+                    current = name
+                    self._store(name, tar, member.size)
+                    current = None
+                    self._last = name
+                member = tar.next()
         except Overrun as exc:
             where = self._where(current, skipped)
             self.stopped_at = f"{where}: {exc}"
@@ -446,18 +355,18 @@ class ArchiveSource(_Refusals):
             return f"while skipping {shown(skipped)}"
         return f"after {shown(self._last)}" if self._last else "at the start"
 
-    def _accept(self, member: tarfile.TarInfo) -> str | None:
-        if member.isdir():
+    def _accept(self, member: Member) -> str | None:
+        if member.type == tarfile.DIRTYPE:
             return None
         name = clean_name(member.name)
         if name is None:
             self._refuse(printable(member.name) or "(empty name)", "unsafe name (absolute, "
                          "'..', control characters or not UTF-8)")
             return None
-        if not member.isreg():
+        if member.type not in tarfile.REGULAR_TYPES:
             self._refuse(name, f"not a regular file ({_member_kind(member)})")
             return None
-        if member.sparse is not None:
+        if member.sparse:
             self._refuse(name, "a sparse file, which bundles never hold; not read")
             return None
         if name in self._memory or name in self._spooled:
@@ -469,19 +378,17 @@ class ArchiveSource(_Refusals):
             return None
         return name
 
-    def _store(self, name: str, handle: IO[bytes], size: int) -> None:
+    def _store(self, name: str, tar: TarStream, size: int) -> None:
         if size < _SPOOL_THRESHOLD and self._in_memory + size <= _MEMORY_BUDGET:
-            self._memory[name] = data = handle.read()
+            self._memory[name] = data = tar.read_data(size)
             self._in_memory += len(data)
             return
         if self._spool is None:
             self._spool = tempfile.TemporaryFile(prefix="gpu-triage-")  # noqa: SIM115
-        offset = self._spool.seek(0, os.SEEK_END)
-        written = 0
-        while chunk := handle.read(1 << 20):
-            self._spool.write(chunk)
-            written += len(chunk)
-        self._spooled[name] = (offset, written)
+        offset = self._spool_size
+        tar.copy_data(size, self._spool.write)
+        self._spool_size += size
+        self._spooled[name] = (offset, size)
 
     def paths(self) -> list[str]:
         return sorted(self._names)
@@ -502,8 +409,19 @@ class ArchiveSource(_Refusals):
             return self._memory[stored]
         assert self._spool is not None
         offset, length = self._spooled[stored]
-        self._spool.seek(offset)
-        return self._spool.read(length)
+        # A positional read: the spool's file offset is shared with forked workers
+        # (analyzers/facts/prefetch.py), so seek-then-read could interleave with theirs.
+        self._spool.flush()
+        fd = self._spool.fileno()
+        pieces = []
+        while length > 0:
+            piece = os.pread(fd, length, offset)
+            if not piece:
+                break
+            pieces.append(piece)
+            offset += len(piece)
+            length -= len(piece)
+        return b"".join(pieces)
 
     def close(self) -> None:
         if self._spool is not None:
@@ -539,14 +457,14 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
-def _member_kind(member: tarfile.TarInfo) -> str:
-    if member.issym():
+def _member_kind(member: Member) -> str:
+    if member.type == tarfile.SYMTYPE:
         return f"symbolic link to {member.linkname!r}"
-    if member.islnk():
+    if member.type == tarfile.LNKTYPE:
         return f"hard link to {member.linkname!r}"
-    if member.isfifo():
+    if member.type == tarfile.FIFOTYPE:
         return "FIFO"
-    if member.ischr() or member.isblk():
+    if member.type in (tarfile.CHRTYPE, tarfile.BLKTYPE):
         return "device file"
     return "special member"
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import tarfile
 from pathlib import Path
 
 import pytest
 from kit import kube_list, write_dir, write_tar
 
+import bundle.gzstream
 from bundle import BundleError, Limits, open_bundle
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-a", "labels": {
@@ -195,3 +197,22 @@ def test_gzip_member_of_a_plain_file_is_not_a_bundle(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b"just text, not a tar archive" * 50))
     with pytest.raises(BundleError):
         open_bundle(path)
+
+
+@pytest.mark.parametrize("piece", [None, 777])
+@pytest.mark.parametrize("kind", ["tgz", "tar"])
+def test_members_read_back_exactly_from_memory_and_spool(
+        tmp_path: Path, kind: str, piece: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sizes around the spool threshold and the block size, and members much larger than
+    a decompressed piece (777 bytes: headers and data straddle pieces)."""
+    if piece is not None:
+        monkeypatch.setattr(bundle.gzstream, "PIECE", piece)
+    rng = random.Random(3)
+    sizes = [0, 1, 511, 512, 513, (64 << 10) - 1, 64 << 10, (64 << 10) + 1, 300_000]
+    files = {f"logs/ns/p/c{size}.log": rng.randbytes(size) for size in sizes}
+    path = write_tar(tmp_path / f"b.{kind}", {**FILES, **files}, gzip=kind == "tgz")
+    with open_bundle(path) as b:
+        assert b.problems == ()
+        for name, data in files.items():
+            assert b.read_bytes(name) == data
+            assert b.size(name) == len(data)

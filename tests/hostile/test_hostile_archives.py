@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import struct
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +82,30 @@ def _bad_crc() -> bytes:
 def _chained_long_names() -> bytes:
     chain = [Member("././@LongLink", b"a" * 200 + b"\0", type=tarfile.GNUTYPE_LONGNAME)] * 1500
     return tar_bytes([manifest_member(), *chain, Member("b/x.txt", b"x")])
+
+
+def _gzip_with_every_header_field(data: bytes) -> bytes:
+    """A gzip member whose header carries an extra field, a name, a comment and a CRC."""
+    head = struct.pack("<BBBBIBB", 0x1F, 0x8B, 8, 2 | 4 | 8 | 16, 0, 0, 255)
+    head += struct.pack("<H", 4) + b"ex\0\0" + b"bundle.tar\0" + b"collected by hand\0"
+    head += struct.pack("<H", zlib.crc32(head) & 0xFFFF)
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflate.compress(data) + deflate.flush()
+    return head + body + struct.pack("<II", zlib.crc32(data), len(data))
+
+
+def _manifest_then(members: list[Member]) -> tuple[bytes, bytes]:
+    """The tar of the manifest and nodes.json, and the tar of ``members`` after them."""
+    head = tar_bytes([manifest_member(), Member("b/cluster/nodes.json", NODES)], end=False)
+    return head, tar_bytes(members)
+
+
+def _corrupt_second_gzip_member() -> bytes:
+    head, rest = _manifest_then([Member(f"b/logs/ns/p/c{i}.log", b"log line\n" * 400)
+                                 for i in range(3)])
+    damaged = bytearray(gz(rest))
+    damaged[12] ^= 0x55  # inside the first deflate block header
+    return gz(head) + bytes(damaged)
 
 
 def _many(count: int) -> Callable[[Path], Path]:
@@ -211,6 +237,44 @@ CASES: dict[str, Case] = {
         ((ARCHIVE, "refused",
           "reading stopped inside logs/ns/p/c0.log: the archive expands more than 200 times"),),
         paths=("manifest.json",)),
+    "member declaring a base-256 size far past the end": Case(
+        tgz(Member("b/logs/ns/p/huge.log", size=1 << 80)),
+        (("logs/ns/p/huge.log", "refused", f"{1 << 80} bytes exceeds the 536870912 byte cap"),
+         (ARCHIVE, "truncated", "archive ends early or is corrupt while skipping "
+                    "logs/ns/p/huge.log (unexpected end of data)")),
+        exit_code=1, paths=("manifest.json",)),
+    "GNU and pax long names": Case(
+        tgz(Member("b/logs/" + "n" * 120 + "/gnu.log", b"g"),
+            Member("b/logs/" + "n" * 120 + "/pax.log", b"p", pax={"comment": "x"}),
+            Member("b/logs/" + "n" * 120 + "/dir/", type=tarfile.DIRTYPE)),
+        paths=("logs/" + "n" * 120 + "/gnu.log", "logs/" + "n" * 120 + "/pax.log",
+               "manifest.json")),
+    "gzip members back to back, zero padded": Case(
+        raw(lambda: (lambda head, rest: gz(head) + bytes(100) + gz(rest) + bytes(10))(
+            *_manifest_then([Member("b/cluster/pods.json", NODES)]))),
+        paths=("cluster/nodes.json", "cluster/pods.json", "manifest.json")),
+    "gzip header with every optional field": Case(
+        raw(lambda: _gzip_with_every_header_field(tar_bytes([manifest_member()]))),
+        paths=("manifest.json",)),
+    "gzip length does not match": Case(
+        raw(lambda: gz(tar_bytes([manifest_member()]))[:-4] + b"\1\0\0\0"),
+        ((ARCHIVE, "corrupt", "the gzip checksum of the archive does not match: what was "
+                   "read may be damaged (Incorrect length of data produced)"),),
+        exit_code=1),
+    "corrupt deflate data after the manifest": Case(
+        raw(_corrupt_second_gzip_member),
+        ((ARCHIVE, "truncated", "archive ends early or is corrupt after cluster/nodes.json "
+                   "(zlib error: Error -3 while decompressing data: invalid code lengths set)"),),
+        exit_code=1, paths=("cluster/nodes.json", "manifest.json")),
+    "more than 1 MiB of zeros after the end": Case(
+        raw(lambda: gz(tar_bytes([manifest_member()]) + bytes(2 << 20))),
+        ((ARCHIVE, "trailing", "more than 1048576 bytes follow the end-of-archive marker at "
+                   "byte 1024; they were not read"),)),
+    "header cut in half": Case(
+        raw(lambda: (lambda head, rest: head + rest[:256])(
+            *_manifest_then([Member("b/cluster/pods.json", NODES)])), "bundle.tar"),
+        ((ARCHIVE, "truncated", "at byte 2048 of the tar stream (an unreadable member header) "
+                   "after cluster/nodes.json"),), exit_code=1),
     "empty file": Case(raw(lambda: b""), error="empty file, not a bundle", exit_code=3),
     "random bytes": Case(raw(lambda: bytes(range(256)) * 8), error="not a gzip or tar archive",
                          exit_code=3),
