@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from analyzers import __version__, overview
-from analyzers.facts import Facts
+from analyzers.facts import Facts, prefetch
 from analyzers.models import (
     BundleInfo,
     ClusterRef,
@@ -88,8 +88,17 @@ def _order(findings: list[Finding]) -> list[Finding]:
 
 
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
-            progress: Progress | None = None, selection: Selection | None = None) -> Report:
+            progress: Progress | None = None, selection: Selection | None = None,
+            jobs: int = 1) -> Report:
+    """Run the rules over an opened bundle. With ``jobs`` > 1 and a bundle of many
+    nodes, node files are parsed up front by worker processes (facts/prefetch.py) while
+    this process reads the cluster objects; otherwise everything is read when a rule
+    first asks. The report is the same either way."""
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
+    if jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
+        cluster = bundle.cluster
+        prefetch.preload(bundle, jobs, meanwhile=(lambda: cluster.nodes, lambda: cluster.pods,
+                                         lambda: cluster.events))
     facts = Facts(bundle)
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []

@@ -103,6 +103,10 @@ class _Shape:
         self.counts = counts
         self._index: _Index | None = None
 
+    def __reduce__(self) -> tuple[object, tuple[tuple[str, ...], tuple[int, ...]]]:
+        # Unpickled (from a worker process) through the registry, so it stays shared.
+        return _shape, (self.tags, self.counts)
+
     @property
     def index(self) -> _Index:
         if self._index is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Characters a terminal acts on (C0/C1 controls, bidi overrides); shown escaped instead.
 _ACTIVE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -39,11 +40,19 @@ class Problem:
         return f"{self.path}{at}: {self.message}"
 
 
+class ProblemMark(NamedTuple):
+    """A point in a :class:`ProblemLog`: problems listed, and counts of unlisted ones."""
+
+    listed: int
+    unlisted: dict[str, int]
+
+
 class ProblemLog:
     """Collects problems; shared by the archive reader and every parser.
 
     A hostile bundle can hold a problem per member or per line; past ``limit``
     problems only a count per kind is kept, reported as one closing problem each.
+    Problems are listed by file and place, whatever order they were found in.
     """
 
     def __init__(self, limit: int = 1000) -> None:
@@ -64,12 +73,44 @@ class ProblemLog:
         self._seen.add(problem)
         self._items.append(problem)
 
+    def mark(self) -> ProblemMark:
+        return ProblemMark(len(self._items), dict(self._unlisted))
+
+    def since(self, mark: ProblemMark) -> ProblemLog:
+        """A log of what was recorded after ``mark``."""
+        later = ProblemLog(self._limit)
+        later._items = self._items[mark.listed:]
+        later._seen = set(later._items)
+        later._unlisted = {kind: count - mark.unlisted.get(kind, 0)
+                           for kind, count in self._unlisted.items()
+                           if count > mark.unlisted.get(kind, 0)}
+        return later
+
+    def absorb(self, other: ProblemLog) -> None:
+        """Add another log's problems (and its counts of unlisted ones) to this one."""
+        for problem in other._items:
+            self.add(problem.path, problem.message, kind=problem.kind, where=problem.where)
+        for kind, count in other._unlisted.items():
+            self._unlisted[kind] = self._unlisted.get(kind, 0) + count
+
     @property
     def items(self) -> tuple[Problem, ...]:
         unlisted = tuple(Problem(path="(more)", kind=kind,
                                  message=f"{count} more {kind} problem(s) were not listed")
                          for kind, count in sorted(self._unlisted.items()))
-        return tuple(self._items) + unlisted
+        return tuple(sorted(self._items, key=_order)) + unlisted
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _order(problem: Problem) -> tuple[object, ...]:
+    """By file, then place in it (``line 9`` before ``line 10``): the order they were
+    found in depends on which rule or worker process read the file first."""
+    where = _DIGITS.split(problem.where or "")
+    place = tuple((1, int(part), "") if index % 2 else (0, 0, part)
+                  for index, part in enumerate(where))
+    return (problem.path, place, problem.kind, problem.message)
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -19,7 +19,7 @@ from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.parsememo import toml_loads
-from bundle.problems import BundleError, Problem, ProblemLog
+from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 from bundle.views import Issues
 
@@ -101,6 +101,19 @@ class Bundle:
     def problem(self, path: str, message: str, *, kind: str = "parse",
                 where: str | None = None) -> None:
         self._problems.add(path, message, kind=kind, where=where)
+
+    def problems_mark(self) -> ProblemMark:
+        """Where the problem log stands now (see :meth:`problems_since`)."""
+        return self._problems.mark()
+
+    def problems_since(self, mark: ProblemMark) -> ProblemLog:
+        """The problems recorded since ``mark``, by the bundle or its archive reader (a
+        worker process hands these back)."""
+        return self._problems.since(mark)
+
+    def absorb_problems(self, log: ProblemLog) -> None:
+        """Add the problems of another log (a worker's) to this bundle's."""
+        self._problems.absorb(log)
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -336,6 +349,11 @@ class NodeArtifacts:
         journals are the node files whose size has no bound. The analyzers read them
         once, through :func:`analyzers.facts.journals.journal_scan`."""
         return _read_journal(self._bundle, self.path(f"journal/{unit}.jsonl"))
+
+    def preload(self, *, dmesg: list[KernelLine], nvidia_smi: NvidiaSmi | None) -> None:
+        """Take files parsed elsewhere (a worker process) as this node's parsed files."""
+        self.__dict__["dmesg"] = dmesg
+        self.__dict__["nvidia_smi"] = nvidia_smi
 
     @cached_property
     def dmesg(self) -> list[KernelLine]:

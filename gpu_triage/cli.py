@@ -92,7 +92,9 @@ def cli(ctx: click.Context, verbose: bool) -> None:
               help="Several bundles (or a directory of bundles): write one report per "
                    "bundle and index.jsonl here (default: the current directory).")
 @click.option("-j", "--jobs", type=click.IntRange(1),
-              help="Several bundles: worker processes (default and cap: the CPUs).")
+              help="Processes to use. Several bundles: one bundle each (default and cap: "
+                   "the CPUs). One bundle of many nodes: processes that parse node files "
+                   "(default: the CPUs, at most 4; 1 parses everything in one process).")
 @selection_options
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
@@ -138,7 +140,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     try:
         with open_bundle(bundle_path, limits) as opened:
             report = run(opened, choice.rules, progress=_progress if show_progress else None,
-                         selection=choice.selection or None)
+                         selection=choice.selection or None, jobs=jobs or _cpus(4))
     except BundleError as exc:
         raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
     if show_progress:
@@ -166,6 +168,15 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in report.findings):
         ctx.exit(int(Exit.FINDINGS))
+
+
+def _cpus(cap: int) -> int:
+    """CPUs this process may run on, at most ``cap``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, cap))
 
 
 def _progress(message: str) -> None:

@@ -102,6 +102,11 @@ def journal_scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     return found
 
 
+def remember_scan(bundle: Bundle, node: str, unit: str, scan: JournalScan) -> None:
+    """Keep a scan made elsewhere (in a worker process) as if made here."""
+    _SCANS.setdefault(bundle, {})[(node, unit)] = scan
+
+
 def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     path = bundle.node(node).path(f"journal/{unit}.jsonl")
     records, problems = journal_records(bundle.read_text(path) or "")

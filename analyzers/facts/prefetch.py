@@ -1,0 +1,153 @@
+"""Read every node's files in worker processes while this one reads the cluster.
+
+On a large bundle the node files (journals, dmesg, ``nvidia-smi -q -x``) cost about as
+much to parse as everything else together, and each node's files are independent of
+every other's. :func:`preload` therefore hands them, in chunks of nodes, to forked
+worker processes while this process parses the cluster objects; it then takes back the
+chunks no worker has started and parses those itself. Workers return what parsing
+keeps (the journal scans, kernel lines, nvidia-smi GPUs, and the problems found), which
+goes into the same caches a lazy read fills, so rules see exactly what they would see
+without workers.
+
+Workers are forked so that they inherit the opened bundle (the reader serves members
+with positional reads, which forked processes can share). Where ``fork`` is not
+available, or for small bundles where starting a process costs more than it saves,
+everything is read here, in the same order.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from analyzers.facts.journals import JournalScan, journal_scan, remember_scan
+from bundle import Bundle
+from bundle.kernel import KernelLine
+from bundle.nvsmi import NvidiaSmi
+from bundle.problems import ProblemLog
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+MIN_NODES = 32  # below this a worker costs more to start than it saves
+CHUNK = 16  # nodes per task: large enough to amortize pickling, small enough to balance
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFiles:
+    """What parsing one node's files keeps."""
+
+    name: str
+    scans: dict[str, JournalScan]
+    dmesg: list[KernelLine]
+    nvidia_smi: NvidiaSmi | None
+
+
+def journal_units(bundle: Bundle, name: str) -> list[str]:
+    """Units with a journal in the node's directory (``journal/<unit>.jsonl``), sorted."""
+    prefix = bundle.node(name).path("journal/")
+    return [path[len(prefix):-len(".jsonl")] for path in bundle.paths_under(prefix)
+            if path.endswith(".jsonl") and "/" not in path[len(prefix):]]
+
+
+def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
+    """Parse one node's journals, dmesg and nvidia-smi XML (and remember them here).
+
+    None if a parser fails: the node is then read lazily, inside the rule that asks,
+    where the engine isolates the failure as it always has."""
+    artifacts = bundle.node(name)
+    try:
+        scans = {unit: journal_scan(bundle, name, unit)
+                 for unit in journal_units(bundle, name)}
+        return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi)
+    except Exception:  # noqa: BLE001 - reported by the rule that reads it again
+        return None
+
+
+def install(bundle: Bundle, files: NodeFiles) -> None:
+    """Put a node's parsed files where lazy reads look for them."""
+    for unit, scan in files.scans.items():
+        remember_scan(bundle, files.name, unit, scan)
+    bundle.node(files.name).preload(dmesg=files.dmesg, nvidia_smi=files.nvidia_smi)
+
+
+def preload(bundle: Bundle, jobs: int,
+            meanwhile: Sequence[Callable[[], object]] = ()) -> None:
+    """Parse every node's files, with ``jobs - 1`` worker processes where that helps.
+
+    ``meanwhile`` holds callables (no arguments) run here while the workers parse:
+    the cluster objects, typically. Afterwards every node's files are cached."""
+    import multiprocessing  # noqa: PLC0415 - only where workers are started
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+    names = bundle.node_names
+    workers = min(jobs - 1, len(names) // CHUNK)
+    if workers < 1 or len(names) < MIN_NODES or not _can_fork(multiprocessing):
+        _run(meanwhile)
+        for name in names:
+            read_node(bundle, name)
+        return
+    chunks = [names[start:start + CHUNK] for start in range(0, len(names), CHUNK)]
+    global _BUNDLE
+    _BUNDLE = bundle
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
+            _run(meanwhile)
+            # Then this process reads chunks too, from the last one back, one at a time,
+            # until it meets the ones the workers have started.
+            taken = set()
+            for index in reversed(range(len(futures))):
+                if not futures[index].cancel():
+                    break
+                taken.add(index)
+                for name in chunks[index]:
+                    read_node(bundle, name)
+            for index, future in enumerate(futures):
+                if index not in taken:
+                    _take(bundle, future, chunks[index])
+    finally:
+        _BUNDLE = None
+
+
+# The bundle a forked worker reads; set only while preload() runs.
+_BUNDLE: Bundle | None = None
+
+
+def _read_chunk(names: list[str]) -> tuple[list[NodeFiles | None], ProblemLog]:
+    """In a worker: parse a chunk of nodes; their files and the problems found."""
+    bundle = _BUNDLE
+    assert bundle is not None, "workers are forked from preload()"
+    mark = bundle.problems_mark()
+    files = [read_node(bundle, name) for name in names]
+    return files, bundle.problems_since(mark)
+
+
+def _take(bundle: Bundle, future: Future[tuple[list[NodeFiles | None], ProblemLog]],
+          names: list[str]) -> None:
+    try:
+        files, problems = future.result()
+    except Exception:  # noqa: BLE001 - a worker died (killed for memory, say): read here
+        for name in names:
+            read_node(bundle, name)
+        return
+    bundle.absorb_problems(problems)
+    for node in files:
+        if node is not None:
+            install(bundle, node)
+
+
+def _run(calls: Sequence[Callable[[], object]]) -> None:
+    for call in calls:
+        call()
+
+
+def _can_fork(multiprocessing: ModuleType) -> bool:
+    # fork is the start method that lets workers inherit the opened bundle; it is only
+    # used where the platform supports it without caveats.
+    return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
+

@@ -1,0 +1,137 @@
+"""Node files parsed by worker processes give the report one process gives."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from analyzers.engine import analyze
+from analyzers.facts import prefetch
+from analyzers.models import Report
+from analyzers.plugins import discover
+from bundle import open_bundle
+from bundle.problems import ProblemLog
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+NOISE = [orjson.dumps({"MESSAGE": f"routine line {i}", "_PID": "812",
+                       "SYSLOG_IDENTIFIER": "containerd",
+                       "__REALTIME_TIMESTAMP": str(1795960000000000 + i)}).decode()
+         for i in range(900)]
+
+
+def _tgz(sample: str, target: Path) -> Path:
+    """The sample as a .tgz whose journals are large enough to be spooled to disk (so
+    workers read them through the spool), each with one line that is not JSON."""
+    buffer = io.BytesIO()
+    base = SAMPLES / sample
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path in sorted(base.rglob("*")):
+            if path.is_file():
+                archive.add(path, arcname=f"b/{path.relative_to(base)}")
+        for node in sorted(p.name for p in (base / "nodes").iterdir()):
+            lines = [*NOISE[:450], "-- Boot 3f2a --", *NOISE[450:]]
+            data = ("\n".join(lines) + "\n").encode()
+            info = tarfile.TarInfo(f"b/nodes/{node}/journal/noise.jsonl")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+def _report(path: Path, jobs: int) -> Report:
+    with open_bundle(path) as opened:
+        return analyze(opened, discover().rules, jobs=jobs)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any bundle, one node per task."""
+    monkeypatch.setattr(prefetch, "MIN_NODES", 1)
+    monkeypatch.setattr(prefetch, "CHUNK", 1)
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("sample", ["incident-toolkit-disabled", "xid79-fallen-off-bus",
+                                    "hgx-no-fabricmanager", "dropin-clobber"])
+def test_workers_give_the_same_report(tmp_path: Path, sample: str) -> None:
+    bundle = _tgz(sample, tmp_path / "b.tgz")
+    alone = _report(bundle, jobs=1)
+    shared = _report(bundle, jobs=3)
+    assert shared.model_dump() == alone.model_dump()
+    bad_lines = [p for p in alone.problems if p.path.endswith("/journal/noise.jsonl")]
+    assert len(bad_lines) == len(list((SAMPLES / sample / "nodes").iterdir()))
+    assert {p.where for p in bad_lines} == {"line 451"}
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_problems_found_by_workers_come_back(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process waits until the workers have read every node; the problems of the
+    journals are then only known to the workers."""
+    bundle = _tgz("incident-toolkit-disabled", tmp_path / "b.tgz")
+    read_here: list[str] = []
+    original = prefetch.read_node
+
+    def counted(opened: object, name: str) -> object:
+        if os.getpid() == parent:
+            read_here.append(name)
+        return original(opened, name)  # type: ignore[arg-type]
+
+    parent = os.getpid()
+    monkeypatch.setattr(prefetch, "read_node", counted)
+    with open_bundle(bundle) as opened:
+        prefetch.preload(opened, 2, meanwhile=[lambda: time.sleep(2)])
+        problems = [p for p in opened.problems if p.path.endswith("noise.jsonl")]
+    assert read_here == []
+    assert [p.path for p in problems] == [f"nodes/{n}/journal/noise.jsonl"
+                                          for n in ("gpu-a", "gpu-b", "gpu-c", "gpu-d")]
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_dead_worker_is_replaced_by_reading_here(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = _tgz("incident-toolkit-disabled", tmp_path / "b.tgz")
+    alone = _report(bundle, jobs=1)
+
+    def dies(names: list[str]) -> object:
+        os._exit(9)
+
+    monkeypatch.setattr(prefetch, "_read_chunk", dies)
+    assert _report(bundle, jobs=2).model_dump() == alone.model_dump()
+
+
+def test_small_bundles_start_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker was started")
+
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
+    with open_bundle(SAMPLES / "incident-toolkit-disabled") as opened:
+        prefetch.preload(opened, 4)
+        assert opened.node("gpu-a").__dict__.get("dmesg") is not None  # read here
+
+
+def test_problem_logs_merge_and_list_by_place() -> None:
+    log = ProblemLog(limit=3)
+    log.add("b.json", "late", where="line 10")
+    mark = log.mark()
+    log.add("b.json", "early", where="line 9")
+    log.add("a.json", "first")
+    log.add("c.json", "over the limit")
+    later = log.since(mark)
+    assert [(p.path, p.where) for p in later.items] == [
+        ("a.json", None), ("b.json", "line 9"), ("(more)", None)]
+    merged = ProblemLog(limit=10)
+    merged.add("b.json", "late", where="line 10")
+    merged.absorb(later)
+    assert [(p.path, p.where, p.message) for p in merged.items] == [
+        ("a.json", None, "first"), ("b.json", "line 9", "early"),
+        ("b.json", "line 10", "late"), ("(more)", None, "1 more parse problem(s) were not listed")]
