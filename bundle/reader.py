@@ -200,9 +200,15 @@ class ClusterObjects:
             got = raw.get("kind") if isinstance(raw, dict) else type(raw).__name__
             self._bundle.problem(path, f"expected a List of {kind} objects, got {got!r}")
             return []
+        items: list[Any] = raw["items"]
+        del raw
         objects: list[K] = []
         project = view.project
-        for index, item in enumerate(raw["items"]):
+        issues: Issues = []
+        for index, item in enumerate(items):
+            # What the view does not keep is freed as the list is read, not at its end:
+            # the parsed list and the views are then never both whole in memory.
+            items[index] = None
             if type(item) is not dict:
                 self._bundle.problem(path, f"item is a JSON {type(item).__name__}, expected an "
                                      f"object", where=f"/items/{index}")
@@ -211,11 +217,11 @@ class ClusterObjects:
                 self._bundle.problem(path, f"item of kind {item.get('kind')!r} in a {kind} list; "
                                      "ignored", where=f"/items/{index}")
                 continue
-            issues: Issues = []
             obj = project(item, (), issues)
             pointer = f"/items/{index}"
             if issues:
                 _record_issues(self._bundle, path, pointer, kind, issues)
+                issues.clear()
             obj.locate(path, pointer)
             objects.append(obj)
         return objects
