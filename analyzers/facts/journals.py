@@ -102,6 +102,13 @@ def journal_scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     return found
 
 
+def journal_units(bundle: Bundle, node: str) -> list[str]:
+    """Units with a journal in the node's directory (``journal/<unit>.jsonl``), in order."""
+    prefix = f"nodes/{node}/journal/"
+    return [path[len(prefix):-len(".jsonl")] for path in bundle.paths_under(prefix)
+            if path.endswith(".jsonl")]
+
+
 def remember_scan(bundle: Bundle, node: str, unit: str, scan: JournalScan) -> None:
     """Keep a scan made elsewhere (in a worker process) as if made here."""
     _SCANS.setdefault(bundle, {})[(node, unit)] = scan

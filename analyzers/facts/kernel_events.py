@@ -18,8 +18,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
-from analyzers.facts.journals import journal_scan
+from analyzers.facts.journals import journal_scan, journal_units
 from bundle import Bundle
 from bundle.kernel import (
     KernelLine,
@@ -109,16 +110,31 @@ def by_node(bundle: Bundle) -> dict[str, NodeKernel]:
 
 
 def node_kernel(bundle: Bundle, name: str) -> NodeKernel:
+    """The node's kernel events; made once (here or in a worker process, see
+    facts/prefetch.py) and kept for the bundle's lifetime."""
+    made = _KERNELS.setdefault(bundle, {})
+    found = made.get(name)
+    if found is None:
+        found = made[name] = _node_kernel(bundle, name)
+    return found
+
+
+def remember_kernel(bundle: Bundle, kernel: NodeKernel) -> None:
+    """Keep a node's kernel events made elsewhere (in a worker process)."""
+    _KERNELS.setdefault(bundle, {})[kernel.node] = kernel
+
+
+_KERNELS: WeakKeyDictionary[Bundle, dict[str, NodeKernel]] = WeakKeyDictionary()
+
+
+def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     artifacts = bundle.node(name)
     lines: list[KernelLine] = list(artifacts.dmesg)
     sources = [artifacts.path("dmesg.txt")] if artifacts.has("dmesg.txt") else []
-    journal_dir = artifacts.path("journal/")
-    for path in sorted(p for p in artifacts.paths()
-                       if p.startswith(journal_dir) and p.endswith(".jsonl")):
-        unit = path[len(journal_dir):-len(".jsonl")]
+    for unit in journal_units(bundle, name):
         kernel = list(journal_scan(bundle, name, unit).kernel)  # one shared pass per journal
         if kernel:
-            sources.append(path)
+            sources.append(artifacts.path(f"journal/{unit}.jsonl"))
             lines = merge_lines(lines, kernel)
     xids = [event for line in lines if (event := parse_xid(line)) is not None]
     signals = [signal for line in lines for signal in scan_signals(line)]

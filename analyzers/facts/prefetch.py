@@ -5,14 +5,14 @@ much to parse as everything else together, and each node's files are independent
 every other's. :func:`preload` therefore hands them, in chunks of nodes, to forked
 worker processes while this process parses the cluster objects; it then takes back the
 chunks no worker has started and parses those itself. Workers return what parsing
-keeps (the journal scans, kernel lines, nvidia-smi GPUs, and the problems found), which
-goes into the same caches a lazy read fills, so rules see exactly what they would see
-without workers.
+keeps (the journal scans, kernel lines and events, nvidia-smi GPUs, and the problems
+found), which goes into the same caches a lazy read fills, so rules see exactly what
+they would see without workers.
 
 Workers are forked so that they inherit the opened bundle (the reader serves members
 with positional reads, which forked processes can share). Where ``fork`` is not
 available, or for small bundles where starting a process costs more than it saves,
-everything is read here, in the same order.
+everything is read here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from analyzers.facts.journals import JournalScan, journal_scan, remember_scan
+from analyzers.facts.journals import JournalScan, journal_scan, journal_units, remember_scan
+from analyzers.facts.kernel_events import NodeKernel, node_kernel, remember_kernel
 from bundle import Bundle
 from bundle.kernel import KernelLine
 from bundle.nvsmi import NvidiaSmi
@@ -44,13 +45,7 @@ class NodeFiles:
     scans: dict[str, JournalScan]
     dmesg: list[KernelLine]
     nvidia_smi: NvidiaSmi | None
-
-
-def journal_units(bundle: Bundle, name: str) -> list[str]:
-    """Units with a journal in the node's directory (``journal/<unit>.jsonl``), sorted."""
-    prefix = bundle.node(name).path("journal/")
-    return [path[len(prefix):-len(".jsonl")] for path in bundle.paths_under(prefix)
-            if path.endswith(".jsonl") and "/" not in path[len(prefix):]]
+    kernel: NodeKernel
 
 
 def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
@@ -60,9 +55,10 @@ def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
     where the engine isolates the failure as it always has."""
     artifacts = bundle.node(name)
     try:
+        kernel = node_kernel(bundle, name)  # reads the journals, dmesg and nvidia-smi
         scans = {unit: journal_scan(bundle, name, unit)
                  for unit in journal_units(bundle, name)}
-        return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi)
+        return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi, kernel)
     except Exception:  # noqa: BLE001 - reported by the rule that reads it again
         return None
 
@@ -72,6 +68,7 @@ def install(bundle: Bundle, files: NodeFiles) -> None:
     for unit, scan in files.scans.items():
         remember_scan(bundle, files.name, unit, scan)
     bundle.node(files.name).preload(dmesg=files.dmesg, nvidia_smi=files.nvidia_smi)
+    remember_kernel(bundle, files.kernel)
 
 
 def preload(bundle: Bundle, jobs: int,
