@@ -155,6 +155,25 @@ def extract_pods(bundle: Path, target: Path) -> None:
     raise SystemExit(f"{bundle} has no cluster/pods.json")
 
 
+def findings_verdict(report_path: Path, planted_path: Path) -> str:
+    """``as planted`` when the JSON report's findings are exactly the planted ones (and
+    only findings the planted ones may chain), else what differs."""
+    if not planted_path.exists():
+        return "no planted.json"
+    planted = json.loads(planted_path.read_text())
+    found: dict[str, list[str]] = {}
+    for finding in json.loads(report_path.read_text())["findings"]:
+        found.setdefault(finding["rule_id"], []).append(finding["id"])
+    wrong = [rule for rule, ids in planted["expected"].items()
+             if sorted(found.get(rule, [])) != ids]
+    allowed = {finding for ids in planted["chained"].values() for finding in ids}
+    extra = sorted(f for rule, ids in found.items() if rule not in planted["expected"]
+                   for f in ids if f not in allowed)
+    if not wrong and not extra:
+        return "as planted"
+    return f"NOT as planted: rules differing {wrong}, unexpected {extra[:5]}"
+
+
 def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
     figures = Figures(size, NODES.get(size.partition(":")[0], 0))
     planted = bundle.with_name(bundle.name.removesuffix(".tgz") + ".planted.json")
@@ -186,6 +205,8 @@ def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
             figures.add(f"{fmt}_cpu", result.cpu)
             figures.add(f"{fmt}_rss", result.rss_mib)
             figures.info[f"{fmt}_mb"] = out.stat().st_size / 1e6
+            if fmt == "json":
+                figures.info["findings"] = findings_verdict(out, planted)
         figures.add("pods_rss", measure([python, "-c", _PODS_ONLY, str(pods)]).rss_mib)
     pods.unlink()
     return figures
