@@ -27,11 +27,11 @@ import orjson
 import yaml
 
 from bundle.archive import Limits, Source
+from bundle.gzstream import RATIO_FLOOR
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_RATIO_FLOOR = 64 << 20  # as in bundle.archive: the ratio cap applies past this much
 _CHUNK = 1 << 20
 
 Maker = Callable[[], bytes | None]
@@ -246,7 +246,7 @@ def gunzip(data: bytes, limits: Limits) -> tuple[bytes | None, str | None]:
                 if len(out) > limits.max_member_bytes:
                     return None, (f"expands beyond the {limits.max_member_bytes} byte cap; "
                                   "not read")
-                if len(out) > _RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
+                if len(out) > RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
                     return None, (f"expands more than {limits.max_ratio} times its size (a "
                                   "decompression bomb: over the ratio cap); not read")
     except (OSError, EOFError, zlib.error) as exc:
