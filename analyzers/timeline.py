@@ -47,6 +47,10 @@ _UNIT_WORDS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
      "started", False),
 )
 
+# An event's count as the timeline adds it up: no real event repeats more often, and
+# sums of hostile counts then stay within what JSON output carries.
+_MOST_REPEATS = 10**12
+
 
 @dataclass(slots=True)
 class _Record:
@@ -152,7 +156,7 @@ def _fold_events(folder: _Folder, facts: Facts) -> None:
         reason = event.reason or "Event"
         key = f"event:{reason}"
         warning = (event.type or "") == "Warning"
-        count = max(event.count or 1, 1)
+        count = min(max(event.count or 1, 1), _MOST_REPEATS)
         where = ("event", key, bucket)
         slot = folds.get(where)
         if slot is None or (when, subject) <= (slot.first.when, slot.first.subject):

@@ -271,6 +271,8 @@ class ArchiveSource(_Refusals):
                 self._check_end(tar)
             if self.stopped_at is None:
                 self._check_after_end(tar)
+        if self._spool is not None:
+            self._spool.flush()  # once, before any read (and any forked reader)
 
     def _check_end(self, tar: TarStream) -> None:
         """Record a truncation when the archive did not end with a zero block."""
@@ -411,7 +413,6 @@ class ArchiveSource(_Refusals):
         offset, length = self._spooled[stored]
         # A positional read: the spool's file offset is shared with forked workers
         # (analyzers/facts/prefetch.py), so seek-then-read could interleave with theirs.
-        self._spool.flush()
         fd = self._spool.fileno()
         pieces = []
         while length > 0:

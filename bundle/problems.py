@@ -41,25 +41,29 @@ class Problem:
 
 
 class ProblemMark(NamedTuple):
-    """A point in a :class:`ProblemLog`: problems listed, and counts of unlisted ones."""
+    """A point in a :class:`ProblemLog`: problems kept, and counts of those not kept."""
 
     listed: int
-    unlisted: dict[str, int]
+    unkept: dict[str, int]
 
 
 class ProblemLog:
     """Collects problems; shared by the archive reader and every parser.
 
-    A hostile bundle can hold a problem per member or per line; past ``limit``
-    problems only a count per kind is kept, reported as one closing problem each.
-    Problems are listed by file and place, whatever order they were found in.
+    Problems are listed by file and place, whatever order they were found in (which
+    depends on the rules and worker processes that read each file first). A hostile
+    bundle can hold a problem per member or per line: the first ``limit`` in that
+    order are listed and the others counted per kind, reported as one closing problem
+    each. Up to ``keep`` distinct problems are held to choose from; past that, new ones
+    are only counted.
     """
 
-    def __init__(self, limit: int = 1000) -> None:
+    def __init__(self, limit: int = 1000, keep: int = 100_000) -> None:
         self._items: list[Problem] = []
         self._seen: set[Problem] = set()
         self._limit = limit
-        self._unlisted: dict[str, int] = {}
+        self._keep = keep
+        self._unkept: dict[str, int] = {}
 
     def add(self, path: str, message: str, *, kind: str = "parse",
             where: str | None = None) -> None:
@@ -67,38 +71,42 @@ class ProblemLog:
                           where=_clip(where) if where is not None else None)
         if problem in self._seen:
             return
-        if len(self._items) >= self._limit:
-            self._unlisted[kind] = self._unlisted.get(kind, 0) + 1
+        if len(self._items) >= self._keep:
+            self._unkept[kind] = self._unkept.get(kind, 0) + 1
             return
         self._seen.add(problem)
         self._items.append(problem)
 
     def mark(self) -> ProblemMark:
-        return ProblemMark(len(self._items), dict(self._unlisted))
+        return ProblemMark(len(self._items), dict(self._unkept))
 
     def since(self, mark: ProblemMark) -> ProblemLog:
         """A log of what was recorded after ``mark``."""
-        later = ProblemLog(self._limit)
+        later = ProblemLog(self._limit, self._keep)
         later._items = self._items[mark.listed:]
         later._seen = set(later._items)
-        later._unlisted = {kind: count - mark.unlisted.get(kind, 0)
-                           for kind, count in self._unlisted.items()
-                           if count > mark.unlisted.get(kind, 0)}
+        later._unkept = {kind: count - mark.unkept.get(kind, 0)
+                         for kind, count in self._unkept.items()
+                         if count > mark.unkept.get(kind, 0)}
         return later
 
     def absorb(self, other: ProblemLog) -> None:
-        """Add another log's problems (and its counts of unlisted ones) to this one."""
+        """Add another log's problems (and its counts of unkept ones) to this one."""
         for problem in other._items:
             self.add(problem.path, problem.message, kind=problem.kind, where=problem.where)
-        for kind, count in other._unlisted.items():
-            self._unlisted[kind] = self._unlisted.get(kind, 0) + count
+        for kind, count in other._unkept.items():
+            self._unkept[kind] = self._unkept.get(kind, 0) + count
 
     @property
     def items(self) -> tuple[Problem, ...]:
-        unlisted = tuple(Problem(path="(more)", kind=kind,
-                                 message=f"{count} more {kind} problem(s) were not listed")
-                         for kind, count in sorted(self._unlisted.items()))
-        return tuple(sorted(self._items, key=_order)) + unlisted
+        ordered = sorted(self._items, key=_order)
+        unlisted = dict(self._unkept)
+        for problem in ordered[self._limit:]:
+            unlisted[problem.kind] = unlisted.get(problem.kind, 0) + 1
+        closing = tuple(Problem(path="(more)", kind=kind,
+                                message=f"{count} more {kind} problem(s) were not listed")
+                        for kind, count in sorted(unlisted.items()))
+        return tuple(ordered[:self._limit]) + closing
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -213,9 +213,12 @@ class ClusterObjects:
                 self._bundle.problem(path, f"item is a JSON {type(item).__name__}, expected an "
                                      f"object", where=f"/items/{index}")
                 continue
-            if item.get("kind") not in (None, kind):
-                self._bundle.problem(path, f"item of kind {item.get('kind')!r} in a {kind} list; "
-                                     "ignored", where=f"/items/{index}")
+            other = item.get("kind")
+            if other is not None and other != kind:
+                # (a kind that is not a string is named by its type: its repr may not exist)
+                named = repr(other) if type(other) is str else type(other).__name__
+                self._bundle.problem(path, f"item of kind {named} in a {kind} list; ignored",
+                                     where=f"/items/{index}")
                 continue
             obj = project(item, (), issues)
             pointer = f"/items/{index}"

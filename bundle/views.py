@@ -73,14 +73,20 @@ def _as_str(value: Any, loc: Loc, at: str | int, issues: Issues) -> Any:
 _INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
 
 
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # what JSON output can carry (int64)
+
+
 def _as_int(value: Any, loc: Loc, at: str | int, issues: Issues) -> Any:
     kind = type(value)
+    number = None
     if kind is int:
-        return value
-    if kind is float and value.is_integer():
-        return int(value)
-    if kind is str and _INTEGER.fullmatch(value.strip()):
-        return int(value)
+        number = value
+    elif kind is float and value.is_integer():
+        number = int(value)
+    elif kind is str and _INTEGER.fullmatch(value.strip()):
+        number = int(value)
+    if number is not None and INT_MIN <= number <= INT_MAX:
+        return number
     issues.append(((*loc, at), "Input should be a valid integer"))
     return _WRONG
 
@@ -233,7 +239,10 @@ def _reader_source(fields: tuple[_Field, ...]) -> str:
                       f"        value = r{index}(value, (*loc, {json_key}), issues)"]
             check = "elif"
         inline = _INLINE.get(field.kind)
-        if inline is not None:
+        if inline == "int":  # an int in range, or the converter says why not
+            wrong = "(type(value) is not int or not INT_MIN <= value <= INT_MAX)"
+            test = f"{test} and {wrong}" if test else wrong
+        elif inline is not None:
             test = f"type(value) is not {inline}" + (f" and {test}" if test else "")
         lines += [f"    {check} {test}:" if test else "    else:",
                   f"        value = c{index}(value, loc, {json_key}, issues)",
@@ -304,7 +313,8 @@ class View(metaclass=_ViewMeta):
 
     @classmethod
     def _compile(cls) -> Callable[[dict[str, Any], Loc, Issues], Any]:
-        scope: dict[str, Any] = {"new": object.__new__, "cls": cls, "WRONG": _WRONG}
+        scope: dict[str, Any] = {"new": object.__new__, "cls": cls, "WRONG": _WRONG,
+                                 "INT_MIN": INT_MIN, "INT_MAX": INT_MAX}
         for index, field in enumerate(cls._fields):
             scope.update({f"c{index}": field.convert, f"d{index}": field.default,
                           f"f{index}": field.factory})

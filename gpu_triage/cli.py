@@ -94,7 +94,8 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @click.option("-j", "--jobs", type=click.IntRange(1),
               help="Processes to use. Several bundles: one bundle each (default and cap: "
                    "the CPUs). One bundle of many nodes: processes that parse node files "
-                   "(default: the CPUs, at most 4; 1 parses everything in one process).")
+                   "(default: the CPUs, at most 4; cap: the CPUs; 1 parses everything in "
+                   "one process).")
 @selection_options
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
@@ -140,7 +141,8 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     try:
         with open_bundle(bundle_path, limits) as opened:
             report = run(opened, choice.rules, progress=_progress if show_progress else None,
-                         selection=choice.selection or None, jobs=jobs or _cpus(4))
+                         selection=choice.selection or None,
+                         jobs=_cpus(jobs or 4))
     except BundleError as exc:
         raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
     if show_progress:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -70,26 +72,50 @@ def test_workers_give_the_same_report(tmp_path: Path, sample: str) -> None:
     assert {p.where for p in bad_lines} == {"line 451"}
 
 
+# Set before workers are forked, read by them (module globals travel with the fork).
+PARENT = os.getpid()
+MARKS: list[Path] = []
+
+
+def _marked_read(opened: Any, name: str) -> Any:
+    """read_node that leaves a mark per node read by a worker and refuses to run in
+    the parent process."""
+    if os.getpid() == PARENT:
+        raise AssertionError(f"{name} was read by the parent process")
+    (MARKS[0] / name).touch()
+    return READ_NODE(opened, name)
+
+
+def _dying_read(opened: Any, name: str) -> Any:
+    """read_node that kills any worker process calling it."""
+    if os.getpid() != PARENT:
+        os._exit(9)
+    return READ_NODE(opened, name)
+
+
+READ_NODE = prefetch.read_node
+
+
 @pytest.mark.usefixtures("small_chunks")
 def test_problems_found_by_workers_come_back(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """This process waits until the workers have read every node; the problems of the
     journals are then only known to the workers."""
     bundle = _tgz("incident-toolkit-disabled", tmp_path / "b.tgz")
-    read_here: list[str] = []
-    original = prefetch.read_node
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "MARKS", [marks])
+    monkeypatch.setattr(prefetch, "read_node", _marked_read)
 
-    def counted(opened: object, name: str) -> object:
-        if os.getpid() == parent:
-            read_here.append(name)
-        return original(opened, name)  # type: ignore[arg-type]
+    def until_read() -> None:
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
 
-    parent = os.getpid()
-    monkeypatch.setattr(prefetch, "read_node", counted)
     with open_bundle(bundle) as opened:
-        prefetch.preload(opened, 2, meanwhile=[lambda: time.sleep(2)])
+        prefetch.preload(opened, 2, meanwhile=[until_read])
         problems = [p for p in opened.problems if p.path.endswith("noise.jsonl")]
-    assert read_here == []
+    assert sorted(p.name for p in marks.iterdir()) == ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]
     assert [p.path for p in problems] == [f"nodes/{n}/journal/noise.jsonl"
                                           for n in ("gpu-a", "gpu-b", "gpu-c", "gpu-d")]
 
@@ -99,12 +125,18 @@ def test_a_dead_worker_is_replaced_by_reading_here(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     bundle = _tgz("incident-toolkit-disabled", tmp_path / "b.tgz")
     alone = _report(bundle, jobs=1)
-
-    def dies(names: list[str]) -> object:
-        os._exit(9)
-
-    monkeypatch.setattr(prefetch, "_read_chunk", dies)
+    monkeypatch.setattr(prefetch, "read_node", _dying_read)
     assert _report(bundle, jobs=2).model_dump() == alone.model_dump()
+
+
+def test_a_failing_cluster_read_is_left_to_the_rules(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails() -> None:
+        raise RecursionError("deep")
+
+    with open_bundle(SAMPLES / "incident-toolkit-disabled") as opened:
+        prefetch.preload(opened, 1, meanwhile=[fails])  # does not raise
+        assert opened.node("gpu-a").__dict__.get("dmesg") is not None
 
 
 def test_small_bundles_start_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,18 +152,32 @@ def test_small_bundles_start_no_worker(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_problem_logs_merge_and_list_by_place() -> None:
-    log = ProblemLog(limit=3)
+    log = ProblemLog(limit=3, keep=5)
     log.add("b.json", "late", where="line 10")
     mark = log.mark()
-    log.add("b.json", "early", where="line 9")
-    log.add("a.json", "first")
-    log.add("c.json", "over the limit")
+    for path, message, where in (("b.json", "early", "line 9"), ("a.json", "first", None),
+                                 ("c.json", "third", None), ("d.json", "fourth", None),
+                                 ("e.json", "not kept", None)):
+        log.add(path, message, where=where)
     later = log.since(mark)
-    assert [(p.path, p.where) for p in later.items] == [
-        ("a.json", None), ("b.json", "line 9"), ("(more)", None)]
+    assert [(p.path, p.where, p.message) for p in later.items] == [
+        ("a.json", None, "first"), ("b.json", "line 9", "early"), ("c.json", None, "third"),
+        ("(more)", None, "2 more parse problem(s) were not listed")]
     merged = ProblemLog(limit=10)
     merged.add("b.json", "late", where="line 10")
     merged.absorb(later)
-    assert [(p.path, p.where, p.message) for p in merged.items] == [
-        ("a.json", None, "first"), ("b.json", "line 9", "early"),
-        ("b.json", "line 10", "late"), ("(more)", None, "1 more parse problem(s) were not listed")]
+    assert [(p.path, p.where) for p in merged.items] == [
+        ("a.json", None), ("b.json", "line 9"), ("b.json", "line 10"), ("c.json", None),
+        ("d.json", None), ("(more)", None)]
+
+
+def test_which_problems_are_listed_does_not_depend_on_the_order_found() -> None:
+    found = [(f"nodes/n{i % 7}/journal/x.jsonl", f"line {i}") for i in range(50)]
+    listed = []
+    for order in (found, found[::-1], found[1::2] + found[::2]):
+        log = ProblemLog(limit=10)
+        for path, where in order:
+            log.add(path, "not JSON", where=where)
+        listed.append(log.items)
+    assert listed[0] == listed[1] == listed[2]
+    assert listed[0][-1].message == "40 more parse problem(s) were not listed"

@@ -18,6 +18,7 @@ everything is read here.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -76,7 +77,8 @@ def preload(bundle: Bundle, jobs: int,
     """Parse every node's files, with ``jobs - 1`` worker processes where that helps.
 
     ``meanwhile`` holds callables (no arguments) run here while the workers parse:
-    the cluster objects, typically. Afterwards every node's files are cached."""
+    the cluster objects, typically. Afterwards every node's files are cached. Nothing
+    here raises: what fails is left to be read again, inside the rule that asks."""
     import multiprocessing  # noqa: PLC0415 - only where workers are started
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
@@ -84,15 +86,15 @@ def preload(bundle: Bundle, jobs: int,
     workers = min(jobs - 1, len(names) // CHUNK)
     if workers < 1 or len(names) < MIN_NODES or not _can_fork(multiprocessing):
         _run(meanwhile)
-        for name in names:
-            read_node(bundle, name)
+        _read_here(bundle, names)
         return
     chunks = [names[start:start + CHUNK] for start in range(0, len(names), CHUNK)]
     global _BUNDLE
     _BUNDLE = bundle
+    previous_hook = threading.excepthook
+    threading.excepthook = _quiet_cancelled_futures(previous_hook)
     try:
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
             _run(meanwhile)
             # Then this process reads chunks too, from the last one back, one at a time,
@@ -102,13 +104,36 @@ def preload(bundle: Bundle, jobs: int,
                 if not futures[index].cancel():
                     break
                 taken.add(index)
-                for name in chunks[index]:
-                    read_node(bundle, name)
+                _read_here(bundle, chunks[index])
             for index, future in enumerate(futures):
                 if index not in taken:
                     _take(bundle, future, chunks[index])
+    except Exception:  # noqa: BLE001 - no worker to be had (fork or pipes refused, a limit)
+        _run(meanwhile)  # each is cached once it succeeded: a second call costs nothing
+        _read_here(bundle, names)
     finally:
         _BUNDLE = None
+        threading.excepthook = previous_hook
+
+
+def _quiet_cancelled_futures(
+        hook: Callable[[threading.ExceptHookArgs], object]) -> Callable[
+            [threading.ExceptHookArgs], None]:
+    """When a worker dies, Python 3.11's executor thread fails on setting an error on
+    the futures this process cancelled to read them itself (InvalidStateError); nothing
+    is lost by it, so it is not printed. Everything else goes to ``hook``."""
+    from concurrent.futures import InvalidStateError  # noqa: PLC0415
+
+    def quiet(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is not InvalidStateError:
+            hook(args)
+
+    return quiet
+
+
+def _read_here(bundle: Bundle, names: Sequence[str]) -> None:
+    for name in names:
+        read_node(bundle, name)
 
 
 # The bundle a forked worker reads; set only while preload() runs.
@@ -129,8 +154,7 @@ def _take(bundle: Bundle, future: Future[tuple[list[NodeFiles | None], ProblemLo
     try:
         files, problems = future.result()
     except Exception:  # noqa: BLE001 - a worker died (killed for memory, say): read here
-        for name in names:
-            read_node(bundle, name)
+        _read_here(bundle, names)
         return
     bundle.absorb_problems(problems)
     for node in files:
@@ -140,7 +164,10 @@ def _take(bundle: Bundle, future: Future[tuple[list[NodeFiles | None], ProblemLo
 
 def _run(calls: Sequence[Callable[[], object]]) -> None:
     for call in calls:
-        call()
+        try:
+            call()
+        except Exception:  # noqa: BLE001 - raised again inside the rule that reads it
+            continue
 
 
 def _can_fork(multiprocessing: ModuleType) -> bool:

@@ -20,6 +20,7 @@ from analyzers.engine import analyze
 from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule, discover
 from bundle import Bundle, open_bundle
+from reports import render
 
 NODE = "nodes/gpu-a/"
 
@@ -279,3 +280,32 @@ def test_problem_messages_escape_control_characters(tmp_path: Path) -> None:
         (problem,) = opened.problems
     assert problem.where == "/items/0/metadata/labels/k\\x1b[2J\\u202e"
     assert "metadata/labels/k\\x1b[2J\\u202e: Input should be a valid string" in problem.message
+
+
+def test_event_counts_at_the_int64_limit_still_render(tmp_path: Path) -> None:
+    """Counts are added up by the timeline; JSON output carries 64-bit integers only."""
+    events = kube_list(*[{"kind": "Event", "count": count, "reason": "BackOff", "type": "Warning",
+                          "message": "Back-off restarting failed container",
+                          "lastTimestamp": "2026-11-29T13:59:00Z",
+                          "involvedObject": {"kind": "Pod", "namespace": "gpu-operator",
+                                             "name": "nvidia-device-plugin-daemonset-klmno"}}
+                         for count in (2**63 - 1, 2**63 - 1, 2**64 - 1, 1e300)])
+    files = {**valid_files(), "cluster/events.json": events}
+    report, opened = _run(write_dir(tmp_path / "b", files))
+    with opened:
+        problems = [(p.where, p.message) for p in opened.problems]
+    assert problems == [("/items/2/count", "Event: a field of the wrong type was ignored: "
+                                           "count: Input should be a valid integer"),
+                        ("/items/3/count", "Event: a field of the wrong type was ignored: "
+                                           "count: Input should be a valid integer")]
+    assert "timeline" in render(report, "json")
+
+
+def test_a_kind_nested_beyond_repr_is_described_by_its_type(tmp_path: Path) -> None:
+    deep = '{"kind": "List", "items": [{"kind": ' + "[" * 1000 + '"Pod"' + "]" * 1000 + "}]}"
+    files = {**valid_files(), "cluster/events.json": deep}
+    report, opened = _run(write_dir(tmp_path / "b", files))
+    with opened:
+        problems = [(p.where, p.message) for p in opened.problems]
+    assert problems == [("/items/0", "item of kind list in a Event list; ignored")]
+    assert [r.rule_id for r in report.rules if r.status is RuleStatus.ERROR] == []
