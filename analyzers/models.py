@@ -27,8 +27,8 @@ from analyzers.overview_models import (
     Timeline,
     TimelinePoint,
     ValueSpread,
-    fresh_list,
 )
+from bundle.manifest import fresh_list
 
 __all__ = [
     "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Evidence", "EvidenceMark",

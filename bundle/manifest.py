@@ -12,8 +12,8 @@ SUPPORTED_FORMAT_VERSIONS = (1,)
 def fresh_list() -> list[Any]:
     """The default of list fields. ``default_factory=list`` means the same, but pydantic
     reads the factory's signature while it builds a model, and the builtin ``list`` has its
-    signature parsed from text: 1.7 ms, and these are the first models a run builds.
-    (``analyzers.overview_models`` has its own: ``bundle`` does not import ``analyzers``.)"""
+    signature parsed from text: 1.7 ms for the first models a run builds, 4 ms over the
+    report models (which use this too)."""
     return []
 
 

@@ -1,4 +1,8 @@
-"""The Bundle: one opened support bundle, each file read and parsed at most once."""
+"""The Bundle: one opened support bundle; its files are parsed when first asked for.
+
+Cluster objects and node artifacts are parsed once and kept; journals, whose size has no
+bound, are parsed on each :meth:`NodeArtifacts.journal` call (the analyzers read them
+once, through ``analyzers.facts.journals``)."""
 
 from __future__ import annotations
 
@@ -305,7 +309,7 @@ class ClusterObjects:
 
 
 class NodeArtifacts:
-    """The files collected on one node; every artifact is read lazily and once."""
+    """The files collected on one node, read lazily; all but journals are kept."""
 
     def __init__(self, bundle: Bundle, name: str) -> None:
         self._bundle = bundle

@@ -8,7 +8,7 @@ ordinary records, and GNU ``L`` long names. For anything else (links, devices, s
 files, base-256 numbers, global pax headers, ``hdrcharset``, a signed checksum, a
 malformed record) they return None, and the caller lets tarfile read the header, so
 that every accepted, refused or corrupt header is still read exactly as tarfile reads
-it. ``tests/test_tarheaders.py`` checks them against tarfile on generated, mutated and
+it. ``tests/test_tarstream.py`` checks them against tarfile on generated, mutated and
 hostile headers.
 """
 

@@ -81,9 +81,8 @@ def _as_int(value: Any, loc: Loc, at: str | int, issues: Issues) -> Any:
     number = None
     if kind is int:
         number = value
-    elif kind is float and value.is_integer():
-        number = int(value)
-    elif kind is str and _INTEGER.fullmatch(value.strip()):
+    elif ((kind is float and value.is_integer())
+          or (kind is str and _INTEGER.fullmatch(value.strip()))):
         number = int(value)
     if number is not None and INT_MIN <= number <= INT_MAX:
         return number
