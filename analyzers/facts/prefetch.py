@@ -17,22 +17,20 @@ everything is read here.
 
 from __future__ import annotations
 
+import pickle
 import sys
-import threading
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import Any
 
 from analyzers.facts.journals import JournalScan, journal_scan, journal_units, remember_scan
 from analyzers.facts.kernel_events import NodeKernel, node_kernel, remember_kernel
 from bundle import Bundle
 from bundle.kernel import KernelLine
 from bundle.nvsmi import NvidiaSmi
-from bundle.problems import ProblemLog
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 MIN_NODES = 32  # below this a worker costs more to start than it saves
 CHUNK = 16  # nodes per task: large enough to amortize pickling, small enough to balance
@@ -80,7 +78,6 @@ def preload(bundle: Bundle, jobs: int,
     the cluster objects, typically. Afterwards every node's files are cached. Nothing
     here raises: what fails is left to be read again, inside the rule that asks."""
     import multiprocessing  # noqa: PLC0415 - only where workers are started
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
     names = bundle.node_names
     workers = min(jobs - 1, len(names) // CHUNK)
@@ -89,46 +86,71 @@ def preload(bundle: Bundle, jobs: int,
         _read_here(bundle, names)
         return
     chunks = [names[start:start + CHUNK] for start in range(0, len(names), CHUNK)]
-    global _BUNDLE
-    _BUNDLE = bundle
-    previous_hook = threading.excepthook
-    threading.excepthook = _quiet_cancelled_futures(previous_hook)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_read_chunk, chunk) for chunk in chunks]
-            _run(meanwhile)
-            # Then this process reads chunks too, from the last one back, one at a time,
-            # until it meets the ones the workers have started.
-            taken = set()
-            for index in reversed(range(len(futures))):
-                if not futures[index].cancel():
-                    break
-                taken.add(index)
-                _read_here(bundle, chunks[index])
-            for index, future in enumerate(futures):
-                if index not in taken:
-                    _take(bundle, future, chunks[index])
-    except Exception:  # noqa: BLE001 - no worker to be had (fork or pipes refused, a limit)
-        _run(meanwhile)  # each is cached once it succeeded: a second call costs nothing
-        _read_here(bundle, names)
-    finally:
-        _BUNDLE = None
-        threading.excepthook = previous_hook
+    with tempfile.TemporaryDirectory(prefix="gpu-triage-") as results:
+        try:
+            work = _Work(multiprocessing.get_context("fork"), len(chunks))
+            started = work.start(workers, bundle, chunks, Path(results))
+        except Exception:  # noqa: BLE001 - no worker to be had (fork refused, a limit)
+            started = []
+        _run(meanwhile)
+        # Then this process reads chunks too, from the last one back, until it meets
+        # the ones the workers have claimed.
+        mine = []
+        while started and (index := work.claim_last()) is not None:
+            mine.append(index)
+            _read_here(bundle, chunks[index])
+        for process in started:
+            process.join()
+        for index, chunk in enumerate(chunks):
+            if index not in mine:
+                _take(bundle, Path(results) / f"{index}.pickle", chunk)
 
 
-def _quiet_cancelled_futures(
-        hook: Callable[[threading.ExceptHookArgs], object]) -> Callable[
-            [threading.ExceptHookArgs], None]:
-    """When a worker dies, Python 3.11's executor thread fails on setting an error on
-    the futures this process cancelled to read them itself (InvalidStateError); nothing
-    is lost by it, so it is not printed. Everything else goes to ``hook``."""
-    from concurrent.futures import InvalidStateError  # noqa: PLC0415
+class _Work:
+    """Chunks claimed from the front by workers and from the back by this process,
+    through counters in shared memory: nobody waits on another process's Python."""
 
-    def quiet(args: threading.ExceptHookArgs) -> None:
-        if args.exc_type is not InvalidStateError:
-            hook(args)
+    def __init__(self, context: Any, count: int) -> None:
+        self._context = context
+        self._lock = context.Lock()
+        self._front = context.RawValue("i", 0)
+        self._back = context.RawValue("i", count)
 
-    return quiet
+    def claim_first(self) -> int | None:
+        with self._lock:
+            if self._front.value >= self._back.value:
+                return None
+            self._front.value += 1
+            return int(self._front.value - 1)
+
+    def claim_last(self) -> int | None:
+        with self._lock:
+            if self._front.value >= self._back.value:
+                return None
+            self._back.value -= 1
+            return int(self._back.value)
+
+    def start(self, workers: int, bundle: Bundle, chunks: list[list[str]],
+              results: Path) -> list[Any]:
+        started = []
+        for _ in range(workers):
+            process = self._context.Process(target=_work, daemon=True,
+                                            args=(self, bundle, chunks, results))
+            process.start()
+            started.append(process)
+        return started
+
+
+def _work(work: _Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
+    """A worker: read chunks until none is left, each into ``results/<index>.pickle``
+    (written under another name first, so a file there is always whole)."""
+    while (index := work.claim_first()) is not None:
+        mark = bundle.problems_mark()
+        files = [read_node(bundle, name) for name in chunks[index]]
+        partial = results / f"{index}.partial"
+        partial.write_bytes(pickle.dumps((files, bundle.problems_since(mark)),
+                                         protocol=pickle.HIGHEST_PROTOCOL))
+        partial.rename(results / f"{index}.pickle")
 
 
 def _read_here(bundle: Bundle, names: Sequence[str]) -> None:
@@ -136,24 +158,10 @@ def _read_here(bundle: Bundle, names: Sequence[str]) -> None:
         read_node(bundle, name)
 
 
-# The bundle a forked worker reads; set only while preload() runs.
-_BUNDLE: Bundle | None = None
-
-
-def _read_chunk(names: list[str]) -> tuple[list[NodeFiles | None], ProblemLog]:
-    """In a worker: parse a chunk of nodes; their files and the problems found."""
-    bundle = _BUNDLE
-    assert bundle is not None, "workers are forked from preload()"
-    mark = bundle.problems_mark()
-    files = [read_node(bundle, name) for name in names]
-    return files, bundle.problems_since(mark)
-
-
-def _take(bundle: Bundle, future: Future[tuple[list[NodeFiles | None], ProblemLog]],
-          names: list[str]) -> None:
+def _take(bundle: Bundle, result: Path, names: list[str]) -> None:
     try:
-        files, problems = future.result()
-    except Exception:  # noqa: BLE001 - a worker died (killed for memory, say): read here
+        files, problems = pickle.loads(result.read_bytes())  # noqa: S301 - our own worker's
+    except Exception:  # noqa: BLE001 - the worker died (killed for memory, say): read here
         _read_here(bundle, names)
         return
     bundle.absorb_problems(problems)
@@ -174,4 +182,3 @@ def _can_fork(multiprocessing: ModuleType) -> bool:
     # fork is the start method that lets workers inherit the opened bundle; it is only
     # used where the platform supports it without caveats.
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
-
