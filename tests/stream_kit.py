@@ -22,6 +22,15 @@ Reading = list[tuple[object, ...]]
 CONTENT_LIMIT = 1 << 20
 
 
+def record(keyword: bytes, value: bytes) -> bytes:
+    """A pax record "<length> <keyword>=<value>\\n" with its length right."""
+    body = b" " + keyword + b"=" + value + b"\n"
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
 def tarfile_reading(data: bytes) -> Reading:
     """tarfile's stream mode, with the archive reader's guard on extended headers."""
     out: Reading = []

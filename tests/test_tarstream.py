@@ -15,7 +15,7 @@ import tarfile
 from collections.abc import Callable
 
 import pytest
-from stream_kit import stream_reading, tarfile_reading
+from stream_kit import record, stream_reading, tarfile_reading
 
 import bundle.gzstream
 from bundle import tarstream
@@ -48,15 +48,6 @@ def pax_member(records: list[bytes], data: bytes, *, kind: bytes = tarfile.XHDTY
     body = b"".join(records)
     extended = member("PaxHeaders/x", body, kind=kind, fmt=tarfile.USTAR_FORMAT)
     return extended + member(name, data, size=size, fmt=tarfile.USTAR_FORMAT)
-
-
-def record(keyword: bytes, value: bytes) -> bytes:
-    """A pax record "<length> <keyword>=<value>\\n" with its length right."""
-    body = b" " + keyword + b"=" + value + b"\n"
-    length = len(body) + 1
-    while len(str(length)) + len(body) != length:
-        length += 1
-    return str(length).encode() + body
 
 
 def patched(data: bytes, at: int, field: int, value: bytes, *, signed: bool = False) -> bytes:

@@ -20,7 +20,7 @@ from unittest import mock
 from hostile_kit import HOSTILE
 from hypothesis import given
 from hypothesis import strategies as st
-from stream_kit import decompressed_reading, gzip_reading, stream_reading, tarfile_reading
+from stream_kit import decompressed_reading, gzip_reading, record, stream_reading, tarfile_reading
 
 import bundle.gzstream
 from bundle.tarheaders import ENCODING
@@ -55,7 +55,7 @@ def _tar(entries: list[tuple[str, bytes, int, dict[str, str]]],
         info.mtime = 1_700_000_000
         data = bytes([65 + index]) * size
         if kind == tarfile.XGLTYPE:
-            data = b"".join(_record(k.encode(), v.encode()) for k, v in records.items())
+            data = b"".join(record(k.encode(), v.encode()) for k, v in records.items())
         info.size = len(data)
         info.pax_headers = dict(records) if fmt == tarfile.PAX_FORMAT else {}
         try:
@@ -67,13 +67,6 @@ def _tar(entries: list[tuple[str, bytes, int, dict[str, str]]],
     out.write(bytes(1024))
     return out.getvalue(), starts
 
-
-def _record(keyword: bytes, value: bytes) -> bytes:
-    body = b" " + keyword + b"=" + value + b"\n"
-    length = len(body) + 1
-    while len(str(length)) + len(body) != length:
-        length += 1
-    return str(length).encode() + body
 
 
 def _damaged(data: bytes, starts: list[int], draw: st.DrawFn) -> bytes:
