@@ -181,3 +181,40 @@ def test_which_problems_are_listed_does_not_depend_on_the_order_found() -> None:
         listed.append(log.items)
     assert listed[0] == listed[1] == listed[2]
     assert listed[0][-1].message == "40 more parse problem(s) were not listed"
+
+
+_INTERRUPTED = """
+import sys, time
+sys.path[:0] = [{root!r}]
+from analyzers.facts import prefetch
+from bundle import open_bundle
+prefetch.MIN_NODES, prefetch.CHUNK = 1, 1
+read = prefetch.read_node
+def slow(bundle, name):
+    time.sleep(0.5)
+    return read(bundle, name)
+prefetch.read_node = slow
+with open_bundle({bundle!r}) as opened:
+    print("started", flush=True)
+    prefetch.preload(opened, 3, meanwhile=[lambda: time.sleep(30)])
+"""
+
+
+def test_ctrl_c_stops_the_run_without_worker_tracebacks() -> None:
+    """Ctrl-C reaches the whole process group; workers leave it to the parent."""
+    import signal
+    import subprocess
+
+    script = _INTERRUPTED.format(root=str(ROOT),
+                                 bundle=str(SAMPLES / "incident-toolkit-disabled"))
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"started\n"
+    time.sleep(1.0)  # the workers are sleeping in their first chunk
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGINT  # the parent ends on it, as without workers
+    assert err.count(b"Traceback") == 1 and b"ForkProcess" not in err
+    assert subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True).stdout == b""

@@ -18,6 +18,7 @@ everything is read here.
 from __future__ import annotations
 
 import pickle
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -143,7 +144,9 @@ class _Work:
 
 def _work(work: _Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
     """A worker: read chunks until none is left, each into ``results/<index>.pickle``
-    (written under another name first, so a file there is always whole)."""
+    (written under another name first, so a file there is always whole). Ctrl-C is for
+    the parent: it stops, and daemon workers end with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while (index := work.claim_first()) is not None:
         mark = bundle.problems_mark()
         files = [read_node(bundle, name) for name in chunks[index]]
