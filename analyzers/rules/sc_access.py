@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from analyzers import signatures
 from analyzers.facts import Facts
@@ -15,11 +14,12 @@ from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names
 from analyzers.rules.sc_common import (
     EXAMPLE_CAP,
+    WorkloadGroup,
+    by_workload,
     container_limits,
     containers_of,
     pod_key,
     pod_ref,
-    workload_subject,
 )
 from bundle.evidence import clip
 from bundle.kube import Container, Pod
@@ -50,14 +50,6 @@ def _is_operand(facts: Facts, pod: Pod) -> bool:
             or labels.get("app.kubernetes.io/managed-by") == "gpu-operator")
 
 
-@dataclass
-class _Bypass:
-    pods: list[Pod] = field(default_factory=list)
-    reasons: dict[str, int] = field(default_factory=dict)
-    evidence: list[Evidence] = field(default_factory=list)
-    nodes: set[str] = field(default_factory=set)
-
-
 class GpuAccessOutsideScheduler(Rule):
     """Containers reach GPUs without an nvidia.com limit, or fail for lack of one.
 
@@ -86,23 +78,9 @@ class GpuAccessOutsideScheduler(Rule):
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        groups: dict[str, _Bypass] = defaultdict(_Bypass)
-        for pod in ctx.bundle.cluster.pods:
-            if pod.terminated or _is_operand(ctx.facts, pod):
-                continue
-            found = list(self._pod_reasons(ctx, pod))
-            if not found:
-                continue
-            group = groups[workload_subject(pod)]
-            group.pods.append(pod)
-            if pod.spec.node_name:
-                group.nodes.add(pod.spec.node_name)
-            for reason, evidence in found:
-                group.reasons[reason] = group.reasons.get(reason, 0) + 1
-                if len(group.evidence) < 4 and all(
-                        e.excerpt != evidence.excerpt for e in group.evidence):
-                    group.evidence.append(evidence)
-        for subject, group in sorted(groups.items()):
+        found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.bundle.cluster.pods
+                 if not pod.terminated and not _is_operand(ctx.facts, pod))
+        for subject, group in by_workload(found):
             yield self._finding(subject, group)
 
     def _pod_reasons(self, ctx: Context, pod: Pod) -> Iterator[tuple[str, Evidence]]:
@@ -138,10 +116,15 @@ class GpuAccessOutsideScheduler(Rule):
                     yield ("needs a GPU (nvidia-smi fails in its log) but has no GPU limit",
                            Evidence(path=path, line=hits[0].line, excerpt=clip(hits[0].text)))
 
-    def _finding(self, subject: str, group: _Bypass) -> Finding:
+    def _finding(self, subject: str, group: WorkloadGroup[tuple[str, Evidence]]) -> Finding:
         pods = sorted(group.pods, key=pod_key)
+        reasons = Counter(reason for reason, _ in group.found)
         what = "; ".join(f"{reason} ({count} container(s))"
-                         for reason, count in sorted(group.reasons.items()))
+                         for reason, count in sorted(reasons.items()))
+        evidence: list[Evidence] = []
+        for _, item in group.found:
+            if len(evidence) < 4 and all(e.excerpt != item.excerpt for e in evidence):
+                evidence.append(item)
         listed = names((pod_key(p) for p in pods), EXAMPLE_CAP)
         where = f" on {names(group.nodes, 4)}" if group.nodes else ""
         summary = (f"{len(pods)} pod(s) of {subject}{where} reach GPUs outside the scheduler's "
@@ -156,7 +139,7 @@ class GpuAccessOutsideScheduler(Rule):
             "# the devices it allocates.")
         return self.finding(subject, summary, nodes=sorted(group.nodes),
                             objects=[pod_ref(p) for p in pods[:10]],
-                            evidence=group.evidence, remediation=remediation)
+                            evidence=evidence, remediation=remediation)
 
 
 # ------------------------------------------------------------------------ SC004

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from analyzers import signatures
 from analyzers.facts import Facts
@@ -13,6 +15,8 @@ from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
 from bundle.evidence import clip
 from bundle.kube import Container, Event, Pod, quantity_int
+
+T = TypeVar("T")
 
 ROW_CAP = 10
 EXAMPLE_CAP = 3
@@ -38,6 +42,31 @@ def workload_subject(pod: Pod) -> str:
     if owners and owners[0].name:
         return f"{pod.namespace}/{owners[0].name}"
     return pod_key(pod)
+
+
+@dataclass
+class WorkloadGroup(Generic[T]):
+    """The pods of one workload in which a rule found something, their nodes, and what
+    was found, pod after pod."""
+
+    pods: list[Pod] = field(default_factory=list)
+    nodes: set[str] = field(default_factory=set)
+    found: list[T] = field(default_factory=list)
+
+
+def by_workload(pods: Iterable[tuple[Pod, list[T]]]) -> list[tuple[str, WorkloadGroup[T]]]:
+    """Pods with something found, grouped by :func:`workload_subject`, by subject: pods of
+    one controller fail alike and make one finding."""
+    groups: dict[str, WorkloadGroup[T]] = defaultdict(WorkloadGroup)
+    for pod, found in pods:
+        if not found:
+            continue
+        group = groups[workload_subject(pod)]
+        group.pods.append(pod)
+        if pod.spec.node_name:
+            group.nodes.add(pod.spec.node_name)
+        group.found.extend(found)
+    return sorted(groups.items(), key=lambda item: item[0])
 
 
 def container_limits(container: Container) -> dict[str, int]:

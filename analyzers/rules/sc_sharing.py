@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from analyzers.facts import Facts
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
@@ -14,23 +12,16 @@ from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc_common import (
     EXAMPLE_CAP,
+    WorkloadGroup,
+    by_workload,
     container_limits,
     containers_of,
     pod_key,
     pod_ref,
     status_message_matches,
-    workload_subject,
 )
 from bundle.evidence import join_pointer
 from bundle.kube import Pod
-
-
-@dataclass
-class _SharedMisuse:
-    pods: list[Pod] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    evidence: list[Evidence] = field(default_factory=list)
-    nodes: set[str] = field(default_factory=set)
 
 
 def _pod_configs(facts: Facts, pod: Pod) -> list[SharingConfig]:
@@ -75,25 +66,12 @@ class SharedGpuMisuse(Rule):
     tags = ("sharing",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        groups: dict[str, _SharedMisuse] = defaultdict(_SharedMisuse)
         # Without a config that refuses requests above 1, no request can be misuse: the
         # containers of every pod need not be read.
         refusing = any(c.fail_requests_greater_than_one
                        for c in ctx.facts.gpu_sharing.configs.values())
-        for pod in ctx.bundle.cluster.pods:
-            found = list(self._misuse(ctx, pod, refusing))
-            if not found:
-                continue
-            group = groups[workload_subject(pod)]
-            group.pods.append(pod)
-            if pod.spec.node_name:
-                group.nodes.add(pod.spec.node_name)
-            for line, evidence in found:
-                if line not in group.lines:
-                    group.lines.append(line)
-                if len(group.evidence) < 4:
-                    group.evidence.append(evidence)
-        for subject, group in sorted(groups.items()):
+        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.bundle.cluster.pods)
+        for subject, group in by_workload(found):
             yield self._request_finding(subject, group)
         stale = self._stale_config(ctx)
         if stale is not None:
@@ -135,10 +113,12 @@ class SharedGpuMisuse(Rule):
             yield ("the device plugin rejected it: maximum request size for shared "
                    "resources is 1", event_evidence(event))
 
-    def _request_finding(self, subject: str, group: _SharedMisuse) -> Finding:
+    def _request_finding(self, subject: str,
+                         group: WorkloadGroup[tuple[str, Evidence]]) -> Finding:
         pods = sorted(group.pods, key=pod_key)
+        lines = list(dict.fromkeys(line for line, _ in group.found))
         summary = (f"{len(pods)} pod(s) of {subject} ask for more than one slot of a shared "
-                   f"GPU: {'; '.join(group.lines)}. Slots of a time-sliced or MPS GPU share "
+                   f"GPU: {'; '.join(lines)}. Slots of a time-sliced or MPS GPU share "
                    "one device; with failRequestsGreaterThanOne the plugin refuses the "
                    f"allocation and the pod is not retried. Pods: "
                    f"{names((pod_key(p) for p in pods), EXAMPLE_CAP)}.")
@@ -148,7 +128,8 @@ class SharedGpuMisuse(Rule):
                        "--field-selector=status.phase=Failed\n"
                        f"kubectl delete pod {pods[0].name} -n {pods[0].namespace}")
         return self.finding(subject, summary, nodes=sorted(group.nodes),
-                            objects=[pod_ref(p) for p in pods[:10]], evidence=group.evidence,
+                            objects=[pod_ref(p) for p in pods[:10]],
+                            evidence=[item for _, item in group.found[:4]],
                             remediation=remediation)
 
     def _stale_config(self, ctx: Context) -> Finding | None:
