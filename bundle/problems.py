@@ -43,7 +43,7 @@ class Problem:
 class ProblemMark(NamedTuple):
     """A point in a :class:`ProblemLog`: problems kept, and counts of those not kept."""
 
-    listed: int
+    kept: int
     unkept: dict[str, int]
 
 
@@ -83,7 +83,7 @@ class ProblemLog:
     def since(self, mark: ProblemMark) -> ProblemLog:
         """A log of what was recorded after ``mark``."""
         later = ProblemLog(self._limit, self._keep)
-        later._items = self._items[mark.listed:]
+        later._items = self._items[mark.kept:]
         later._seen = set(later._items)
         later._unkept = {kind: count - mark.unkept.get(kind, 0)
                          for kind, count in self._unkept.items()
