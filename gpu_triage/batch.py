@@ -10,7 +10,6 @@ workers finish in. Nothing here prints: the CLI reports what :func:`run` returns
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,6 +24,7 @@ from analyzers.selection import Selection
 from analyzers.suppress import Suppression
 from bundle import BundleError, Limits
 from gpu_triage.bundle_paths import ARCHIVES
+from gpu_triage.cpus import usable_cpus
 from gpu_triage.exitcodes import Exit
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
@@ -167,7 +167,7 @@ Progress = Callable[[int, int, Outcome], None]
 
 
 def workers(requested: int | None, bundles: int) -> int:
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     return max(1, min(requested or cpus, cpus, bundles))
 
 

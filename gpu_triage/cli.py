@@ -120,6 +120,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     from bundle import BundleError, Limits, open_bundle
     from gpu_triage.bundle_paths import expand
     from gpu_triage.cli_rules import notes, today
+    from gpu_triage.cpus import usable_cpus
     from reports import render
 
     choice = resolve(_load_rules(rule_dirs), only, skip, suppress_files)
@@ -142,7 +143,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
         with open_bundle(bundle_path, limits) as opened:
             report = run(opened, choice.rules, progress=_progress if show_progress else None,
                          selection=choice.selection or None,
-                         jobs=_cpus(jobs or 4))
+                         jobs=min(jobs or 4, usable_cpus()))
     except BundleError as exc:
         raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
     if show_progress:
@@ -170,15 +171,6 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in report.findings):
         ctx.exit(int(Exit.FINDINGS))
-
-
-def _cpus(cap: int) -> int:
-    """CPUs this process may run on, at most ``cap``."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, cap))
 
 
 def _progress(message: str) -> None:

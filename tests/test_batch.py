@@ -126,7 +126,7 @@ def test_foreign_layouts_in_a_directory_are_bundles_too(tmp_path: Path) -> None:
 
 def test_workers_are_bounded_by_the_cpus_and_the_bundles(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
-    monkeypatch.setattr(batch.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(batch, "usable_cpus", lambda: 4)
     assert batch.workers(None, 10) == 4
     assert batch.workers(16, 10) == 4
     assert batch.workers(2, 10) == 2
