@@ -27,6 +27,20 @@ _GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("other", "failed for another reason", re.compile(r".")),
 )
 _SEVERITY = {"not-started": Severity.INFO, "missing-command": Severity.LOW}
+# What to do about each kind of gap: the first line is the first step shown.
+_REMEDIATION = {
+    "forbidden": "kubectl auth can-i list events --all-namespaces   # as the collecting "
+                 "identity\n# grant read (get, list) on what was refused, then collect again",
+    "timeout": "gpu-triage collect --step-timeout 180 --node-timeout 1200   # more time "
+               "per step and per node",
+    "unreachable": "kubectl get nodes -o wide   # is the node Ready and reachable?\n"
+                   "gpu-triage collect --nodes <node> --node-mode ssh   # or reach it by ssh",
+    "missing-command": "# the command or file does not exist on the node: nothing more to "
+                       "collect;\n# the rules named above could not check what it shows",
+    "not-started": "kubectl get pods -A --field-selector=status.phase=Pending   # the "
+                   "containers have not started\n# collect again once they run to get "
+                   "their logs",
+}
 
 
 def _kind(error: str) -> tuple[str, str]:
@@ -64,7 +78,9 @@ class CollectionGaps(Rule):
     "not checked". Knowing what is missing tells you what to ask the customer for.
 
     Remediation:
-    Re-run the collector with the missing permission or access, for example:
+    Each kind of gap names its own first step (RBAC, time, reachability, commands the
+    node lacks, containers not yet started). In general, re-run the collector with the
+    missing permission or access, for example:
       kubectl auth can-i list events --all-namespaces
       gpu-triage collect --nodes <node> --node-mode ssh
     """
@@ -99,6 +115,7 @@ class CollectionGaps(Rule):
                 nodes=nodes,
                 evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
+                remediation=_REMEDIATION.get(kind),  # None: the rule's general advice
             )
 
 
