@@ -42,6 +42,7 @@ POLICY_COMPONENTS = ("driver", "toolkit", "devicePlugin", "dcgmExporter", "gfd",
 # A token that is a number, maybe in brackets or before punctuation: "7", "(x5)", "0.5,";
 # not a name (gpu-1), a PCI address, a time, a date, a path or a version (1.7.2).
 _NUMBER = re.compile(r"^[(\[]?x?(\d+(?:\.\d+)?)%?[)\],.;:]*$")
+# A rule that read its inputs only in part (partial) may have missed what it found before.
 _RAN = (RuleStatus.PASSED, RuleStatus.FAILED)
 
 FactKey = tuple[str, str]

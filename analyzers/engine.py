@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from analyzers import __version__, overview
+from analyzers.coverage import Coverage
 from analyzers.facts import Facts, prefetch
 from analyzers.models import (
     BundleInfo,
@@ -123,6 +124,10 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
             seen.add(finding.id)
             findings.append(finding)
     linked = _order(link(findings))
+    built = overview.build(facts, linked)  # may read files, and so record problems, too
+    coverage = Coverage(bundle)
+    judged = {loaded.rule.id: loaded.rule for loaded in rules}
+    results = [coverage.judge(judged[r.rule_id], r) for r in results]
     counts = {severity.value: 0 for severity in Severity}
     for finding in linked:
         counts[finding.severity.value] += 1
@@ -147,7 +152,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
         problems=[ParseProblem(path=p.path, kind=p.kind, message=p.message, where=p.where)
                   for p in bundle.problems],
         rule_docs=[_doc(loaded.rule) for loaded in rules],
-        overview=overview.build(facts, linked),
+        overview=built,
     )
 
 

@@ -69,8 +69,14 @@ _RANK = {Severity.CRITICAL: 4, Severity.HIGH: 3, Severity.MEDIUM: 2, Severity.LO
 
 
 class RuleStatus(StrEnum):
+    """``passed``: checked, nothing found. ``failed``: findings. ``partial``: nothing
+    found in what could be read, but some of the rule's inputs were damaged (the reason
+    names them). ``skipped``: not judged (an input missing or unusable, or deselected).
+    ``error``: the rule raised."""
+
     PASSED = "passed"
     FAILED = "failed"
+    PARTIAL = "partial"
     SKIPPED = "skipped"
     ERROR = "error"
 

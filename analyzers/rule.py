@@ -45,6 +45,12 @@ class Input:
         return _matches(bundle, f"nodes/{node}/{self.path}")
 
     def missing_reason(self, bundle: Bundle) -> str:
+        refused = sorted((path, problem.message) for path, problem in bundle.damaged().items()
+                         if fnmatch.fnmatchcase(path, self.describe()))
+        if refused:
+            path, message = refused[0]
+            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+            return f"{self.describe()} could not be read: {path}: {message}{more}"
         if self.per_node:
             return f"no node collected {self.path}"
         item = bundle.manifest.item(self.path)

@@ -28,12 +28,15 @@ class Problem:
     (the archive ended early or broke off), ``corrupt`` (its checksum failed) or
     ``trailing`` (data after the archive's end was not read).
     ``where`` locates the problem inside the file: ``line 12``, ``/items/3``, ...
+    ``lost`` says that nothing of the file could be used (it was refused, or did not
+    parse at all); otherwise the rest of the file was read.
     """
 
     path: str
     message: str
     kind: str = "parse"
     where: str | None = None
+    lost: bool = False
 
     def describe(self) -> str:
         at = f" ({self.where})" if self.where else ""
@@ -64,11 +67,16 @@ class ProblemLog:
         self._limit = limit
         self._keep = keep
         self._unkept: dict[str, int] = {}
+        # Each file with a problem → the problem that speaks for it (the first that lost
+        # the whole file, else the first), kept even past ``keep``: which files are
+        # damaged decides which rules could judge (analyzers.engine).
+        self._damaged: dict[str, Problem] = {}
 
     def add(self, path: str, message: str, *, kind: str = "parse",
-            where: str | None = None) -> None:
+            where: str | None = None, lost: bool = False) -> None:
         problem = Problem(path=path, message=_clip(message), kind=kind,
-                          where=_clip(where) if where is not None else None)
+                          where=_clip(where) if where is not None else None, lost=lost)
+        self._speak_for(problem)
         if problem in self._seen:
             return
         if len(self._items) >= self._keep:
@@ -76,6 +84,16 @@ class ProblemLog:
             return
         self._seen.add(problem)
         self._items.append(problem)
+
+    def _speak_for(self, problem: Problem) -> None:
+        speaker = self._damaged.get(problem.path)
+        if speaker is None or (problem.lost and not speaker.lost):
+            self._damaged[problem.path] = problem
+
+    def damaged(self) -> dict[str, Problem]:
+        """Each file with a recorded problem → the problem that speaks for it: one that
+        lost the whole file (``lost``) if there is one, else the first."""
+        return dict(self._damaged)
 
     def mark(self) -> ProblemMark:
         return ProblemMark(len(self._items), dict(self._unkept))
@@ -85,6 +103,7 @@ class ProblemLog:
         later = ProblemLog(self._limit, self._keep)
         later._items = self._items[mark.kept:]
         later._seen = set(later._items)
+        later._damaged = {p.path: self._damaged[p.path] for p in later._items}
         later._unkept = {kind: count - mark.unkept.get(kind, 0)
                          for kind, count in self._unkept.items()
                          if count > mark.unkept.get(kind, 0)}
@@ -93,7 +112,10 @@ class ProblemLog:
     def absorb(self, other: ProblemLog) -> None:
         """Add another log's problems (and its counts of unkept ones) to this one."""
         for problem in other._items:
-            self.add(problem.path, problem.message, kind=problem.kind, where=problem.where)
+            self.add(problem.path, problem.message, kind=problem.kind, where=problem.where,
+                     lost=problem.lost)
+        for problem in other._damaged.values():
+            self._speak_for(problem)
         for kind, count in other._unkept.items():
             self._unkept[kind] = self._unkept.get(kind, 0) + count
 

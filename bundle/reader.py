@@ -7,6 +7,7 @@ once, through ``analyzers.facts.journals``)."""
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 import tomllib
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 from bundle.views import Issues
+
+NODES_JSON = "cluster/nodes.json"
 
 if TYPE_CHECKING:
     from bundle.kernel import KernelLine
@@ -99,12 +102,20 @@ class Bundle:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            self.problem(path, f"invalid JSON: {exc}", where=_json_where(exc))
+            self.problem(path, f"invalid JSON: {exc}", where=_json_where(exc), lost=True)
             return None
 
     def problem(self, path: str, message: str, *, kind: str = "parse",
-                where: str | None = None) -> None:
-        self._problems.add(path, message, kind=kind, where=where)
+                where: str | None = None, lost: bool = False) -> None:
+        """Record a problem with ``path``; ``lost``: nothing of the file could be used."""
+        self._problems.add(path, message, kind=kind, where=where, lost=lost)
+
+    def damaged(self) -> dict[str, Problem]:
+        """Each file with a recorded problem → the problem that speaks for it. A file
+        that is not in the bundle at all (a refused member) was lost whole."""
+        return {path: problem if problem.lost or self.has(path)
+                else dataclasses.replace(problem, lost=True)
+                for path, problem in self._problems.damaged().items()}
 
     def problems_mark(self) -> ProblemMark:
         """Where the problem log stands now (see :meth:`problems_since`)."""
@@ -202,7 +213,8 @@ class ClusterObjects:
             return []
         if not isinstance(raw, dict) or not isinstance(raw.get("items"), list):
             got = raw.get("kind") if isinstance(raw, dict) else type(raw).__name__
-            self._bundle.problem(path, f"expected a List of {kind} objects, got {got!r}")
+            self._bundle.problem(path, f"expected a List of {kind} objects, got {got!r}",
+                                 lost=True)
             return []
         items: list[Any] = raw["items"]
         del raw
@@ -240,7 +252,7 @@ class ClusterObjects:
 
     @cached_property
     def nodes(self) -> list[kube.Node]:
-        return self._list("cluster/nodes.json", kube.Node, "Node")
+        return self._list(NODES_JSON, kube.Node, "Node")
 
     @cached_property
     def pods(self) -> list[kube.Pod]:
@@ -394,7 +406,8 @@ class NodeArtifacts:
             return parse_nvidia_smi(data)
         except Exception as exc:  # noqa: BLE001 - any parser failure is a recorded problem
             where = exc.where if isinstance(exc, XMLProblem) else None
-            self._bundle.problem(path, f"nvidia-smi XML not understood: {exc}", where=where)
+            self._bundle.problem(path, f"nvidia-smi XML not understood: {exc}", where=where,
+                                 lost=True)
             return None
 
     @cached_property
@@ -426,10 +439,10 @@ def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         bundle.problem(path, f"invalid TOML: {exc}",
-                       where=f"line {where[1]}, column {where[2]}" if where else None)
+                       where=f"line {where[1]}, column {where[2]}" if where else None, lost=True)
         return None
     except RecursionError:
-        bundle.problem(path, "invalid TOML: arrays or tables nested too deeply")
+        bundle.problem(path, "invalid TOML: arrays or tables nested too deeply", lost=True)
         return None
 
 

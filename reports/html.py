@@ -39,7 +39,7 @@ from reports.html_overview import (
     matrix_view,
     timeline_view,
 )
-from reports.view import SEVERITY_ORDER, build, clean, family
+from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family
 
 NODE_FILTER_CAP = 500
 OTHERS_SHOWN = 8
@@ -152,7 +152,7 @@ def _verdict(report: Report, verdict: Finding | None, roots: list[Finding],
              explained: dict[str, list[Finding]], builder: Builder,
              rule_groups: list[GroupView]) -> VerdictView:
     passed = sorted(r.rule_id for r in report.rules if r.status is RuleStatus.PASSED)
-    not_checked = sum(r.status in (RuleStatus.SKIPPED, RuleStatus.ERROR) for r in report.rules)
+    not_checked = sum(r.status in NOT_CHECKED for r in report.rules)
     checked = (f"{len(passed)} rule(s) passed on {report.bundle.gpu_nodes} GPU node(s) of "
                f"{report.bundle.nodes}: {', '.join(passed) or 'none'}")
     if verdict is None:

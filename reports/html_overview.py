@@ -37,7 +37,8 @@ COMPONENT_LABELS = {
 }
 LANES = (("event", "Kubernetes events"), ("containerd", "containerd restarts"),
          ("xid", "Xid (kernel)"), ("pod", "Pod state"))
-STATUS_ORDER = (RuleStatus.ERROR, RuleStatus.FAILED, RuleStatus.SKIPPED, RuleStatus.PASSED)
+STATUS_ORDER = (RuleStatus.ERROR, RuleStatus.FAILED, RuleStatus.PARTIAL, RuleStatus.SKIPPED,
+                RuleStatus.PASSED)
 
 
 def _c(text: str | None, limit: int = 300) -> str:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
-from reports.view import View, build, clean, first_command, group_by_rule
+from reports.view import NOT_CHECKED, View, build, clean, first_command, group_by_rule
 
 TOP = 5
 EVIDENCE = 2
@@ -153,12 +153,14 @@ def _group(view: View, findings: tuple[Finding, ...]) -> list[str]:
 
 def _coverage(report: Report) -> str:
     counts = Counter(r.status.value for r in report.rules)
-    parts = [f"{counts.get(s.value, 0)} {s.value}" for s in RuleStatus]
+    # "partial" is named only when it happens: most bundles are read whole
+    parts = [f"{counts.get(s.value, 0)} {s.value}" for s in RuleStatus
+             if s is not RuleStatus.PARTIAL or counts.get(s.value)]
     line = f"Rules: {', '.join(parts)}; collection gaps: {len(report.collection_gaps)}"
     if report.suppressed:
         line += f"; {len(report.suppressed)} finding(s) suppressed by a suppression file"
     line += "."
-    missing = [r for r in report.rules if r.status in (RuleStatus.SKIPPED, RuleStatus.ERROR)]
+    missing = [r for r in report.rules if r.status in NOT_CHECKED]
     if missing:
         shown = "; ".join(f"{r.rule_id} {r.status.value} ({_inline(r.reason or '')[:100]})"
                           for r in missing[:4])

@@ -92,7 +92,7 @@ class View:
 
     def problem_rules(self) -> list[str]:
         return [f"{r.rule_id} ({r.status.value}: {r.reason})" for r in self.report.rules
-                if r.status in (RuleStatus.SKIPPED, RuleStatus.ERROR)]
+                if r.status in NOT_CHECKED]
 
 
 def _descendants(finding: Finding, by_id: dict[str, Finding]) -> list[Finding]:
@@ -155,3 +155,5 @@ def first_command(remediation: str) -> str | None:
 
 
 SEVERITY_ORDER = [s.value for s in Severity]
+# Rules whose "no finding" does not mean "checked and healthy".
+NOT_CHECKED = (RuleStatus.SKIPPED, RuleStatus.ERROR, RuleStatus.PARTIAL)

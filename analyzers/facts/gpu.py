@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from bundle import Bundle
 from bundle.kube import Container, Node, Pod, quantity_int
+from bundle.reader import NODES_JSON
 
 GPU_RESOURCE_PREFIX = "nvidia.com/"
 GPU_LABELS = (
@@ -87,7 +88,11 @@ def _labelled_gpu(node: Node) -> bool:
 
 
 def gpu_node_names(bundle: Bundle) -> list[str]:
-    """Nodes with GPUs: by labels, by advertised GPU resources, or by nvidia-smi output."""
+    """Nodes with GPUs: by labels, by advertised GPU resources, or by nvidia-smi output.
+
+    When ``cluster/nodes.json`` could not be read (whole or in part), every node
+    directory counts: the collector gathers node files only from the nodes it chose as
+    GPU nodes, so the bundle still says which they are."""
     names: set[str] = set()
     for node in bundle.cluster.nodes:
         advertised = any(is_gpu_resource(r) and (quantity_int(v) or 0) > 0
@@ -98,6 +103,8 @@ def gpu_node_names(bundle: Bundle) -> list[str]:
         smi = bundle.node(name).nvidia_smi
         if smi is not None and smi.gpus:
             names.add(name)
+    if NODES_JSON in bundle.damaged():
+        names.update(bundle.node_names)
     return sorted(names)
 
 

@@ -1,0 +1,128 @@
+"""Whether a rule could read what it judges: its status when its inputs are damaged.
+
+A rule that found nothing has *checked* only what it could read. When a file it needs
+was refused, did not parse, or parsed only in part, "no finding" must not read as
+"checked and healthy". The engine asks this module, after every rule has run (so the
+answer does not depend on which rule read a file first), and changes the status:
+
+- ``skipped`` when nothing of an input could be used: every file of it in the bundle
+  was lost whole (refused, or did not parse at all);
+- ``partial`` when some of it was read: the rule judged what remained, and the reason
+  names the damaged files.
+
+A rule that failed keeps ``failed`` (what it found stands) and names the damaged files
+in its reason. Rules with per-node inputs also depend on ``cluster/nodes.json``: it is
+how GPU nodes are chosen. When it is damaged, every node directory counts as a GPU
+node (analyzers/facts/gpu.py), so such a rule is ``partial``, never ``skipped``, for
+that file alone. Optional inputs only corroborate and never change a status.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from analyzers.models import RuleResult, RuleStatus
+from analyzers.rule import Input, Rule
+from bundle import Bundle
+from bundle.problems import Problem
+from bundle.reader import NODES_JSON
+
+_GLOB = frozenset("*?[")
+_NAMED = 3  # damaged files named in a reason; the rest are counted
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """The damaged files of one rule's inputs: ``lost`` were unusable whole."""
+
+    problems: tuple[Problem, ...]
+    all_lost: bool
+
+    def describe(self) -> str:
+        named = "; ".join(f"{p.path}: {p.message}" for p in self.problems[:_NAMED])
+        more = len(self.problems) - _NAMED
+        return named + (f"; and {more} more damaged file(s)" if more > 0 else "")
+
+
+class Coverage:
+    """An index of the bundle's damaged files by the shape rule inputs are written in."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self._bundle = bundle
+        self._cluster: dict[str, Problem] = {}
+        self._nodes: dict[str, list[Problem]] = defaultdict(list)  # node-relative path
+        for path, problem in bundle.damaged().items():
+            parts = path.split("/", 2)
+            if parts[0] == "nodes" and len(parts) == 3:
+                self._nodes[parts[2]].append(problem)
+            else:
+                self._cluster[path] = problem
+
+    def _problems(self, needed: Input) -> list[Problem]:
+        table: dict[str, Problem] | dict[str, list[Problem]]
+        table = self._nodes if needed.per_node else self._cluster
+        if _GLOB.isdisjoint(needed.path):
+            found = table.get(needed.path)
+            keys = [needed.path] if found else []
+        else:
+            keys = [k for k in table if fnmatch.fnmatchcase(k, needed.path)]
+        out: list[Problem] = []
+        for key in sorted(keys):
+            value = table[key]
+            out.extend(value if isinstance(value, list) else [value])
+        return out
+
+    def _readable(self, needed: Input) -> int:
+        """How many files of the input the bundle holds (refused ones are not held)."""
+        bundle = self._bundle
+        if needed.per_node:
+            return sum(needed.present_on(bundle, node) for node in bundle.node_names)
+        return int(needed.present(bundle))
+
+    def damage(self, rule: type[Rule]) -> Damage | None:
+        problems: list[Problem] = []
+        all_lost = False
+        declared = set(rule.inputs)
+        for needed in required_inputs(rule):
+            found = self._problems(needed)
+            if not found:
+                continue
+            problems.extend(found)
+            lost = sum(p.lost for p in found)
+            # per-node inputs count files; a glob over cluster paths is judged as a whole
+            if (needed in declared and lost and lost >= self._readable(needed)
+                    and lost == len(found)):
+                all_lost = True
+        if not problems:
+            return None
+        unique = {p.path: p for p in problems}
+        return Damage(tuple(sorted(unique.values(), key=lambda p: p.path)), all_lost)
+
+    def judge(self, rule: type[Rule], result: RuleResult) -> RuleResult:
+        """The result with its status and reason corrected for damaged inputs."""
+        if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED):
+            return result
+        damage = self.damage(rule)
+        if damage is None:
+            return result
+        if result.status is RuleStatus.FAILED:
+            reason = f"judged without damaged input: {damage.describe()}"
+            return result.model_copy(update={"reason": reason})
+        if damage.all_lost:
+            return result.model_copy(update={"status": RuleStatus.SKIPPED,
+                                             "reason": f"cannot judge: {damage.describe()}"})
+        return result.model_copy(update={"status": RuleStatus.PARTIAL,
+                                         "reason": f"read in part: {damage.describe()}"})
+
+
+def required_inputs(rule: type[Rule]) -> Iterable[Input]:
+    """The inputs whose damage changes the rule's status: the required ones, and
+    ``cluster/nodes.json`` for a rule with per-node inputs."""
+    required = [needed for needed in rule.inputs if not needed.optional]
+    if any(needed.per_node for needed in required) and all(
+            needed.path != NODES_JSON for needed in required):
+        required.append(Input(NODES_JSON))
+    return required
