@@ -1,13 +1,17 @@
 """Measure ``gpu-triage analyze`` on every bundle of the work-budget corpus.
 
     .venv/bin/python tests/hostile/measure_bombs.py [--only NAME,NAME] [--timeout S]
+        [--baseline CHECKOUT]
 
 Each bomb is built in a temporary directory, then analysed (``-f json``) in a fresh
 interpreter whose address space is capped (``--max-memory-gib``, default 10) and which
 is killed after ``--timeout`` seconds (default 120), so that a bomb that still works
 cannot take the machine with it. Printed per bomb: compressed size, wall and CPU
 seconds, peak RSS (the child's own, from ``wait4``), exit code, and the first problem
-the report recorded. The figures are for the record (docs/security.md), not a test.
+the report recorded. With ``--baseline`` (another checkout of the project, e.g. a
+``git worktree`` of an older commit), each bomb is built once and analysed by both, the
+baseline first, so that before and after are measured in one run. The figures are for
+the record (docs/security.md), not a test.
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-def _run(bomb: Bomb, work: Path, timeout: float, max_memory: int) -> str:
-    built = bomb.build(work)
-    out = work / f"{bomb.name}.json"
+def _run(bomb: Bomb, built: Path, work: Path, code: Path, timeout: float,
+         max_memory: int) -> str:
+    out = work / f"{bomb.name}-{abs(hash(code))}.json"
     argv = [sys.executable, "-m", "gpu_triage", "analyze", str(built), "-f", "json",
             "-o", str(out), "--fail-on", "critical"]
 
@@ -49,7 +53,7 @@ def _run(bomb: Bomb, work: Path, timeout: float, max_memory: int) -> str:
     start = time.perf_counter()
     child = subprocess.Popen(argv, cwd=work, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, preexec_fn=cap,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+                             env={**os.environ, "PYTHONPATH": str(code)})
     timer = threading.Timer(timeout, lambda: os.killpg(child.pid, signal.SIGKILL))
     timer.start()
     stderr = child.stderr.read() if child.stderr else b""
@@ -77,8 +81,8 @@ def _run(bomb: Bomb, work: Path, timeout: float, max_memory: int) -> str:
     elif stderr:
         first = stderr.decode("utf-8", "replace").strip().splitlines()[-1][:110]
     cpu = usage.ru_utime + usage.ru_stime
-    return (f"{bomb.name:22} {_size(built) / 1024:9.1f} KiB {wall:8.1f} s {cpu:8.1f} s "
-            f"{usage.ru_maxrss / 1024:8.0f} MiB  {outcome:18} {first}")
+    return (f"{wall:8.1f} s {cpu:8.1f} s {usage.ru_maxrss / 1024:8.0f} MiB  {outcome:18} "
+            f"{first}")
 
 
 def main() -> int:
@@ -86,19 +90,27 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated bomb names")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--max-memory-gib", type=float, default=10.0)
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure first")
     args = parser.parse_args()
     wanted = {n for n in args.only.split(",") if n}
     unknown = wanted - {b.name for b in BOMBS}
     if unknown:
         parser.error(f"unknown bomb(s): {', '.join(sorted(unknown))}")
-    print(f"{'bomb':22} {'size':>13} {'wall':>10} {'cpu':>10} {'peak RSS':>12}  "
+    checkouts = [("before", args.baseline.resolve())] if args.baseline else []
+    checkouts.append(("after" if args.baseline else "", ROOT))
+    print(f"{'bomb':22} {'size':>13} {'':6} {'wall':>10} {'cpu':>10} {'peak RSS':>12}  "
           f"{'outcome':18} first problem")
     for bomb in BOMBS:
         if wanted and bomb.name not in wanted:
             continue
         with tempfile.TemporaryDirectory(prefix=f"bomb-{bomb.name}-") as work:
-            print(_run(bomb, Path(work), args.timeout, int(args.max_memory_gib * (1 << 30))),
-                  flush=True)
+            built = bomb.build(Path(work))
+            head = f"{bomb.name:22} {_size(built) / 1024:9.1f} KiB"
+            for label, code in checkouts:
+                figures = _run(bomb, built, Path(work), code, args.timeout,
+                               int(args.max_memory_gib * (1 << 30)))
+                print(f"{head} {label:6} {figures}", flush=True)
+                head = " " * len(head)
     return 0
 
 
