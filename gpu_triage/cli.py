@@ -7,6 +7,7 @@ here, once; library code never prints or exits.
 from __future__ import annotations
 
 import gc
+import io
 import logging
 import os
 import sys
@@ -334,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        from reports.terminal import lines
+
+        shown = io.StringIO()  # click's own messages quote the command line: made inert too
+        exc.show(file=shown)
+        click.echo(lines(shown.getvalue()), err=True, nl=False)
         return exc.exit_code
     except click.Abort:
         _stderr("aborted")
