@@ -13,7 +13,7 @@ formats use too (:func:`reports.view.plain`).
 Escape sequences are removed whole, payload included, so a link's target or a clipboard
 payload never shows; other control and bidi characters are removed; line and paragraph
 breaks of any kind become spaces in :func:`line`. Lone surrogates (undecodable bytes of a
-file name) become U+FFFD, which any terminal encoding can show.
+file name), which no terminal encoding can show, become ``?``.
 
 A file or path name is shown by :func:`name` instead, as ``ls -q`` shows it: every
 character a terminal would not show as itself becomes ``?``, nothing is removed, so the
@@ -46,7 +46,7 @@ _NOT_SHOWN = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202
 def inert(text: str) -> str:
     """``text`` with escape sequences and control characters removed; tabs and newlines
     kept (the file formats escape or fold them themselves)."""
-    return _CONTROL.sub("", _ESCAPE.sub("", _SURROGATE.sub("\ufffd", text)))
+    return _CONTROL.sub("", _ESCAPE.sub("", _SURROGATE.sub("?", text)))
 
 
 def line(text: object, limit: int | None = None) -> str:
