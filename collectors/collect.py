@@ -1181,21 +1181,58 @@ class Collector:
             pseudo.apply_to_tree(self.bundle.root)
             manifest = pseudo.text(manifest)
         mtime = int(self.started.timestamp())
-        partial = out_path + ".part"
-        with tarfile.open(partial, "w:gz") as archive:
-            add_bytes(archive, f"{top}/manifest.json", manifest, mtime)
-            for rel in sorted(walk_files(self.bundle.root)):
-                with open(os.path.join(self.bundle.root, *rel.split("/")), "rb") as handle:
-                    add_bytes(archive, f"{top}/{rel}", handle.read(), mtime)
-        os.replace(partial, out_path)
+
+        def pack(out: Any) -> None:
+            with tarfile.open(fileobj=out, mode="w:gz") as archive:
+                add_bytes(archive, f"{top}/manifest.json", manifest, mtime)
+                for rel in sorted(walk_files(self.bundle.root)):
+                    with open(os.path.join(self.bundle.root, *rel.split("/")), "rb") as handle:
+                        add_bytes(archive, f"{top}/{rel}", handle.read(), mtime)
+
+        write_new(out_path, pack)
         if pseudo is not None:
             base = out_path[:-4] if out_path.endswith(".tgz") else out_path
             mapping_path = base + ".pseudonyms.json"
-            fd = os.open(mapping_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(pseudo.mapping(), handle, indent=1)
+            mapping = json.dumps(pseudo.mapping(), indent=1).encode()
+            write_new(mapping_path, lambda out: out.write(mapping), 0o600)
             eprint(f"gpu-triage collect: pseudonym mapping (keep, never send): {mapping_path}")
         return out_path, os.path.getsize(out_path)
+
+
+def write_new(path: str, fill: Any, mode: int = 0o666) -> None:
+    """Write ``path`` without ever writing through a link there: ``fill`` writes into a new
+    temporary file beside it (O_CREAT|O_EXCL|O_NOFOLLOW: never an existing file or link),
+    which is then renamed over ``path`` (a rename replaces a link, it never follows it)."""
+    directory = os.path.dirname(path) or "."
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(16):
+        partial = os.path.join(directory, f".gpu-triage-{uuid.uuid4().hex[:16]}.part")
+        try:
+            fd = os.open(partial, flags, mode)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no free temporary name in {directory}")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fill(handle)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+def refused_output(output: str | None) -> str | None:
+    """Why an explicit ``-o FILE`` must not be written (a link, not a regular file), or None."""
+    if not output or output.endswith(os.sep) or os.path.isdir(output):
+        return None
+    if os.path.islink(output):
+        return "it is a symbolic link; the collector never writes through a link"
+    if os.path.lexists(output) and not os.path.isfile(output):
+        return "it exists and is not a regular file"
+    return None
 
 
 def add_bytes(archive: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
@@ -1409,6 +1446,10 @@ def main(argv: list[str] | None = None) -> int:
     if opts.dry_run:
         print_plan(opts, sys.stdout)
         return 0
+    refusal = refused_output(opts.output)
+    if refusal:
+        eprint(f"gpu-triage collect: cannot write {opts.output!r}: {refusal}")
+        return 2
     if shutil.which("kubectl") is None:
         eprint("gpu-triage collect: kubectl not found on PATH")
         return 2

@@ -6,6 +6,10 @@ Each bundle is analysed in its own worker process (``ProcessPoolExecutor``, at m
 that cannot be read gets an index line with its error and exit code 3, and the others
 go on. Lines are written in the order the bundles were given, whatever order the
 workers finish in. Nothing here prints: the CLI reports what :func:`run` returns.
+
+Each bundle's reports are named after it (:func:`jobs_for`: two bundles never share a
+name) and written through :mod:`gpu_triage.outputs`, never through a link: a report
+refused that way gets an index line with the reason and exit code 2.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from analyzers.plugins import LoadedRule
 from analyzers.selection import Selection
 from analyzers.suppress import Suppression
 from bundle import BundleError, Limits
-from gpu_triage.bundle_paths import ARCHIVES
+from gpu_triage import outputs
+from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
 from gpu_triage.exitcodes import Exit
 
@@ -72,22 +77,23 @@ class Result:
 # -- jobs ------------------------------------------------------------------------------
 
 
-def stem(path: Path) -> str:
-    name = path.resolve().name if path.name in ("", ".", "..") else path.name
-    for suffix in ARCHIVES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 def jobs_for(bundles: Sequence[Path]) -> list[Job]:
-    """One job per bundle; the same stem twice gets ``-2``, ``-3`` ..."""
-    seen: Counter[str] = Counter()
+    """One job per bundle, each with its own report stem. A bundle keeps its own name
+    when no bundle before it took that name; a later one with the same name gets the
+    first ``-2``, ``-3`` ... that is no bundle's name at all, so a bundle that is really
+    called ``x-2`` keeps ``x-2`` and never has its reports replaced. Names are compared
+    case-insensitively, for file systems that do."""
+    natural = [report_stem(path) for path in bundles]
+    reserved = {name.casefold() for name in natural}
+    taken: set[str] = set()
     jobs = []
-    for path in bundles:
-        base = stem(path)
-        seen[base] += 1
-        jobs.append(Job(path=path, stem=base if seen[base] == 1 else f"{base}-{seen[base]}"))
+    for path, base in zip(bundles, natural, strict=True):
+        name, number = base, 1
+        while name.casefold() in taken or (number > 1 and name.casefold() in reserved):
+            number += 1
+            name = f"{base}-{number}"
+        taken.add(name.casefold())
+        jobs.append(Job(path=path, stem=name))
     return jobs
 
 
@@ -140,8 +146,8 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
         written = []
         for fmt in options.formats:
             target = options.out_dir / f"{job.stem}{SUFFIXES[fmt]}"
-            target.write_text(render(report, fmt, html_name=f"{job.stem}.report.html",
-                                     generated_at=options.generated_at), encoding="utf-8")
+            outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
+                                         generated_at=options.generated_at))
             written.append(str(target))
         threshold = Severity(options.fail_on)
         failing = any(f.severity.at_least(threshold) for f in report.findings)
@@ -151,6 +157,9 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
     except BundleError as exc:
         return Outcome(IndexRecord(bundle=str(job.path), exit_code=int(Exit.UNREADABLE),
                                    error=f"cannot read bundle: {exc.problem}"))
+    except outputs.OutputError as exc:  # a link at the report's name: refused, not followed
+        return Outcome(IndexRecord(bundle=str(job.path), exit_code=int(Exit.USAGE),
+                                   error=str(exc)))
     except Exception as exc:  # noqa: BLE001 - one bundle's failure must not stop the others
         summary = " ".join(str(exc).split())[:200]
         return Outcome(IndexRecord(bundle=str(job.path), exit_code=int(Exit.INTERNAL),
@@ -173,8 +182,12 @@ def workers(requested: int | None, bundles: int) -> int:
 
 def run(jobs: Sequence[Job], options: Options, *, jobs_limit: int | None = None,
         rules: Sequence[LoadedRule] | None = None, progress: Progress | None = None) -> Result:
-    """Analyse every job; ``index.jsonl`` in ``options.out_dir`` lists them in order."""
+    """Analyse every job; ``index.jsonl`` in ``options.out_dir`` lists them in order.
+    Raises :class:`gpu_triage.outputs.OutputError` before any analysis when the index
+    cannot be written there (a link at its name, say)."""
     options.out_dir.mkdir(parents=True, exist_ok=True)
+    index_path = options.out_dir / INDEX
+    outputs.check(index_path)
     count = workers(jobs_limit, len(jobs))
     outcomes: list[Outcome | None] = [None] * len(jobs)
     done = 0
@@ -203,9 +216,6 @@ def run(jobs: Sequence[Job], options: Options, *, jobs_limit: int | None = None,
                 done += 1
                 if progress is not None:
                     progress(done, len(jobs), outcome)
-    result = Result(outcomes=[o for o in outcomes if o is not None])
-    result.index = options.out_dir / INDEX
-    with result.index.open("w", encoding="utf-8") as handle:
-        for outcome in result.outcomes:
-            handle.write(outcome.record.model_dump_json() + "\n")
+    result = Result(outcomes=[o for o in outcomes if o is not None], index=index_path)
+    outputs.write(index_path, "".join(o.record.model_dump_json() + "\n" for o in result.outcomes))
     return result

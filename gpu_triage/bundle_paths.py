@@ -15,6 +15,19 @@ from pathlib import Path
 ARCHIVES = (".tgz", ".tar.gz", ".tar")
 
 
+def report_stem(path: Path) -> str:
+    """The readable part of a bundle's report names: its file or directory name without
+    the archive suffix, made fit for a file name (:func:`gpu_triage.outputs.safe_name`)."""
+    from gpu_triage.outputs import safe_name
+
+    name = path.resolve().name if path.name in ("", ".", "..") else path.name
+    for suffix in ARCHIVES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return safe_name(name)
+
+
 def _names(directory: Path) -> list[str]:
     try:
         return sorted(e.name for e in os.scandir(directory))

@@ -7,11 +7,12 @@ here, once; library code never prints or exits.
 from __future__ import annotations
 
 import gc
+import io
 import logging
 import os
-import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,18 +21,24 @@ from gpu_triage.cli_diff import diff as diff_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.exitcodes import Exit
 
+if TYPE_CHECKING:
+    from bundle import BundleError
+    from gpu_triage.outputs import OutputError
+
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 FORMATS = ("text", "json", "md", "html")
 _SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    """Text that may come from the bundle as one terminal-safe line: control characters
-    (so escape sequences and newlines) become spaces."""
-    return " ".join(_CONTROL.sub(" ", text).split())[:limit]
+def one_line(text: object, limit: int | None = 300) -> str:
+    """Text that may come from a bundle or the file system as one terminal-safe line
+    (:func:`reports.terminal.line`, the one sanitiser every command prints through;
+    imported here only when something is printed, so ``--help`` loads no analysis)."""
+    from reports.terminal import line
+
+    return line(text, limit)
 
 
 class Failure(click.ClickException):
@@ -42,16 +49,56 @@ class Failure(click.ClickException):
         self.exit_code = int(code)  # type: ignore[misc]  # click types it as a ClassVar
 
 
+def shown(path: object) -> str:
+    """A file name as the terminal shows it (:func:`reports.terminal.name`, ``ls -q``
+    style: odd characters become ``?``)."""
+    from reports.terminal import name
+
+    return name(path)
+
+
+def unreadable(exc: BundleError) -> Failure:
+    """The one-line failure (exit 3) of a bundle that cannot be read at all."""
+    return Failure(f"cannot read bundle {shown(exc.path)}: {exc.problem}", Exit.UNREADABLE)
+
+
+def output_failure(exc: OutputError) -> Failure:
+    """The one-line failure (exit 2) of an output file refused or not writable."""
+    return Failure(f"cannot write {shown(exc.path)}: {exc.reason}", Exit.USAGE)
+
+
 def _stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
-def bundle_stem(path: Path) -> str:
-    name = path.resolve().name if path.name in ("", ".", "..") else path.name
-    for suffix in (".tar.gz", ".tgz", ".tar"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+def write_output(path: Path, text: str) -> None:
+    """Write an output file through :mod:`gpu_triage.outputs` (never through a link);
+    a refusal or a failure is a usage error naming the file."""
+    from gpu_triage.outputs import OutputError, write
+
+    try:
+        write(path, text)
+    except OutputError as exc:
+        raise output_failure(exc) from None
+
+
+def check_output(path: Path) -> None:
+    from gpu_triage.outputs import OutputError, check
+
+    try:
+        check(path)
+    except OutputError as exc:
+        raise output_failure(exc) from None
+
+
+class _SafeFormatter(logging.Formatter):
+    """Log records (``--verbose``) with every line made inert: a logged bundle value
+    cannot carry an escape sequence or forge a line of its own."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from reports.terminal import lines
+
+        return lines(super().format(record))
 
 
 @click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,8 +112,10 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     anywhere with `gpu-triage analyze BUNDLE`.
     """
     ctx.obj = {"verbose": verbose}
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_SafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+                        handlers=[handler])
 
 
 @cli.command(epilog=EPILOG)
@@ -118,7 +167,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     from analyzers.models import Severity
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
-    from gpu_triage.bundle_paths import expand
+    from gpu_triage.bundle_paths import expand, report_stem
     from gpu_triage.cli_rules import notes, today
     from gpu_triage.cpus import usable_cpus
     from reports import render
@@ -138,6 +187,10 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
                               suppressions=choice.suppressions, today=today(),
                               out_dir=out_dir, jobs=jobs))
     bundle_path = bundles[0]
+    html_name = f"{report_stem(bundle_path)}.report.html"
+    target = html_name if fmt is None and output in (None, "-") else output
+    if target not in (None, "-"):  # refuse a link before the analysis, not after it
+        check_output(Path(target))
     show_progress = sys.stderr.isatty() or ctx.obj["verbose"]
     try:
         with open_bundle(bundle_path, limits) as opened:
@@ -145,36 +198,34 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
                          selection=choice.selection or None,
                          jobs=min(jobs or 4, usable_cpus()))
     except BundleError as exc:
-        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+        raise unreadable(exc) from None
     if show_progress:
         _stderr("")
     suppressed = apply(report, choice.suppressions, today())
     report = suppressed.report
     for line in notes(suppressed):
-        _stderr(line)
-    stem = bundle_stem(bundle_path)
-    html_name = f"{stem}.report.html"
+        _stderr(one_line(line, None))
     if fmt is None and output not in (None, "-"):
         fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
     if fmt is None:
         click.echo(render(report, "text", color=_colour()), nl=False)
-        Path(html_name).write_text(render(report, "html"), encoding="utf-8")
-        _stderr(f"HTML report: {html_name}")
+        write_output(Path(html_name), render(report, "html"))
+        _stderr(f"HTML report: {shown(html_name)}")
     else:
         text = render(report, fmt, color=fmt == "text" and output in (None, "-") and _colour(),
                       html_name=html_name)
         if output in (None, "-"):
             click.echo(text, nl=False)
         else:
-            Path(output).write_text(text, encoding="utf-8")
-            _stderr(f"{fmt} report: {output}")
+            write_output(Path(output), text)
+            _stderr(f"{fmt} report: {shown(output)}")
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in report.findings):
         ctx.exit(int(Exit.FINDINGS))
 
 
 def _progress(message: str) -> None:
-    click.echo(f"\ranalysing {message:<40}", err=True, nl=False)
+    click.echo(f"\ranalysing {one_line(message, 200):<40}", err=True, nl=False)
 
 
 def _colour() -> bool:
@@ -186,7 +237,7 @@ def _load_rules(rule_dirs: tuple[Path, ...] = ()) -> list:  # type: ignore[type-
 
     discovery = discover_all(rule_dirs)
     for error in discovery.errors:
-        _stderr(f"warning: rule plugin skipped: {error}")
+        _stderr(f"warning: rule plugin skipped: {one_line(error, None)}")
     if not discovery.rules:
         raise Failure("no rules are installed (is gpu-triage installed with pip install -e .?)",
                       Exit.INTERNAL)
@@ -203,7 +254,8 @@ def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
         return
     for loaded in _load_rules(rule_dirs):
         rule = loaded.rule
-        click.echo(f"{rule.id:<8} {rule.severity.value:<9} {rule.title()}  [{loaded.origin}]")
+        click.echo(f"{one_line(rule.id):<8} {rule.severity.value:<9} {one_line(rule.title())}  "
+                   f"[{one_line(loaded.origin)}]")
 
 
 list_rules.add_command(rules_test)
@@ -223,8 +275,11 @@ def explain(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     rule = loaded.rule
     docs = rule.docs()
     inputs = ", ".join(i.describe() + (" (optional)" if i.optional else "") for i in rule.inputs)
-    click.echo(f"{rule.id} ({rule.slug}) · default severity {rule.severity.value} · "
-               f"{loaded.origin}\n\n{docs.title}\n\n{docs.body}\n\nInputs: {inputs or 'none'}")
+    from reports.terminal import lines
+
+    click.echo(f"{one_line(rule.id)} ({one_line(rule.slug)}) · default severity "
+               f"{rule.severity.value} · {one_line(loaded.origin)}\n\n{one_line(docs.title)}"
+               f"\n\n{lines(docs.body)}\n\nInputs: {one_line(inputs or 'none', None)}")
 
 
 @cli.command()
@@ -245,15 +300,15 @@ def verify(bundle_path: Path, show_all: bool) -> None:
             checks = list(run(opened))
             problems = list(opened.problems)
     except BundleError as exc:
-        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+        raise unreadable(exc) from None
     counts: dict[str, int] = {}
-    for check in checks:
+    for check in checks:  # paths, details and problems come from the bundle: one line each
         counts[check.status] = counts.get(check.status, 0) + 1
         if show_all or check.status != "ok":
-            detail = f"  {check.detail}" if check.detail else ""
-            click.echo(f"{check.status:<9} {check.path}{detail}")
+            detail = f"  {one_line(check.detail, None)}" if check.detail else ""
+            click.echo(f"{check.status:<9} {one_line(check.path, None)}{detail}")
     for problem in problems:
-        click.echo(f"{problem.kind:<9} {problem.describe()}")
+        click.echo(f"{problem.kind:<9} {one_line(problem.describe(), None)}")
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     click.echo(f"{len(checks)} spec paths: {summary}; {len(problems)} reader problem(s)")
     if counts.get("missing") or counts.get("malformed") or problems:
@@ -280,7 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        from reports.terminal import lines
+
+        shown = io.StringIO()  # click's own messages quote the command line: made inert too
+        exc.show(file=shown)
+        click.echo(lines(shown.getvalue()), err=True, nl=False)
         return exc.exit_code
     except click.Abort:
         _stderr("aborted")
@@ -295,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users
         if verbose:
             logging.getLogger("gpu_triage").exception("unexpected error")
-        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {one_line(str(exc), 200)} "
+        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {one_line(exc, 200)} "
                 "(rerun with --verbose for details)")
         return int(Exit.INTERNAL)
     return result if isinstance(result, int) else 0

@@ -3,7 +3,6 @@ progress on stderr, one summary line per bundle on stdout, the overall exit code
 
 from __future__ import annotations
 
-import re
 from datetime import date
 from pathlib import Path
 
@@ -14,9 +13,10 @@ from analyzers.suppress import Suppression
 from bundle import Limits
 from gpu_triage import batch
 from gpu_triage.exitcodes import Exit
+from gpu_triage.outputs import OutputError
+from reports.terminal import line, name
 
 DEFAULT_FORMATS = ("html", "json")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def analyze_many(bundles: list[Path], *, fmt: str | None, fail_on: str, limits: Limits,
@@ -35,24 +35,29 @@ def analyze_many(bundles: list[Path], *, fmt: str | None, fail_on: str, limits: 
     def progress(done: int, total: int, outcome: batch.Outcome) -> None:
         record = outcome.record
         state = record.error or f"exit {record.exit_code}"
-        click.echo(f"[{done}/{total}] {_clean(record.bundle)}: {_clean(state)}", err=True)
+        click.echo(f"[{done}/{total}] {name(record.bundle)}: {_clean(state)}", err=True)
         for note in outcome.notes:
             click.echo(f"  {_clean(note)}", err=True)
 
-    result = batch.run(planned, options, jobs_limit=jobs, progress=progress)
-    width = max(len(_clean(o.record.bundle)) for o in result.outcomes)
+    try:
+        result = batch.run(planned, options, jobs_limit=jobs, progress=progress)
+    except OutputError as exc:
+        from gpu_triage.cli import output_failure
+
+        raise output_failure(exc) from None
+    width = max(len(name(o.record.bundle)) for o in result.outcomes)
     click.echo(f"{'BUNDLE':<{width}}  {'LAYOUT':<23} CRIT HIGH  MED  LOW INFO  EXIT")
     for outcome in result.outcomes:
         r = outcome.record
         if r.error is not None:
-            click.echo(f"{_clean(r.bundle):<{width}}  {_clean(r.error)[:60]:<48}  {r.exit_code:>4}")
+            click.echo(f"{name(r.bundle):<{width}}  {_clean(r.error)[:60]:<48}  {r.exit_code:>4}")
             continue
-        click.echo(f"{_clean(r.bundle):<{width}}  {_clean(r.layout or ''):<23} {r.critical:>4} "
+        click.echo(f"{name(r.bundle):<{width}}  {_clean(r.layout or ''):<23} {r.critical:>4} "
                    f"{r.high:>4} {r.medium:>4} {r.low:>4} {r.info:>4}  {r.exit_code:>4}")
-    click.echo(f"index: {result.index}", err=True)
+    click.echo(f"index: {name(result.index)}", err=True)
     return result.exit_code if result.outcomes else int(Exit.OK)
 
 
 def _clean(text: str) -> str:
-    """One terminal-safe line: control characters (escapes, newlines) become spaces."""
-    return " ".join(_CONTROL.sub(" ", text).split())[:300]
+    """Bundle text (an error, a layout) as one terminal-safe line."""
+    return line(text, 300)

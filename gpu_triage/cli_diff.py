@@ -48,11 +48,21 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     from analyzers.facts import Facts
     from analyzers.models import Severity
     from bundle import BundleError, Limits, open_bundle
-    from gpu_triage.cli import Failure, _colour, _load_rules, _stderr
+    from gpu_triage.cli import (
+        _colour,
+        _load_rules,
+        _stderr,
+        check_output,
+        shown,
+        unreadable,
+        write_output,
+    )
     from gpu_triage.cli_rules import resolve
     from reports.diff_render import render
 
     choice = resolve(_load_rules(rule_dirs), only, skip)
+    if output not in (None, "-"):  # refuse a link before the analysis, not after it
+        check_output(Path(output))
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30)
     reports = []
     try:
@@ -62,7 +72,7 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
                                        selection=choice.selection or None))
             result = compare(reports[0], reports[1], Facts(first), Facts(second))
     except BundleError as exc:
-        raise Failure(f"cannot read bundle {exc.path}: {exc.problem}", Exit.UNREADABLE) from None
+        raise unreadable(exc) from None
     if fmt is None and output not in (None, "-"):
         fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
     fmt = fmt or "text"
@@ -70,8 +80,8 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     if output in (None, "-"):
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
-        _stderr(f"{fmt} diff: {output}")
+        write_output(Path(output), text)
+        _stderr(f"{fmt} diff: {shown(output)}")
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in result.new):
         ctx.exit(int(Exit.FINDINGS))

@@ -124,12 +124,12 @@ def rules_test(directory: Path) -> None:
     from analyzers.local_rules import load_dir
     from analyzers.plugins import Discovery
     from analyzers.ruletest import CaseFileError, case_files, load_cases, run
-    from gpu_triage.cli import Failure
+    from gpu_triage.cli import Failure, one_line
 
     discovery = Discovery()
     by_file = load_dir(discovery, directory)
     for error in discovery.errors:
-        click.echo(f"error: {error}", err=True)
+        click.echo(f"error: {one_line(error, None)}", err=True)
     if discovery.errors:
         raise Failure(f"rule files in {directory} could not all be loaded", Exit.USAGE)
     try:
@@ -142,9 +142,9 @@ def rules_test(directory: Path) -> None:
                       "file, or cases/*.toml", Exit.USAGE)
     results = run(cases, discovery.rules)
     for result in results:
-        click.echo(f"{'PASS' if result.passed else 'FAIL'}  {result.case.label}")
+        click.echo(f"{'PASS' if result.passed else 'FAIL'}  {one_line(result.case.label, None)}")
         for failure in result.failures:
-            click.echo(f"      {failure}")
+            click.echo(f"      {one_line(failure, None)}")
     failed = sum(not r.passed for r in results)
     click.echo(f"{len(results) - failed} passed, {failed} failed")
     if failed:

@@ -10,13 +10,13 @@ import re
 
 from analyzers.models import DiffReport, Finding
 from reports.diff_render import cluster_name, fact_line, side, warning
-from reports.view import clean
+from reports.terminal import line
 
 LISTED = 40
 
 
 def _inline(text: str) -> str:
-    text = " ".join(clean(text).split())
+    text = line(text)  # one line per field: a value cannot open a heading or a table row
     return re.sub(r"([\\`*_{}\[\]<>|~&#])", r"\\\1", text)
 
 

@@ -1,4 +1,8 @@
-"""The diff on a terminal: what was resolved, what is new, what changed, what moved."""
+"""The diff on a terminal: what was resolved, what is new, what changed, what moved.
+
+Every value from a bundle goes through :func:`reports.terminal.line`: one field stays on
+one line, so a finding's title cannot start a section (``RESOLVED``) or a row of its own.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import click
 
 from analyzers.models import DiffReport, Finding, Severity
 from reports.diff_render import cluster_name, fact_line, side, warning
-from reports.view import plain
+from reports.terminal import line
 
 _COLOURS = {Severity.CRITICAL: "red", Severity.HIGH: "red", Severity.MEDIUM: "yellow",
             Severity.LOW: "cyan", Severity.INFO: "white"}
@@ -24,17 +28,17 @@ def _heading(text: str, color: bool) -> str:
 
 
 def _one(finding: Finding, color: bool, summary: bool) -> list[str]:
-    lines = [f"  {_sev(finding.severity, color)} {plain(finding.id)}  {plain(finding.title)}"]
+    lines = [f"  {_sev(finding.severity, color)} {line(finding.id)}  {line(finding.title)}"]
     if summary:
-        lines.append(f"{INDENT}{plain(finding.summary)}")
+        lines.append(f"{INDENT}{line(finding.summary)}")
     return lines
 
 
 def render(diff: DiffReport, *, color: bool = False) -> str:
     s = diff.summary
-    out = [f"gpu-triage diff {diff.tool.version} · {plain(cluster_name(diff))}",
-           f"  before: {plain(side(diff.before))}",
-           f"  after:  {plain(side(diff.after))}"]
+    out = [f"gpu-triage diff {diff.tool.version} · {line(cluster_name(diff))}",
+           f"  before: {line(side(diff.before))}",
+           f"  after:  {line(side(diff.after))}"]
     note = warning(diff)
     if note:
         out.append(f"  warning: {note}")
@@ -49,7 +53,7 @@ def render(diff: DiffReport, *, color: bool = False) -> str:
         out.append(_heading("CHANGED", color))
         for changed in diff.changed:
             out += _one(changed.after, color, summary=True)
-            out.append(INDENT + " · ".join(f"{c.field}: {plain(c.before)} → {plain(c.after)}"
+            out.append(INDENT + " · ".join(f"{line(c.field)}: {line(c.before)} → {line(c.after)}"
                                            for c in changed.changes))
         out.append("")
     if diff.resolved:
@@ -61,27 +65,27 @@ def render(diff: DiffReport, *, color: bool = False) -> str:
         out.append(_heading("NOT VERIFIED (gone, but the rule did not run in AFTER)", color))
         for item in diff.unverified:
             out += _one(item.finding, color, summary=False)
-            out.append(f"{INDENT}{plain(item.reason)}")
+            out.append(f"{INDENT}{line(item.reason)}")
         out.append("")
     if diff.facts:
         out.append(_heading("FACTS THAT MOVED", color))
-        rows = [fact_line(change) for change in diff.facts]
+        rows = [tuple(line(v) for v in fact_line(change)) for change in diff.facts]
         width_subject = max(len(r[0]) for r in rows)
         width_fact = max(len(r[1]) for r in rows)
         for subject, fact, before, after in rows:
-            out.append(f"  {plain(subject):<{width_subject}}  {plain(fact):<{width_fact}}  "
-                       f"{plain(before)} → {plain(after)}")
+            out.append(f"  {subject:<{width_subject}}  {fact:<{width_fact}}  "
+                       f"{before} → {after}")
         out.append("")
     if diff.coverage:
         out.append(_heading("COVERAGE THAT MOVED", color))
         for rule in diff.coverage:
             before = rule.before.value if rule.before is not None else "not loaded"
             after = rule.after.value if rule.after is not None else "not loaded"
-            reason = f" ({plain(rule.reason)})" if rule.reason else ""
-            out.append(f"  {rule.rule_id:<8} {before} → {after}{reason}")
+            reason = f" ({line(rule.reason)})" if rule.reason else ""
+            out.append(f"  {line(rule.rule_id):<8} {before} → {after}{reason}")
         out.append("")
     if diff.unchanged:
-        shown = ", ".join(plain(f.id) for f in diff.unchanged[:UNCHANGED_SHOWN])
+        shown = ", ".join(line(f.id) for f in diff.unchanged[:UNCHANGED_SHOWN])
         more = f" and {len(diff.unchanged) - UNCHANGED_SHOWN} more" \
             if len(diff.unchanged) > UNCHANGED_SHOWN else ""
         out.append(f"Unchanged: {shown}{more}")

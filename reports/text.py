@@ -5,16 +5,18 @@ from __future__ import annotations
 import click
 
 from analyzers.models import Finding, Report, Severity
-from reports.view import View, build, first_command, plain
+from reports import terminal
+from reports.view import View, build, first_command
 
 _COLOURS = {Severity.CRITICAL: "red", Severity.HIGH: "red", Severity.MEDIUM: "yellow",
             Severity.LOW: "cyan", Severity.INFO: "white"}
 
 
 def _one(text: str) -> str:
-    """Bundle text on one terminal line: :func:`plain`, then newlines and tabs folded, so
-    a value cannot start a line of its own (a forged finding) or carry an escape."""
-    return " ".join(plain(text).split())
+    """Bundle text on one terminal line (:func:`reports.terminal.line`, the one
+    sanitiser): a value cannot start a line of its own (a forged finding) or carry an
+    escape."""
+    return terminal.line(text)
 
 
 def _sev(severity: Severity, color: bool) -> str:

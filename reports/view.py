@@ -12,14 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers.models import Finding, Report, RuleStatus, Severity
-
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+from reports.terminal import inert
 
 
 def plain(text: str) -> str:
-    """Bundle text made safe for a terminal: ANSI escapes and control characters removed."""
-    return _CONTROL.sub("", _ANSI.sub("", text))
+    """Bundle text made safe for a terminal: ANSI escapes and control characters removed
+    (:func:`reports.terminal.inert`, the one sanitiser)."""
+    return inert(text)
 
 
 def clean(text: str) -> str:

@@ -5,7 +5,8 @@ cannot be removed once added, so each run happens in a fresh interpreter.
 
 Allowed: reading the bundle; reading the tool's own installed files (modules imported
 late, package data such as the Xid catalog and the HTML template); writing the report
-where the command line says; the reader's anonymous spool file in the temp directory.
+where the command line says (through a temporary file beside it, renamed into place:
+gpu_triage.outputs); the reader's anonymous spool file in the temp directory.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def _judge(events: list[list[object]], bundle: Path, workdir: Path,
         path = Path(str(target))
         path = (workdir / path if not path.is_absolute() else path).resolve()
         writes = bool(int(str(flags)) & WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
-        if path in outputs or _under(path, [spool]):
+        beside_output = path.parent in {o.parent for o in outputs} and \
+            path.name.startswith(".gpu-triage-") and path.name.endswith(".tmp")
+        if path in outputs or beside_output or _under(path, [spool]):
             continue
         if writes:
             bad.append(f"write {path}")
