@@ -17,8 +17,8 @@ value into a line with an f-string. It builds the line here instead::
 - A bundle value goes through the checker of what it is (:func:`namespace`,
   :func:`node`, ...), which applies the rules Kubernetes (or Helm) applies to such a
   name. A value that is not a valid name for its role is refused: the line that needs it
-  is not emitted; in its place comes one inert comment that shows the value as data
-  (escaped onto one line, capped, quoted), e.g.
+  is not emitted; in its place comes one inert comment per refused value that shows it
+  as data (escaped onto one line, capped, quoted), e.g.
   ``# not offered: the namespace in the bundle is not a valid Kubernetes name: 'a $(b)'``.
 - :func:`raw` is static shell text the rule's author wrote (a pipe, a jsonpath in quotes,
   a placeholder such as ``<pod>``), never a bundle value; :func:`join` makes one argument
@@ -267,50 +267,48 @@ def shown(value: str, cap: int = SHOWN_CAP) -> str:
     return shlex.quote(body) + more
 
 
-class Refused(Exception):
-    """A value of the line is refused; carries the comment shown instead."""
-
-    def __init__(self, line: str) -> None:
-        super().__init__(line)
-        self.line = line
+def _refusals(values: Iterable[object]) -> list[str]:
+    """The refusal comment of each refused value among ``values`` (once each)."""
+    found: list[str] = []
+    for value in values:
+        parts = value.parts if isinstance(value, Join) else \
+            value if isinstance(value, list) else (value,)
+        for part in parts:
+            if isinstance(part, Value) and not part.ok:
+                line = part.refusal()
+            elif isinstance(part, (str, int)) and not str(part).isprintable():
+                line = f"{REFUSED}an argument is not printable text: {shown(str(part))}"
+            else:
+                continue
+            if line not in found:
+                found.append(line)
+    return found
 
 
 def _quoted(arg: str | int | Value | Join) -> str:
     if isinstance(arg, Value):
-        if not arg.ok:
-            raise Refused(arg.refusal())
         return shlex.quote(arg.text)
     if isinstance(arg, Join):
-        return shlex.quote("".join(_part(p) for p in arg.parts))
-    value = str(arg)
-    if any(not ch.isprintable() for ch in value):
-        raise Refused(f"{REFUSED}an argument is not printable text: {shown(value)}")
-    return shlex.quote(value)
-
-
-def _part(part: str | int | Value) -> str:
-    if isinstance(part, Value):
-        if not part.ok:
-            raise Refused(part.refusal())
-        return part.text
-    return str(part)
+        return shlex.quote("".join(str(p.text if isinstance(p, Value) else p)
+                                   for p in arg.parts))
+    return shlex.quote(str(arg))
 
 
 def cmd(*args: Arg, tail: LiteralString = "") -> str:
     """One command line from its arguments, each quoted for the shell; ``tail`` is static
     text put after it as it is (``"   # one node at a time"``, ``" | grep -i fabric"``).
-    A refused value turns the line into the comment that shows it."""
+    A refused value turns the line into the comments that show each refused value."""
     if _breaks_line(tail):
         raise ValueError(f"the tail must be one line: {tail!r}")
+    refused = _refusals(args)
+    if refused:
+        return "\n".join(refused)
     words: list[str] = []
-    try:
-        for arg in args:
-            if isinstance(arg, Raw) and arg.text == ";" and words:
-                words[-1] += ";"  # "kubectl cordon x; kubectl drain x"
-            else:
-                words.append(arg.text if isinstance(arg, Raw) else _quoted(arg))
-    except Refused as refused:
-        return refused.line
+    for arg in args:
+        if isinstance(arg, Raw) and arg.text == ";" and words:
+            words[-1] += ";"  # "kubectl cordon x; kubectl drain x"
+        else:
+            words.append(arg.text if isinstance(arg, Raw) else _quoted(arg))
     line = " ".join(words) + tail
     if _breaks_line(line):  # only a refused value could do that; _quoted refuses them
         return f"{REFUSED}a line of the command is not printable text"
@@ -326,17 +324,15 @@ def note(template: LiteralString, **values: NoteValue) -> str:
     joined with ``, ``). A refused value turns the note into the comment that shows it."""
     if not template.startswith("#") or _breaks_line(template):
         raise ValueError(f"a note is one line starting with '#': {template!r}")
+    refused = _refusals(v for v in values.values() if isinstance(v, (Value, list)))
+    if refused:
+        return "\n".join(refused)
     filled: dict[str, str] = {}
     data = False
     for key, value in values.items():
         if isinstance(value, list):
-            refused = next((v for v in value if not v.ok), None)
-            if refused is not None:
-                return refused.refusal()
             filled[key] = ", ".join(shlex.quote(v.text) for v in value)
         elif isinstance(value, Value):
-            if not value.ok:
-                return value.refusal()
             filled[key] = shlex.quote(value.text)
         elif isinstance(value, Text):
             filled[key] = shown(value.text)
