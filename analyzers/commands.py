@@ -310,7 +310,7 @@ def cmd(*args: Arg, tail: LiteralString = "") -> str:
         else:
             words.append(arg.text if isinstance(arg, Raw) else _quoted(arg))
     line = " ".join(words) + tail
-    if _breaks_line(line):  # only a refused value could do that; _quoted refuses them
+    if _breaks_line(line):  # a Value.map() that put in a line break: never shown
         return f"{REFUSED}a line of the command is not printable text"
     return line
 

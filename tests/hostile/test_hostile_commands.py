@@ -29,6 +29,8 @@ from analyzers import commands as sh
 from analyzers.models import Report, RuleStatus
 from gpu_triage.cli import cli
 from reports import render
+from reports.html_findings import LINE_CAP, remediation_lines
+from reports.view import first_command
 
 SAMPLES = ROOT / "samples"
 MARK = "PWNED"
@@ -379,3 +381,18 @@ def test_commented_file_content_is_inert() -> None:
     for line in lines:
         shlex.split(line)
         assert ">" not in _unquoted(line) and MARK not in _unquoted(line)
+
+
+def test_reports_never_cut_a_copyable_line() -> None:
+    """A cut line would leave a quote open for the lines pasted after it."""
+    long = "kubectl get pods -n " + "'" + "a" * (LINE_CAP * 2) + "'"
+    shown = remediation_lines(f"# look\n{long}\nkubectl get nodes")
+    assert [(line.text, line.comment) for line in shown] == [
+        ("# look", True),
+        (f"# a line of {len(long):,} characters is left out here; the JSON report has it",
+         True),
+        ("kubectl get nodes", False),
+    ]
+    # The first step is a whole command whose quotes close on its own line.
+    assert first_command("# note\necho 'open\nkubectl get nodes") == "kubectl get nodes"
+    assert first_command("ls -l /etc/a\\\nkubectl get nodes") == "kubectl get nodes"
