@@ -233,8 +233,14 @@ def evidence_view(evidence: Evidence, spans: Sequence[tuple[int, int]]) -> Evide
 
 
 def remediation_lines(text: str) -> list[CodeLine]:
+    """The lines of a copy block. A line longer than the cap is not cut (a cut command or
+    quoted value would leave a quote open for the lines after it): a comment saying so
+    stands in its place."""
     lines = [clean(line.rstrip()) for line in text.strip("\n").splitlines()]
-    return [CodeLine(line[:LINE_CAP * 2], line.lstrip().startswith("#")) for line in lines]
+    return [CodeLine(line, line.lstrip().startswith("#")) if len(line) <= LINE_CAP * 2
+            else CodeLine(f"# a line of {len(line):,} characters is left out here; the JSON "
+                          "report has it", True)
+            for line in lines]
 
 
 # -- cards -------------------------------------------------------------------------------------
@@ -398,5 +404,6 @@ def groups(builder: Builder) -> tuple[list[GroupView], list[GroupView]]:
 
 
 def verdict_command(finding: Finding) -> str | None:
+    """The first step to copy: never cut, so a command longer than the cap is not offered."""
     command = first_command(finding.remediation)
-    return _cap(command, LINE_CAP) if command else None
+    return command if command and len(command) <= LINE_CAP else None

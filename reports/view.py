@@ -7,6 +7,7 @@ Markdown and HTML outputs always agree on what the root cause is.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -148,9 +149,20 @@ def first_command(remediation: str) -> str | None:
         stripped = line.strip()
         if stripped.startswith("#") or stripped.endswith(":"):
             continue
-        if _COMMAND.match(stripped):
+        if _COMMAND.match(stripped) and _balanced(stripped):
             return stripped
     return None
+
+
+def _balanced(line: str) -> bool:
+    """Quotes closed, no trailing backslash: pasted alone, the line ends where it ends.
+    (Rules build their commands with analyzers.commands, whose lines always are; this
+    keeps a local rule's hand-written line with an open quote from being offered.)"""
+    try:
+        shlex.split(line)
+    except ValueError:
+        return False
+    return not line.endswith("\\")
 
 
 SEVERITY_ORDER = [s.value for s in Severity]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
@@ -83,15 +84,17 @@ class ToolkitDisabledHostNotConfigured(Rule):
             evidence.append(Evidence(path=facts.runtime(node_name).dump_path,
                                      excerpt="(no runtimes.nvidia table in the loaded config)"))
         release = operator_release(ctx)
-        helm_cmd = "helm upgrade gpu-operator nvidia/gpu-operator"
-        namespace = facts.operator_namespace or "gpu-operator"
+        helm_cmd: list[sh.Arg] = ["helm", "upgrade", "gpu-operator", "nvidia/gpu-operator"]
+        namespace = sh.namespace(facts.operator_namespace or "gpu-operator")
+        release_name: str | sh.Value = "gpu-operator"
         if release is not None:
             name, revisions = release
             latest = revisions[-1]
-            helm_cmd = f"helm upgrade {name} nvidia/gpu-operator"
+            release_name = sh.release(name)
+            helm_cmd = ["helm", "upgrade", release_name, "nvidia/gpu-operator"]
             chart_version = latest.chart.removeprefix("gpu-operator-")
             if chart_version:
-                helm_cmd += f" --version {chart_version}"
+                helm_cmd += ["--version", sh.version(chart_version)]
             if latest.value("toolkit.enabled") is False:
                 evidence.append(at_pointer(latest.source_path, latest.source_pointer,
                                            "toolkit.enabled: false (revision "
@@ -103,17 +106,18 @@ class ToolkitDisabledHostNotConfigured(Rule):
                    f"operator deploys no Container Toolkit, and containerd on "
                    f"{names(affected)} has no nvidia runtime.{ctk} Operand pods that need "
                    "the handler cannot start there.")
-        remediation = (
-            "# look first: what the release sets today\n"
-            f"helm -n {namespace} get values {release[0] if release else 'gpu-operator'}\n"
-            "kubectl get clusterpolicy -o jsonpath='{.items[*].spec.toolkit.enabled}'\n"
-            "# enable the toolkit, keeping every value set before (driver.enabled=false!)\n"
-            f"{helm_cmd} -n {namespace} --reuse-values --set toolkit.enabled=true\n"
-            "# watch it roll out, then confirm on each node\n"
-            f"kubectl -n {namespace} get pods -o wide -l app=nvidia-container-toolkit-daemonset\n"
-            "containerd config dump | grep -c 'runtimes.nvidia'   # > 0 on every GPU node\n"
-            "# Without --reuse-values the chart defaults return: driver.enabled=false is lost\n"
-            "# and the operator would try to install a driver over the host driver."
+        remediation = sh.lines(
+            "# look first: what the release sets today",
+            sh.cmd("helm", "-n", namespace, "get", "values", release_name),
+            "kubectl get clusterpolicy -o jsonpath='{.items[*].spec.toolkit.enabled}'",
+            "# enable the toolkit, keeping every value set before (driver.enabled=false!)",
+            sh.cmd(*helm_cmd, "-n", namespace, "--reuse-values", "--set", "toolkit.enabled=true"),
+            "# watch it roll out, then confirm on each node",
+            sh.cmd("kubectl", "-n", namespace, "get", "pods", "-o", "wide",
+                   "-l", "app=nvidia-container-toolkit-daemonset"),
+            "containerd config dump | grep -c 'runtimes.nvidia'   # > 0 on every GPU node",
+            "# Without --reuse-values the chart defaults return: driver.enabled=false is lost",
+            "# and the operator would try to install a driver over the host driver.",
         )
         objects = [ObjectRef(kind="ClusterPolicy", name=policy.metadata.name)]
         objects += [node_ref(n) for n in affected]
@@ -264,16 +268,17 @@ class OperatorSupportStatus(Rule):
                          "(spec.<component>.version) is a choice; otherwise an upgrade "
                          "stopped half way.")
         severity = _STATUS_SEVERITY[support.status]
-        namespace = ctx.facts.operator_namespace or "gpu-operator"
-        remediation = (
-            f"helm -n {namespace} list; helm -n {namespace} history <release>\n"
-            f"kubectl -n {namespace} get pods -o jsonpath="
-            "'{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.containers[*].image}"
-            "{\"\\n\"}{end}'\n"
-            "kubectl get clusterpolicy -o yaml | grep -nE '^\\s+version:'\n"
-            f"# upgrade one release line at a time, keeping values:\n"
-            f"helm upgrade <release> nvidia/gpu-operator -n {namespace} --version <next> "
-            "--reuse-values")
+        namespace = sh.namespace(ctx.facts.operator_namespace or "gpu-operator")
+        remediation = sh.lines(
+            sh.cmd("helm", "-n", namespace, "list", sh.raw(";"), "helm", "-n", namespace,
+                   "history", sh.raw("<release>")),
+            sh.cmd("kubectl", "-n", namespace, "get", "pods", "-o",
+                   sh.raw("jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}"
+                          "{.spec.containers[*].image}{\"\\n\"}{end}'")),
+            "kubectl get clusterpolicy -o yaml | grep -nE '^\\s+version:'",
+            "# upgrade one release line at a time, keeping values:",
+            sh.cmd("helm", "upgrade", sh.raw("<release>"), "nvidia/gpu-operator", "-n", namespace,
+                   "--version", sh.raw("<next>"), "--reuse-values"))
         evidence = [source_evidence] + [ev for _, ev in mismatches[:6]]
         yield self.finding(subject, " ".join(parts), severity=severity,
                            objects=[ObjectRef(kind="Deployment",
@@ -377,10 +382,10 @@ class UnsupportedGpuProduct(Rule):
                 summary += f" Yet the node asks for MIG ({wanted}); that cannot be applied."
         if all(v.klass == UNLISTED for v, _ in flagged):
             severity = Severity.INFO
-        remediation = (f"kubectl get node {node_name} -L nvidia.com/gpu.product,"
-                       "nvidia.com/mig.capable,nvidia.com/mig.config\n"
-                       "# state the support caveat in the ticket; do not plan MIG on consumer "
-                       "cards")
+        remediation = sh.lines(
+            sh.cmd("kubectl", "get", "node", sh.node(node_name), "-L",
+                   "nvidia.com/gpu.product,nvidia.com/mig.capable,nvidia.com/mig.config"),
+            "# state the support caveat in the ticket; do not plan MIG on consumer cards")
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
                             objects=[node_ref(node_name)], evidence=[e for _, e in flagged],
                             remediation=remediation)
@@ -468,10 +473,11 @@ class TimeSlicingExplained(Rule):
             summary = (" ".join(lines) + " Slots share one GPU: no memory or fault isolation "
                        "(one pod can take all the memory or crash the others), and DCGM "
                        "cannot attribute GPU usage to pods or containers under sharing.")
-            remediation = (f"kubectl get node {node_name} -o jsonpath="
-                           "'{.status.capacity}{\"\\n\"}{.metadata.labels}'\n"
-                           "# for isolation use MIG or whole GPUs; size shared workloads by the "
-                           "whole GPU's memory")
+            remediation = sh.lines(
+                sh.cmd("kubectl", "get", "node", sh.node(node_name), "-o",
+                       sh.raw("jsonpath='{.status.capacity}{\"\\n\"}{.metadata.labels}'")),
+                "# for isolation use MIG or whole GPUs; size shared workloads by the "
+                "whole GPU's memory")
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,
                                remediation=remediation, caused_by=links)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
@@ -194,12 +195,14 @@ class DriverNotUsable(Rule):
 
 
 def _driver_remediation(name: str, kinds: set[str]) -> str:
+    node = sh.node(name)
     lines = [
-        f"# on {name} (kubectl debug node/{name} -it --image=ubuntu -- chroot /host bash):",
+        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
+                "bash):", node=node),
         "lsmod | grep -E '^(nvidia|nouveau)'; cat /proc/driver/nvidia/version",
         "dmesg --time-format iso | grep -iE 'NVRM|nouveau|nova' | tail -30",
-        f"kubectl cordon {name}; kubectl drain {name} --ignore-daemonsets "
-        "--delete-emptydir-data",
+        sh.cmd("kubectl", "cordon", node, sh.raw(";"), "kubectl", "drain", node,
+               "--ignore-daemonsets", "--delete-emptydir-data"),
     ]
     if "nouveau" in kinds:
         lines += [
@@ -213,8 +216,8 @@ def _driver_remediation(name: str, kinds: set[str]) -> str:
                      "packages")
     if "not-loaded" in kinds:
         lines.append("modprobe nvidia && dmesg | tail -20   # the refusal reason, if any")
-    lines.append(f"kubectl uncordon {name}   # after nvidia-smi works again")
-    return "\n".join(lines)
+    lines.append(sh.cmd("kubectl", "uncordon", node, tail="   # after nvidia-smi works again"))
+    return sh.lines(lines)
 
 
 # --------------------------------------------------------------------------- DRV004

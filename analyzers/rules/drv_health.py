@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers import commands as sh
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -150,22 +151,26 @@ class GpuHealth(Rule):
 
 
 def _remediation(name: str, pci: str, identity: GpuIdentity | None, kinds: set[str]) -> str:
-    index = identity.index if identity is not None and identity.index is not None else "<index>"
-    lines = [f"# on {name}:"]
+    index: int | sh.Raw = identity.index if identity is not None and \
+        identity.index is not None else sh.raw("<index>")
+    node, gpu = sh.node(name), sh.pci(pci)
+    lines = [sh.note("# on {node}:", node=node)]
     if kinds & {"memory", "recovery"}:
         lines += [
-            f"nvidia-smi -q -i {pci} -d ECC,ROW_REMAPPER,PAGE_RETIREMENT",
-            f"kubectl cordon {name}",
-            f"kubectl drain {name} --ignore-daemonsets --delete-emptydir-data   "
-            "# one node at a time",
-            f"nvidia-smi -r -i {pci}   # or reboot; applies pending remaps/retirements",
-            f"dcgmi diag -r 3 -i {index}   # failed remap or threshold exceeded: hardware case",
+            sh.cmd("nvidia-smi", "-q", "-i", gpu, "-d", "ECC,ROW_REMAPPER,PAGE_RETIREMENT"),
+            sh.cmd("kubectl", "cordon", node),
+            sh.cmd("kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                   tail="   # one node at a time"),
+            sh.cmd("nvidia-smi", "-r", "-i", gpu,
+                   tail="   # or reboot; applies pending remaps/retirements"),
+            sh.cmd("dcgmi", "diag", "-r", "3", "-i", index,
+                   tail="   # failed remap or threshold exceeded: hardware case"),
         ]
     if "fabric" in kinds:
-        lines += [f"nvidia-smi -q -i {pci} | grep -A4 -i fabric",
+        lines += [sh.cmd("nvidia-smi", "-q", "-i", gpu, tail=" | grep -A4 -i fabric"),
                   "systemctl status nvidia-fabricmanager; journalctl -u nvidia-fabricmanager "
                   "-n 50"]
     if "slowdown" in kinds:
-        lines += [f"nvidia-smi -q -i {pci} -d PERFORMANCE,TEMPERATURE,POWER",
+        lines += [sh.cmd("nvidia-smi", "-q", "-i", gpu, "-d", "PERFORMANCE,TEMPERATURE,POWER"),
                   "# check airflow, fans and power supplies (BMC: ipmitool sdr; ipmitool sel list)"]
-    return "\n".join(lines)
+    return sh.lines(lines)

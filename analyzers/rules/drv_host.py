@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers import commands as sh
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
@@ -196,8 +197,8 @@ class AutomaticKernelUpgrades(Rule):
 
 
 def _remediation(name: str) -> str:
-    return "\n".join([
-        f"# on {name}:",
+    return sh.lines([
+        sh.note("# on {node}:", node=sh.node(name)),
         "cat /etc/apt/apt.conf.d/20auto-upgrades; uname -r",
         "apt-mark hold linux-image-generic linux-headers-generic   # or blacklist \"linux-\" in "
         "50unattended-upgrades",

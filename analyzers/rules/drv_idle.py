@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts.usage import HELD_MIB, IDLE_UTIL_PERCENT, IdleGPU
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -76,12 +77,13 @@ class IdleButNotEmpty(Rule):
         for holder in item.holders[:5]:
             namespace, _, name = holder.partition("/")
             objects.append(ObjectRef(kind="Pod", namespace=namespace, name=name))
-        remediation = (
-            f"# on {item.node}: watch it for a while before acting\n"
-            f"nvidia-smi dmon -i {item.index} -s um -c 60\n"
-            f"nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv "
-            f"-i {item.index}\n"
-            f"kubectl get pods -A -o wide --field-selector spec.nodeName={item.node}\n"
+        remediation = sh.lines(
+            sh.note("# on {node}: watch it for a while before acting", node=sh.node(item.node)),
+            sh.cmd("nvidia-smi", "dmon", "-i", item.index, "-s", "um", "-c", "60"),
+            sh.cmd("nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                   "--format=csv", "-i", item.index),
+            sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
+                   sh.join("spec.nodeName=", sh.node(item.node))),
             "# then ask the owner of the idle pod to release the GPU (or cull idle notebooks)")
         return self.finding(item.subject, summary, nodes=[item.node], objects=objects,
                             evidence=evidence, remediation=remediation)

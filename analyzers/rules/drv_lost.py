@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
 from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Rule
@@ -132,14 +133,17 @@ class GpuLost(Rule):
 
 
 def _remediation(name: str, key: str) -> str:
-    target = key if key != UNKNOWN_GPU else "<bus id>"
-    return "\n".join([
-        f"kubectl cordon {name}",
-        f"kubectl drain {name} --ignore-daemonsets --delete-emptydir-data   # one node at a time",
-        f"# on {name}, before rebooting (keep the output for the hardware case):",
+    target = sh.pci(key) if key != UNKNOWN_GPU else sh.raw("<bus id>")
+    node = sh.node(name)
+    return sh.lines([
+        sh.cmd("kubectl", "cordon", node),
+        sh.cmd("kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+               tail="   # one node at a time"),
+        sh.note("# on {node}, before rebooting (keep the output for the hardware case):",
+                node=node),
         "dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen off' | tail -50",
-        f"lspci -vvv -s {target} | grep -iE 'LnkSta|UESta|CESta'",
+        sh.cmd("lspci", "-vvv", "-s", target, tail=" | grep -iE 'LnkSta|UESta|CESta'"),
         "ipmitool sel list | tail -20",
-        f"# reboot {name}; if this GPU is lost again, reseat it / check riser and power and "
-        "open a hardware case",
+        sh.note("# reboot {node}; if this GPU is lost again, reseat it / check riser and power "
+                "and open a hardware case", node=node),
     ])

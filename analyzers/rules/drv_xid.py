@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers import commands as sh
 from analyzers import xid as catalog
 from analyzers.facts.kernel_events import UNKNOWN_GPU, GpuIdentity, NodeKernel
 from analyzers.models import Evidence, Finding, Severity
@@ -211,34 +212,40 @@ class XidEvents(Rule):
 
 def _remediation(name: str, key: str, gpu: GpuIdentity | None, xids: GpuXids) -> str:
     lead = catalog.lookup(xids.lead)
-    target = key if key != UNKNOWN_GPU else "<pci>"
-    short = target.rsplit(".", 1)[0]
+    target: sh.Value | sh.Raw = sh.pci(key) if key != UNKNOWN_GPU else sh.raw("<pci>")
+    short = target.map(lambda pci: pci.rsplit(".", 1)[0]) if isinstance(target, sh.Value) \
+        else "<pci>"
+    node = sh.node(name)
     lines = [
-        f"# on {name} (kubectl debug node/{name} -it --image=ubuntu -- chroot /host bash):",
-        f"dmesg --time-format iso | grep -E 'NVRM: Xid \\(PCI:{short}' | tail -20",
-        f"nvidia-smi -q -i {target} -d ECC,ROW_REMAPPER,PAGE_RETIREMENT",
+        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
+                "bash):", node=node),
+        sh.cmd("dmesg", "--time-format", "iso", sh.raw("|"), "grep", "-E",
+               sh.join("NVRM: Xid \\(PCI:", short), tail=" | tail -20"),
+        sh.cmd("nvidia-smi", "-q", "-i", target, "-d", "ECC,ROW_REMAPPER,PAGE_RETIREMENT"),
     ]
     rank = max((catalog.action_rank(catalog.lookup(n).action) for n in xids.hardware),
                default=0)
     if rank >= _RESET_RANK:
         lines += [
-            f"kubectl cordon {name}",
-            f"kubectl drain {name} --ignore-daemonsets --delete-emptydir-data   "
-            "# one node at a time",
+            sh.cmd("kubectl", "cordon", node),
+            sh.cmd("kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
+                   tail="   # one node at a time"),
         ]
         if lead.action == "RESTART_BM":
-            lines.append(f"# then reboot {name}; if the Xid returns, run dcgmi diag -r 3 and "
-                         "open a hardware case")
+            lines.append(sh.note("# then reboot {node}; if the Xid returns, run dcgmi diag -r 3 "
+                                 "and open a hardware case", node=node))
         else:
-            lines.append(f"nvidia-smi -r -i {target}   # or reboot; then delete the "
-                         "device-plugin pod on the node so it re-registers the GPU")
+            lines.append(sh.cmd("nvidia-smi", "-r", "-i", target,
+                                tail="   # or reboot; then delete the device-plugin pod on the "
+                                     "node so it re-registers the GPU"))
     elif xids.hardware:
         lines.append(f"# NVIDIA's action: {action(lead)}")
     else:
         lines += [
-            f"kubectl get pods -A -o wide --field-selector spec.nodeName={name}",
+            sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
+                   sh.join("spec.nodeName=", node)),
             "# application Xids: give the pid/name from the Xid line to the workload owner",
         ]
     if gpu is not None and gpu.uuid:
-        lines.append(f"# GPU UUID {gpu.uuid}")
-    return "\n".join(lines)
+        lines.append(sh.note("# GPU UUID {uuid}", uuid=sh.word(gpu.uuid, "GPU UUID")))
+    return sh.lines(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from analyzers import commands as sh
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from bundle.evidence import Locator, at_pointer, clip
@@ -128,16 +129,20 @@ class ValuesDroppedByUpgrade(Rule):
         evidence.append(Evidence(path=after.source_path, pointer=after.source_pointer,
                                  excerpt=f"revision {after.revision} ({after.status}, "
                                          f"{after.updated}): {after.description}"))
-        keep = " ".join(f"--set {k}={_shown(old[k])}" for k in dropped[:6]
-                        if not isinstance(old[k], (dict, list)))
-        remediation = (
-            f"helm -n {namespace} history {release}\n"
-            f"helm -n {namespace} get values {release} --revision {before.revision}\n"
-            f"helm -n {namespace} get values {release} --revision {after.revision}\n"
-            "# put the lost values back, keeping everything else\n"
-            f"helm -n {namespace} upgrade {release} nvidia/gpu-operator --reuse-values {keep}\n"
-            f"# or return to the revision that had them: helm -n {namespace} rollback "
-            f"{release} {before.revision}")
+        keep: list[sh.Arg] = []
+        for k in dropped[:6]:
+            if not isinstance(old[k], (dict, list)):
+                keep += ["--set", sh.join(sh.values_key(k), "=", sh.values_value(old[k]))]
+        ns, name = sh.namespace(namespace), sh.release(release)
+        remediation = sh.lines(
+            sh.cmd("helm", "-n", ns, "history", name),
+            sh.cmd("helm", "-n", ns, "get", "values", name, "--revision", before.revision),
+            sh.cmd("helm", "-n", ns, "get", "values", name, "--revision", after.revision),
+            "# put the lost values back, keeping everything else",
+            sh.cmd("helm", "-n", ns, "upgrade", name, "nvidia/gpu-operator", "--reuse-values",
+                   *keep),
+            sh.note("# or return to the revision that had them: helm -n {ns} rollback "
+                    "{release} {revision}", ns=ns, release=name, revision=before.revision))
         summary = (f"Helm release {release}: revision {after.revision} dropped values that "
                    f"revision {before.revision} had set — {'; '.join(changes[:6])}"
                    f"{' …' if len(changes) > 6 else ''}.{danger}")
@@ -188,10 +193,11 @@ class ReleaseStuck(Rule):
                           if target is not None else "; no earlier good revision to roll back to")
             summary = (f"Helm release {release} is {latest.status} at revision "
                        f"{latest.revision} ({latest.description or 'no description'}){candidates}.")
-            remediation = (f"helm -n {namespace} history {release}\n"
-                           + (f"helm -n {namespace} rollback {release} {target}"
-                              if target is not None else
-                              f"helm -n {namespace} status {release}"))
+            ns, name = sh.namespace(namespace), sh.release(release)
+            remediation = sh.lines(sh.cmd("helm", "-n", ns, "history", name),
+                                   sh.cmd("helm", "-n", ns, "rollback", name, target)
+                                   if target is not None else
+                                   sh.cmd("helm", "-n", ns, "status", name))
             yield self.finding(release, summary,
                                objects=[ObjectRef(kind="HelmRelease", namespace=namespace,
                                                   name=release)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from analyzers import commands as sh
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Blocked
@@ -26,13 +27,14 @@ def namespace(ctx: Context) -> str:
 
 
 def on_node(ns: str, node: str) -> str:
-    return f"kubectl -n {ns} get pods -o wide --field-selector spec.nodeName={node}"
+    return sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pods", "-o", "wide",
+                  "--field-selector", sh.join("spec.nodeName=", sh.node(node)))
 
 
 def logs_cmd(ns: str, log: ContainerLog, tail: int = 50) -> str:
-    previous = " --previous" if log.previous else ""
-    return (f"kubectl -n {ns} logs {log.pod.name} -c {log.container}{previous} "
-            f"--tail={tail}")
+    previous = ("--previous",) if log.previous else ()
+    return sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", sh.pod(log.pod.name),
+                  "-c", sh.container(log.container), *previous, f"--tail={tail}")
 
 
 def quote(text: str, limit: int = 200) -> str:

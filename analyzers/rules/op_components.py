@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import commands as sh
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
@@ -103,14 +104,16 @@ class DcgmExporterNoDcgm(Rule):
         evidence = [operand_evidence(exporter), *capped(hits, 3)]
         if dcgm is not None:
             evidence.append(operand_evidence(dcgm))
-        remediation = "\n".join([
+        remediation = sh.lines(
             on_node(ns, name),
-            f"kubectl -n {ns} get pods -o wide -l app=nvidia-dcgm",
-            *[logs_cmd(ns, log, 40) for log in logs[:2]],
-            f"kubectl -n {ns} get pod {pod.name} -o jsonpath='{{.spec.containers[0].env}}' "
-            f"| tr ',' '\\n' | grep -i {HOSTENGINE_ENV}",
-            f"kubectl -n {ns} get networkpolicy",
-        ])
+            sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pods", "-o", "wide",
+                   "-l", "app=nvidia-dcgm"),
+            [logs_cmd(ns, log, 40) for log in logs[:2]],
+            sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pod", sh.pod(pod.name),
+                   "-o", sh.raw("jsonpath='{.spec.containers[0].env}'"), sh.raw("|"),
+                   "tr", sh.raw("',' '\\n'"), sh.raw("|"), "grep", "-i", HOSTENGINE_ENV),
+            sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "networkpolicy"),
+        )
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
                             remediation=remediation)
@@ -192,22 +195,24 @@ class FabricManagerNotWorking(Rule):
                  "when healthy",
                  "ls /proc/driver/nvidia-nvswitch/devices/ 2>/dev/null | wc -l"]
         if driver is not None:
-            lines.append(f"kubectl -n {ns} logs {driver.pod.name} -c nvidia-driver-ctr | "
-                         "grep -i fabric")
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "logs",
+                                sh.pod(driver.pod.name), "-c", "nvidia-driver-ctr",
+                                tail=" | grep -i fabric"))
         else:
             lines += ["systemctl status nvidia-fabricmanager --no-pager",
                       "journalctl -u nvidia-fabricmanager --since -1d | tail -30",
                       "# install nvidia-fabricmanager of exactly the driver version "
                       "(nvidia-smi --query-gpu=driver_version --format=csv,noheader), hold it, "
                       "then: systemctl enable --now nvidia-fabricmanager"]
-        lines += [f"kubectl -n {ns} logs -l app=nvidia-cuda-validator -c cuda-validation "
-                  "--tail=20",
-                  f"# then let the validator retry: kubectl -n {ns} delete pod -l "
-                  f"app=nvidia-operator-validator --field-selector spec.nodeName={name}"]
+        lines += [sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", "-l",
+                         "app=nvidia-cuda-validator", "-c", "cuda-validation", "--tail=20"),
+                  sh.note("# then let the validator retry: kubectl -n {ns} delete pod -l "
+                          "app=nvidia-operator-validator --field-selector spec.nodeName={node}",
+                          ns=sh.namespace(ns), node=sh.node(name))]
         return self.finding(
             name, summary, severity=self.severity if unregistered_cuda else Severity.HIGH,
             nodes=[name], objects=[node_ref(name)], evidence=evidence,
-            remediation="\n".join(lines), causes=[f"OP001:{name}"],
+            remediation=sh.lines(lines), causes=[f"OP001:{name}"],
         )
 
 
@@ -431,25 +436,29 @@ class DevicePluginUnhealthy(Rule):
         if plugin is not None:
             lines += [logs_cmd(ns, log, 60) for log in picture.logs[:3]]
         else:
-            lines.append(f"kubectl -n {ns} get ds nvidia-device-plugin-daemonset -o wide")
-        lines.append(f"kubectl get node {name} -o jsonpath='{{.status.capacity}}{{\"\\n\"}}"
-                     "{.status.allocatable}{\"\\n\"}'")
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "ds",
+                                "nvidia-device-plugin-daemonset", "-o", "wide"))
+        lines.append(sh.cmd("kubectl", "get", "node", sh.node(name), "-o",
+                            sh.raw("jsonpath='{.status.capacity}{\"\\n\"}"
+                                   "{.status.allocatable}{\"\\n\"}'")))
         if any("NVML" in r for r in picture.reasons):
             lines += ["# on the node: the driver is usually fine; check the injection:",
                       "containerd config dump | grep -nE 'runtimes.nvidia|enable_cdi|"
                       "default_runtime_name'",
-                      f"kubectl -n {ns} get pod {plugin.pod.name if plugin else '<pod>'} "
-                      "-o jsonpath='{.spec.runtimeClassName}{\"\\n\"}'"]
+                      sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pod",
+                             sh.pod(plugin.pod.name) if plugin else sh.raw("<pod>"), "-o",
+                             sh.raw("jsonpath='{.spec.runtimeClassName}{\"\\n\"}'"))]
         if any("unhealthy" in r for r in picture.reasons):
             lines += ["# on the node: dmesg --time-format iso | grep -iE 'NVRM: Xid' | tail",
-                      f"# after the GPU is repaired: kubectl -n {ns} delete pod "
-                      f"{plugin.pod.name if plugin else '<plugin pod>'}"]
+                      sh.note("# after the GPU is repaired: kubectl -n {ns} delete pod {pod}",
+                              ns=sh.namespace(ns),
+                              pod=sh.pod(plugin.pod.name) if plugin else sh.raw("<plugin pod>"))]
         objects = [node_ref(name)]
         if plugin is not None:
             objects.append(ObjectRef(kind="Pod", namespace=plugin.pod.namespace,
                                      name=plugin.pod.name))
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation="\n".join(lines), caused_by=picture.causes)
+                            remediation=sh.lines(lines), caused_by=picture.causes)
 
 
 def _ev(locator: Locator) -> Evidence:

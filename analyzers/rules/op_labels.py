@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers import commands as sh
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
@@ -223,34 +224,38 @@ class OperandsNotScheduled(Rule):
     @staticmethod
     def _remediation(name: str, ns: str, skipped: list[tuple[str, DaemonSet, list[Miss]]],
                      kinds: set[str]) -> str:
+        node, namespace = sh.node(name), sh.namespace(ns)
         lines = [
             "# look first",
-            f"kubectl get node {name} -o json | jq -r '.metadata.labels | to_entries[] | "
-            "select(.key|startswith(\"nvidia.com/gpu\")) | \"\\(.key)=\\(.value)\"'",
-            f"kubectl describe node {name} | grep -A5 Taints",
-            f"kubectl -n {ns} get ds -o wide",
+            sh.cmd("kubectl", "get", "node", node, "-o", "json",
+                   tail=" | jq -r '.metadata.labels | to_entries[] | "
+                   "select(.key|startswith(\"nvidia.com/gpu\")) | \"\\(.key)=\\(.value)\"'"),
+            sh.cmd("kubectl", "describe", "node", node, tail=" | grep -A5 Taints"),
+            sh.cmd("kubectl", "-n", namespace, "get", "ds", "-o", "wide"),
         ]
         if "paused" in kinds:
             paused = sorted({m.text for _, _, found in skipped for m in found
                              if m.kind == "paused"})
             lines += [
-                f"kubectl get node {name} -L nvidia.com/mig.config.state,"
-                "nvidia.com/gpu-driver-upgrade-state",
-                f"kubectl -n {ns} logs -l app=nvidia-mig-manager -c nvidia-mig-manager "
-                "--tail=50",
+                sh.cmd("kubectl", "get", "node", node, "-L",
+                       "nvidia.com/mig.config.state,nvidia.com/gpu-driver-upgrade-state"),
+                sh.cmd("kubectl", "-n", namespace, "logs", "-l", "app=nvidia-mig-manager",
+                       "-c", "nvidia-mig-manager", "--tail=50"),
                 "# once the MIG change / driver upgrade is really over, restore the label:",
             ]
-            lines += [f"kubectl label node {name} {text.split('=')[0]}=true --overwrite"
+            lines += [sh.cmd("kubectl", "label", "node", node,
+                             sh.join(sh.label_key(text.split("=")[0]), "=true"), "--overwrite")
                       for text in paused[:3]]
         if "missing" in kinds:
             lines += [
-                f"kubectl get node {name} -L {PRESENT},{PCI_LABELS[0]}",
-                f"kubectl -n {ns} logs deploy/gpu-operator --tail=100 | grep -i label",
+                sh.cmd("kubectl", "get", "node", node, "-L", f"{PRESENT},{PCI_LABELS[0]}"),
+                sh.cmd("kubectl", "-n", namespace, "logs", "deploy/gpu-operator", "--tail=100",
+                       tail=" | grep -i label"),
             ]
         if "taint" in kinds:
             lines.append("# tolerate the taint in the ClusterPolicy (daemonsets.tolerations, "
                          "helm upgrade --reuse-values) or remove it from the node")
-        return "\n".join(lines)
+        return sh.lines(lines)
 
 
 def _gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
@@ -393,16 +398,17 @@ class NfdNotLabelling(Rule):
             summary += " The labels are no longer maintained on this node."
         evidence += [Evidence(path=h.path, line=h.line, excerpt=clip(h.excerpt))
                      for h in operator_lines]
-        remediation = "\n".join([
-            f"kubectl get node {name} -L " + ",".join(PCI_LABELS) + f",{PRESENT}",
+        remediation = sh.lines(
+            sh.cmd("kubectl", "get", "node", sh.node(name), "-L",
+                   ",".join(PCI_LABELS) + f",{PRESENT}"),
             "kubectl get pods -A -o wide | grep -iE 'node-feature-discovery|nfd-worker'",
-            f"kubectl describe node {name} | grep -A5 Taints",
-            *([logs_cmd(ns, log) for log in ctx.facts.pod_logs.of(worker.pod)[:1]]
-              if worker is not None else []),
+            sh.cmd("kubectl", "describe", "node", sh.node(name), tail=" | grep -A5 Taints"),
+            [logs_cmd(ns, log) for log in ctx.facts.pod_logs.of(worker.pod)[:1]]
+            if worker is not None else [],
             "# the worker must run on every GPU node; the operator's bundled NFD config "
             "labels PCI classes 0300/0302 by vendor (deviceClassWhitelist, "
             "deviceLabelFields: [vendor])",
-        ])
+        )
         severity = Severity.MEDIUM if labelled else self.severity
         objects = [node_ref(name)]
         if worker is not None:

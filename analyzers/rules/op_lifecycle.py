@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from analyzers import commands as sh
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
-from analyzers.rules.common import field, names, node_ref
+from analyzers.rules.common import field, node_ref
 from analyzers.rules.op_common import (
     LOGS,
     as_evidence,
@@ -113,8 +114,11 @@ class ClusterPolicyNotReady(Rule):
                     severity=Severity.MEDIUM,
                     objects=[ObjectRef(kind="ClusterPolicy", name=policy.metadata.name)],
                     evidence=[field(policy, "(no status.state)", "status")],
-                    remediation=f"kubectl -n {ns} get pods -l app=gpu-operator -o wide\n"
-                                f"kubectl -n {ns} logs deploy/gpu-operator --tail=100")
+                    remediation=sh.lines(
+                        sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pods", "-l",
+                               "app=gpu-operator", "-o", "wide"),
+                        sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", "deploy/gpu-operator",
+                               "--tail=100")))
 
     def _missing_crd(self, ns: str, index: int, item: ManifestItem) -> Finding:
         error = clip(item.error or "")
@@ -127,11 +131,12 @@ class ClusterPolicyNotReady(Rule):
             "missing", summary, title="ClusterPolicy CRD missing",
             evidence=[Evidence(path="manifest.json", pointer=f"/items/{index}/error",
                                excerpt=error)],
-            remediation=("kubectl get crd | grep -i nvidia\n"
-                         f"helm -n {ns} list -a\n"
-                         f"kubectl -n {ns} get pods -o wide\n"
-                         "# reinstall the chart (it installs the CRDs) or apply the CRDs of "
-                         "the installed chart version"))
+            remediation=sh.lines("kubectl get crd | grep -i nvidia",
+                                 sh.cmd("helm", "-n", sh.namespace(ns), "list", "-a"),
+                                 sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pods", "-o",
+                                        "wide"),
+                                 "# reinstall the chart (it installs the CRDs) or apply the CRDs "
+                                 "of the installed chart version"))
 
     def _empty(self, ctx: Context, ns: str) -> Finding:
         operator = ctx.facts.operator_pods
@@ -142,10 +147,12 @@ class ClusterPolicyNotReady(Rule):
         return self.finding(
             "missing", summary, title="No ClusterPolicy",
             evidence=[Evidence(path=POLICIES, pointer="/items", excerpt="[] (empty list)")],
-            remediation=(f"helm -n {ns} history gpu-operator\n"
-                         f"helm -n {ns} get values gpu-operator\n"
-                         "# the chart creates the ClusterPolicy; a 'helm upgrade --reuse-values' "
-                         "recreates it"))
+            remediation=sh.lines(sh.cmd("helm", "-n", sh.namespace(ns), "history",
+                                        "gpu-operator"),
+                                 sh.cmd("helm", "-n", sh.namespace(ns), "get", "values",
+                                        "gpu-operator"),
+                                 "# the chart creates the ClusterPolicy; a 'helm upgrade "
+                                 "--reuse-values' recreates it"))
 
     @staticmethod
     def _operator_line(ctx: Context) -> Locator | None:
@@ -188,14 +195,14 @@ class ClusterPolicyNotReady(Rule):
         return self.finding(
             name, summary, objects=[ObjectRef(kind="ClusterPolicy", name=name)],
             evidence=evidence, caused_by=causes,
-            remediation=("kubectl get clusterpolicy -o jsonpath='{.items[0].status.state}"
-                         "{\"\\n\"}{range .items[0].status.conditions[*]}{.type}={.status} "
-                         "{.reason}: {.message}{\"\\n\"}{end}'\n"
-                         f"kubectl -n {ns} logs deploy/gpu-operator --tail=100 | "
-                         "grep -i 'not ready'\n"
-                         f"kubectl -n {ns} get ds,pods -o wide\n"
-                         "# follow the first state listed as not ready to its pods "
-                         "(see OP001 per node)"))
+            remediation=sh.lines(
+                "kubectl get clusterpolicy -o jsonpath='{.items[0].status.state}"
+                "{\"\\n\"}{range .items[0].status.conditions[*]}{.type}={.status} "
+                "{.reason}: {.message}{\"\\n\"}{end}'",
+                sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", "deploy/gpu-operator",
+                       "--tail=100", tail=" | grep -i 'not ready'"),
+                sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "ds,pods", "-o", "wide"),
+                "# follow the first state listed as not ready to its pods (see OP001 per node)"))
 
     def _ignored(self, ns: str, policy: ClusterPolicy, active: ClusterPolicy | None) -> Finding:
         name = policy.metadata.name
@@ -337,22 +344,25 @@ class DriverUpgradeStuck(Rule):
         summary += "."
         lines = [f"kubectl get nodes -L {UPGRADE_STATE}", on_node(ns, name)]
         if driver is not None:
-            lines += [f"kubectl -n {ns} logs {driver.pod.name} -c k8s-driver-manager --tail=50",
-                      f"kubectl -n {ns} logs {driver.pod.name} -c {DRIVER_CONTAINER} "
-                      "--tail=100"]
+            lines += [sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", sh.pod(driver.pod.name),
+                             "-c", "k8s-driver-manager", "--tail=50"),
+                      sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", sh.pod(driver.pod.name),
+                             "-c", DRIVER_CONTAINER, "--tail=100")]
         lines += ["# on the node: lsof /dev/nvidia* | awk 'NR>1{print $1,$2}' | sort -u   "
                   "# what holds the GPU"]
         if state == FAILED:
-            lines.append(f"# after fixing the cause, retry this node only:\nkubectl label node "
-                         f"{name} {UPGRADE_STATE}=upgrade-required --overwrite")
+            lines += ["# after fixing the cause, retry this node only:",
+                      sh.cmd("kubectl", "label", "node", sh.node(name),
+                             f"{UPGRADE_STATE}=upgrade-required", "--overwrite")]
         if left_cordoned:
-            lines.append(f"kubectl uncordon {name}   # only once its GPU pods validate again")
+            lines.append(sh.cmd("kubectl", "uncordon", sh.node(name),
+                                tail="   # only once its GPU pods validate again"))
         objects = [node_ref(name)]
         if driver is not None:
             objects.append(ObjectRef(kind="Pod", namespace=driver.pod.namespace,
                                      name=driver.pod.name))
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
-                            evidence=capped(evidence, 8), remediation="\n".join(lines),
+                            evidence=capped(evidence, 8), remediation=sh.lines(lines),
                             caused_by=causes)
 
 
@@ -429,9 +439,11 @@ class DriverKernelMismatch(Rule):
             evidence.append(as_evidence(driver.kernel_where))
         evidence += capped(driver.build_errors, 4)
         lines = [
-            f"kubectl get node {name} -o jsonpath='{{.status.nodeInfo.kernelVersion}} "
-            "{.status.nodeInfo.osImage}{\"\\n\"}'",
-            f"kubectl -n {ns} describe pod {pod.name} | tail -20",
+            sh.cmd("kubectl", "get", "node", sh.node(name), "-o",
+                   sh.raw("jsonpath='{.status.nodeInfo.kernelVersion} "
+                          "{.status.nodeInfo.osImage}{\"\\n\"}'")),
+            sh.cmd("kubectl", "-n", sh.namespace(ns), "describe", "pod", sh.pod(pod.name),
+                   tail=" | tail -20"),
             "kubectl get clusterpolicy -o jsonpath='{.items[0].spec.driver.usePrecompiled} "
             "{.items[0].spec.driver.version}{\"\\n\"}'",
         ]
@@ -448,10 +460,12 @@ class DriverKernelMismatch(Rule):
         others = sorted(n for n, d in ctx.facts.driver_kernel.items()
                         if d.broken and n != name)
         if others:
-            lines.append(f"# also affected: {names(others)}; fix one node first")
+            more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+            lines.append(sh.note("# also affected: {nodes}{more}; fix one node first",
+                                 nodes=[sh.node(n) for n in others[:4]], more=sh.raw(more)))
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation="\n".join(lines), causes=[f"OP001:{name}"])
+                            remediation=sh.lines(lines), causes=[f"OP001:{name}"])
 
 
 RULES = [ClusterPolicyNotReady, DriverUpgradeStuck, DriverKernelMismatch]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers import commands as sh
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, device_id, model_for
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -182,23 +183,27 @@ class MigMisconfigured(Rule):
         summary = f"On {name}, MIG cannot be applied: {'; '.join(problems)}."
         configmap = configs.configmap.metadata.name if configs is not None else \
             "default-mig-parted-config"
-        selected = obj.labels.get(CONFIG_LABEL, "<config>")
+        label = obj.labels.get(CONFIG_LABEL)
+        selected = sh.label_value(label) if label is not None else "<config>"
         lines = [
-            f"kubectl get node {name} -L {CONFIG_LABEL},{STATE_LABEL},{PRODUCT_LABEL},"
-            f"{CAPABLE_LABEL}",
-            f"kubectl -n {ns} get cm {configmap} -o jsonpath='{{.data.config\\.yaml}}' | "
-            f"grep -A10 '  {selected}:'",
+            sh.cmd("kubectl", "get", "node", sh.node(name), "-L",
+                   f"{CONFIG_LABEL},{STATE_LABEL},{PRODUCT_LABEL},{CAPABLE_LABEL}"),
+            sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "cm",
+                   sh.name(configmap, "ConfigMap name"), "-o",
+                   sh.raw("jsonpath='{.data.config\\.yaml}'"), sh.raw("|"),
+                   "grep", "-A10", sh.join("  ", selected, ":")),
             *[logs_cmd(ns, log, 80) for log in logs[:1]],
             "# on the node: nvidia-smi -q | grep -iA2 'MIG Mode'; nvidia-smi mig -lgip",
-            f"# select a config the GPU supports (or all-disabled), on this node first:\n"
-            f"kubectl label node {name} {CONFIG_LABEL}=<config> --overwrite",
+            "# select a config the GPU supports (or all-disabled), on this node first:",
+            sh.cmd("kubectl", "label", "node", sh.node(name), sh.raw(f"{CONFIG_LABEL}=<config>"),
+                   "--overwrite"),
         ]
         objects = [node_ref(name)]
         if configs is not None:
             objects.append(ObjectRef(kind="ConfigMap", namespace=configs.configmap.metadata
                                      .namespace, name=configmap))
         return self.finding(name, summary, nodes=[name], objects=objects,
-                            evidence=capped(evidence, 8), remediation="\n".join(lines))
+                            evidence=capped(evidence, 8), remediation=sh.lines(lines))
 
 
 RULES = [MigMisconfigured]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
@@ -40,7 +41,7 @@ _STAGE_LOOK = {
                     "# 0 = no handler (RT001)"],
     Stage.CUDA: ["# on the node: nvidia-smi -q | grep -i -A2 Fabric   "
                  "# 'In Progress' = Fabric Manager (OP005)"],
-    Stage.PLUGIN: ["kubectl get node {node} -o jsonpath='{{.status.capacity}}{{\"\\n\"}}'"],
+    Stage.PLUGIN: [],  # and _plugin_look
     Stage.OPERANDS: [],
 }
 
@@ -195,7 +196,8 @@ class OperandsStuck(Rule):
         assert first is not None
         lines = ["# look first, one node at a time", on_node(ns, node_name)]
         lead = stages.at_first[0].pod
-        lines.append(f"kubectl -n {ns} describe pod {lead.name} | tail -20")
+        lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "describe", "pod",
+                            sh.pod(lead.name), tail=" | tail -20"))
         shown: set[tuple[str, str, bool]] = set()
         for log in logs:
             key = (log.pod.name, log.container, log.previous)
@@ -205,12 +207,17 @@ class OperandsStuck(Rule):
         if not shown:
             for blocked in stages.at_first[:2]:
                 if blocked.container and not blocked.sandbox:
-                    lines.append(f"kubectl -n {ns} logs {blocked.pod.name} "
-                                 f"-c {blocked.container} --tail=50")
-        lines += [hint.format(node=node_name) for hint in _STAGE_LOOK[first]]
-        lines.append(f"# Fix the {first.label} stage on {node_name} first; the operands "
-                     "above it leave Init by themselves once it passes.")
-        return "\n".join(lines)
+                    lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "logs",
+                                        sh.pod(blocked.pod.name), "-c",
+                                        sh.container(blocked.container), "--tail=50"))
+        lines += _STAGE_LOOK[first]
+        if first is Stage.PLUGIN:
+            lines.append(sh.cmd("kubectl", "get", "node", sh.node(node_name), "-o",
+                                sh.raw("jsonpath='{.status.capacity}{\"\\n\"}'")))
+        lines.append(sh.note("# Fix the {stage} stage on {node} first; the operands above it "
+                             "leave Init by themselves once it passes.",
+                             stage=sh.raw(first.label), node=sh.node(node_name)))
+        return sh.lines(lines)
 
 
 RULES = [OperandsStuck]

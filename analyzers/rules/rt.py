@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts import Facts
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
@@ -47,21 +48,23 @@ def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[str]:
 
 
 def _remediation(node_name: str, cause: Cause, namespace: str) -> str:
-    look = (f"# on {node_name} (kubectl debug node/{node_name} -it --image=busybox -- "
-            "chroot /host sh):\n"
-            "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms\n"
-            "ls -l /etc/containerd/conf.d/\n")
+    look = [sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- "
+                    "chroot /host sh):", node=sh.node(node_name)),
+            "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms",
+            "ls -l /etc/containerd/conf.d/"]
     if cause is Cause.TOOLKIT_DISABLED:
-        return look + "# then follow CFG004: enable the toolkit with helm --reuse-values"
+        return sh.lines(look, "# then follow CFG004: enable the toolkit with helm --reuse-values")
     if cause is Cause.TOOLKIT_NOT_RUNNING:
-        return look + (f"kubectl -n {namespace} get pods -o wide "
-                       f"-l app=nvidia-container-toolkit-daemonset "
-                       f"--field-selector spec.nodeName={node_name}\n"
-                       f"kubectl -n {namespace} logs -l app=nvidia-container-toolkit-daemonset "
-                       "-c nvidia-container-toolkit-ctr --tail=100")
+        ns = sh.namespace(namespace)
+        return sh.lines(look, [
+            sh.cmd("kubectl", "-n", ns, "get", "pods", "-o", "wide",
+                   "-l", "app=nvidia-container-toolkit-daemonset",
+                   "--field-selector", sh.join("spec.nodeName=", sh.node(node_name))),
+            sh.cmd("kubectl", "-n", ns, "logs", "-l", "app=nvidia-container-toolkit-daemonset",
+                   "-c", "nvidia-container-toolkit-ctr", "--tail=100")])
     if cause is Cause.UNKNOWN:
-        return look + "# compare /etc/containerd/config.toml and conf.d/* with the dump"
-    return look + f"# then follow {cause.value} for the fix"
+        return sh.lines(look, "# compare /etc/containerd/config.toml and conf.d/* with the dump")
+    return sh.lines(look, f"# then follow {cause.value} for the fix")
 
 
 class NoNvidiaRuntime(Rule):

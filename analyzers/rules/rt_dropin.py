@@ -6,6 +6,7 @@ import posixpath
 import tomllib
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, Severity
@@ -54,7 +55,7 @@ class DropInClobber(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         # Nodes of one pool carry the same files: each distinct fix is built once.
-        fixes: dict[tuple[Clobber, tuple[tuple[str, str], ...]], str] = {}
+        fixes: dict[tuple[Clobber, tuple[tuple[str, str], ...]], list[str]] = {}
         for node_name in ctx.facts.gpu_nodes:
             state = ctx.facts.runtime(node_name)
             clobber = state.nvidia_clobber()
@@ -84,30 +85,33 @@ class DropInClobber(Rule):
             merged = fixes.get(key)
             if merged is None:
                 merged = fixes[key] = _merged_dropin(files, clobber)
-            remediation = (
-                f"# on {node_name}: look first\n"
-                f"ls -l {posixpath.dirname(clobber.file)}/\n"
-                "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms\n"
-                f"# replace {later} and {earlier} with one file carrying both settings,\n"
-                f"# saved as {clobber.file} (it must stay the last file touching the CRI "
-                f"plugin), then remove {clobber.overridden}"
-                + (" (keep config.toml itself)" if earlier == "config.toml" else "") + ":\n"
-                + merged.rstrip() + "\n"
-                "# restart on this node only, then check before moving to the next\n"
+            keep = " (keep config.toml itself)" if earlier == "config.toml" else ""
+            remediation = sh.lines(
+                sh.note("# on {node}: look first", node=sh.node(node_name)),
+                sh.cmd("ls", "-l", sh.join(sh.path(posixpath.dirname(clobber.file)), "/")),
+                "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms",
+                sh.note("# replace {later} and {earlier} with one file carrying both settings,",
+                        later=sh.path(later), earlier=sh.path(earlier)),
+                sh.note("# saved as {file} (it must stay the last file touching the CRI "
+                        "plugin), then remove {overridden}{keep}:", file=sh.path(clobber.file),
+                        overridden=sh.path(clobber.overridden), keep=sh.raw(keep)),
+                merged,
+                "# restart on this node only, then check before moving to the next",
                 "systemctl restart containerd && containerd config dump | grep -c "
-                "'runtimes.nvidia'"
+                "'runtimes.nvidia'",
             )
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
                                causes=[f"RT001:{node_name}"])
 
 
-def _merged_dropin(files: dict[str, str], clobber: Clobber) -> str:
-    """The drop-in that replaces both files (:func:`corrected_dropin`), or why there is none."""
+def _merged_dropin(files: dict[str, str], clobber: Clobber) -> list[str]:
+    """The drop-in that replaces both files (:func:`corrected_dropin`) as comment lines
+    (file content to write, not commands), or why there is none."""
     try:
-        return corrected_dropin(files, clobber)
+        return sh.commented(corrected_dropin(files, clobber).rstrip())
     except Exception as exc:  # noqa: BLE001 - the advice must not hide the finding
-        return f"# could not build a merged drop-in: {exc}"
+        return [sh.note("# could not build a merged drop-in: {why}", why=sh.text(exc))]
 
 
 def _relative_imports(text: str | None) -> list[str]:
@@ -165,13 +169,14 @@ class DropInNotImported(Rule):
                             "directory (/ under systemd), not /etc/containerd — use an absolute "
                             "path.")
             glob = posixpath.dirname(dropin) + "/*.toml"
-            remediation = (
-                f"# on {node_name}\n"
-                f"grep -n '^imports' {main} || echo 'no imports line'\n"
-                f"# add (or extend) at the top of {main}:\n"
-                f'imports = ["{glob}"]\n'
+            remediation = sh.lines(
+                sh.note("# on {node}", node=sh.node(node_name)),
+                sh.cmd("grep", "-n", "^imports", main, tail=" || echo 'no imports line'"),
+                f"# add (or extend) at the top of {main}:",
+                sh.commented(f'imports = ["{glob}"]') if sh.path(glob).ok
+                else sh.path(glob).refusal(),
                 "systemctl restart containerd && containerd config dump | grep -c "
-                "'runtimes.nvidia'"
+                "'runtimes.nvidia'",
             )
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,

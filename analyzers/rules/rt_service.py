@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -201,8 +202,8 @@ class ContainerdRestarts(Rule):
         if weak_policy or dead:
             evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
                                      f"ActiveState={state}"))
-        remediation = (
-            f"# on {node_name}\n"
+        remediation = sh.lines(
+            sh.note("# on {node}", node=sh.node(node_name)),
             "systemctl show containerd -p Restart,RestartUSec,NRestarts,ActiveState\n"
             "journalctl -u containerd --since -7d | grep -E 'Started|Stopped|signal|restart'\n"
             + ("# make systemd restart containerd after the toolkit's SIGHUP:\n"

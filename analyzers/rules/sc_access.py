@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
+from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.operands import component_of
@@ -131,9 +132,10 @@ class GpuAccessOutsideScheduler(Rule):
                    f"accounting or lack the limit that would give them one: {what}. "
                    f"Pods: {listed}.")
         first = pods[0]
-        remediation = (
-            f"kubectl get pod {first.name} -n {first.namespace} -o jsonpath="
-            "'{range .spec.containers[*]}{.name} {.resources.limits} {.env}{\"\\n\"}{end}'\n"
+        remediation = sh.lines(
+            sh.cmd("kubectl", "get", "pod", sh.pod(first.name), "-n", sh.namespace(first.namespace),
+                   "-o", sh.raw("jsonpath='{range .spec.containers[*]}{.name} {.resources.limits} "
+                                "{.env}{\"\\n\"}{end}'")),
             "# give the container resources.limits: {nvidia.com/gpu: 1} and drop\n"
             "# NVIDIA_VISIBLE_DEVICES / privileged; the device plugin sets the variable for\n"
             "# the devices it allocates.")

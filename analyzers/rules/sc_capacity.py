@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch, NodeRow, PodVerdict, ResourceVerdict
@@ -219,35 +220,39 @@ def _explain(facts: Facts, result: ResourceVerdict) -> _Explained:
 
 
 def _remediation(branch: Branch, resource: str, namespace: str) -> str:
-    escaped = resource.replace(".", "\\.")
-    look = ("kubectl get nodes -o custom-columns=N:.metadata.name,"
-            f"CAP:.status.capacity.{escaped},ALLOC:.status.allocatable.{escaped}\n")
+    escaped = sh.resource(resource).map(lambda name: name.replace(".", "\\."))
+    look = sh.cmd("kubectl", "get", "nodes", "-o",
+                  sh.join("custom-columns=N:.metadata.name,CAP:.status.capacity.", escaped,
+                          ",ALLOC:.status.allocatable.", escaped)) + "\n"
+    ns = sh.namespace(namespace)
     if branch is Branch.NOT_ADVERTISED:
-        return look + (
-            f"kubectl -n {namespace} get pods -o wide -l app=nvidia-device-plugin-daemonset\n"
-            f"kubectl -n {namespace} logs -l app=nvidia-device-plugin-daemonset --tail=50\n"
+        return sh.lines(look, (
+            sh.cmd("kubectl", "-n", ns, "get", "pods", "-o", "wide",
+                   "-l", "app=nvidia-device-plugin-daemonset") + "\n"
+            + sh.cmd("kubectl", "-n", ns, "logs", "-l", "app=nvidia-device-plugin-daemonset",
+                     "--tail=50") + "\n"
             "# fix the layer below the device plugin first (runtime, toolkit, driver); the\n"
             "# resource reappears when the plugin registers with kubelet again.\n"
-            "# If another NVIDIA resource is advertised instead, request that name.")
+            "# If another NVIDIA resource is advertised instead, request that name."))
     if branch is Branch.UNHEALTHY:
-        return look + (
-            f"kubectl -n {namespace} logs -l app=nvidia-device-plugin-daemonset --tail=200 "
-            "| grep -iE 'xid|unhealthy'\n"
+        return sh.lines(look, (
+            sh.cmd("kubectl", "-n", ns, "logs", "-l", "app=nvidia-device-plugin-daemonset",
+                   "--tail=200", tail=" | grep -iE 'xid|unhealthy'") + "\n"
             "dmesg --time-format iso | grep -iE 'NVRM|Xid' | tail -50     # on the node\n"
             "nvidia-smi -q | grep -iE 'Pending|Remapp|Recovery'            # on the node\n"
             "# Follow the Xid's recommended action (reset or reboot the GPU, one node at a\n"
             "# time: cordon and drain first); allocatable returns when the plugin sees the\n"
-            "# device healthy again.")
+            "# device healthy again."))
     if branch is Branch.FULL:
-        return look + (
+        return sh.lines(look, (
             "kubectl get pods -A -o wide --field-selector=status.phase=Running | grep <node>\n"
             "kubectl describe node <node> | sed -n '/Allocated resources/,/Events/p'\n"
             "# Really full: wait, free GPUs held by idle pods, add nodes, or use\n"
-            "# priority/preemption. Sharing (time-slicing) adds slots, not memory.")
-    return look + (
+            "# priority/preemption. Sharing (time-slicing) adds slots, not memory."))
+    return sh.lines(look, (
         "kubectl get pod <pod> -n <ns> -o jsonpath='{.spec.containers[*].resources.limits}'\n"
         "# Lower the request to what one node has, or split the work across pods: a pod's\n"
-        "# GPUs must all come from one node.")
+        "# GPUs must all come from one node."))
 
 
 class InsufficientGPU(Rule):

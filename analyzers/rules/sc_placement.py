@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from analyzers import commands as sh
 from analyzers.facts.scheduling import Branch, ResourceVerdict
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
@@ -83,17 +84,23 @@ class PlacementBlocked(Rule):
         nodes_all = sorted({n for r in blocked for n in r.culprits})
         summary = (f"Pod {pod_key(pod)} asks for {asks}, and every node that advertises it "
                    f"({names(nodes_all)}) excludes the pod: {reasons}.")
-        remediation = (
-            "kubectl get nodes -o custom-columns=N:.metadata.name,TAINTS:.spec.taints\n"
-            f"kubectl get pod {pod.name} -n {pod.namespace} -o jsonpath="
-            "'{.spec.tolerations}{\"\\n\"}{.spec.nodeSelector}{\"\\n\"}{.spec.affinity}'\n")
+        lines = [
+            "kubectl get nodes -o custom-columns=N:.metadata.name,TAINTS:.spec.taints",
+            sh.cmd("kubectl", "get", "pod", sh.pod(pod.name), "-n", sh.namespace(pod.namespace),
+                   "-o", sh.raw("jsonpath='{.spec.tolerations}{\"\\n\"}{.spec.nodeSelector}"
+                                "{\"\\n\"}{.spec.affinity}'"))]
         if taint is not None:
-            toleration = (f"{{key: {taint.key}, operator: Equal, value: {taint.value}, "
-                          f"effect: {taint.effect}}}" if taint.value else
-                          f"{{key: {taint.key}, operator: Exists, effect: {taint.effect}}}")
-            remediation += ("# to let the pod onto the tainted GPU nodes, add to its spec:\n"
-                            f"#   tolerations: [{toleration}]\n")
-        remediation += "# or correct the nodeSelector/affinity to labels the GPU nodes carry"
+            taint_key = sh.label_key(taint.key, "taint key")
+            effect = sh.word(taint.effect, "taint effect")
+            toleration = (sh.note("#   tolerations: [{{key: {key}, operator: Equal, value: "
+                                  "{value}, effect: {effect}}}]", key=taint_key, effect=effect,
+                                  value=sh.label_value(taint.value, "taint value"))
+                          if taint.value else
+                          sh.note("#   tolerations: [{{key: {key}, operator: Exists, effect: "
+                                  "{effect}}}]", key=taint_key, effect=effect))
+            lines += ["# to let the pod onto the tainted GPU nodes, add to its spec:", toleration]
+        lines.append("# or correct the nodeSelector/affinity to labels the GPU nodes carry")
+        remediation = sh.lines(lines)
         return self.finding(pod_key(pod), summary, nodes=nodes_all,
                             objects=[pod_ref(pod)] + [node_ref(n) for n in nodes_all[:10]],
                             evidence=evidence, remediation=remediation)

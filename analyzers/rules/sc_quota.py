@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import commands as sh
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
@@ -105,11 +106,14 @@ class GpuQuotaExhausted(Rule):
                    f"{'; '.join(parts)}. New GPU pods in {entry.namespace} are refused before "
                    f"they reach the scheduler, whatever the nodes have free.{held}")
         evidence = entry.evidence + [event_evidence(e) for e in entry.events[:EVENT_CAP]]
-        remediation = (f"kubectl describe resourcequota {entry.name} -n {entry.namespace}\n"
-                       f"kubectl get pods -n {entry.namespace} -o custom-columns=N:.metadata.name,"
-                       "PHASE:.status.phase,GPU:.spec.containers[*].resources.limits."
-                       "nvidia\\.com/gpu\n"
-                       "# free GPUs held by idle or finished workloads, or raise the quota")
+        ns = sh.namespace(entry.namespace)
+        remediation = sh.lines(
+            sh.cmd("kubectl", "describe", "resourcequota",
+                   sh.name(entry.name, "ResourceQuota name"), "-n", ns),
+            sh.cmd("kubectl", "get", "pods", "-n", ns, "-o",
+                   sh.raw("custom-columns=N:.metadata.name,PHASE:.status.phase,"
+                          "GPU:.spec.containers[*].resources.limits.nvidia\\.com/gpu")),
+            "# free GPUs held by idle or finished workloads, or raise the quota")
         return self.finding(subject, summary,
                             severity=Severity.MEDIUM if entry.events else Severity.LOW,
                             objects=[ObjectRef(kind="ResourceQuota", namespace=entry.namespace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from analyzers import commands as sh
 from analyzers.facts import Facts
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
@@ -122,11 +123,12 @@ class SharedGpuMisuse(Rule):
                    "one device; with failRequestsGreaterThanOne the plugin refuses the "
                    f"allocation and the pod is not retried. Pods: "
                    f"{names((pod_key(p) for p in pods), EXAMPLE_CAP)}.")
-        remediation = ("# lower the request to 1 slot (or request a dedicated GPU), then delete "
-                       "the failed pods:\n"
-                       f"kubectl get pods -n {pods[0].namespace} "
-                       "--field-selector=status.phase=Failed\n"
-                       f"kubectl delete pod {pods[0].name} -n {pods[0].namespace}")
+        ns = sh.namespace(pods[0].namespace)
+        remediation = sh.lines(
+            "# lower the request to 1 slot (or request a dedicated GPU), then delete the "
+            "failed pods:",
+            sh.cmd("kubectl", "get", "pods", "-n", ns, "--field-selector=status.phase=Failed"),
+            sh.cmd("kubectl", "delete", "pod", sh.pod(pods[0].name), "-n", ns))
         return self.finding(subject, summary, nodes=sorted(group.nodes),
                             objects=[pod_ref(p) for p in pods[:10]],
                             evidence=[item for _, item in group.found[:4]],
@@ -165,12 +167,15 @@ class SharedGpuMisuse(Rule):
                    f"{when.isoformat()}, after the device plugin started on {names(nodes)}. "
                    "The operator does not watch this ConfigMap, so those plugins still run "
                    "the old sharing config until they restart.")
-        remediation = (f"kubectl -n {namespace} get cm {configmap.metadata.name} -o yaml\n"
-                       "# restart the plugin one node at a time and check the new slot count:\n"
-                       f"kubectl -n {namespace} delete pod -l app=nvidia-device-plugin-daemonset "
-                       f"--field-selector spec.nodeName={nodes[0]}\n"
-                       f"kubectl get node {nodes[0]} -o jsonpath="
-                       "'{.status.allocatable.nvidia\\.com/gpu}'")
+        ns = sh.namespace(namespace)
+        remediation = sh.lines(
+            sh.cmd("kubectl", "-n", ns, "get", "cm",
+                   sh.name(configmap.metadata.name, "ConfigMap name"), "-o", "yaml"),
+            "# restart the plugin one node at a time and check the new slot count:",
+            sh.cmd("kubectl", "-n", ns, "delete", "pod", "-l", "app=nvidia-device-plugin-daemonset",
+                   "--field-selector", sh.join("spec.nodeName=", sh.node(nodes[0]))),
+            sh.cmd("kubectl", "get", "node", sh.node(nodes[0]), "-o",
+                   sh.raw("jsonpath='{.status.allocatable.nvidia\\.com/gpu}'")))
         return self.finding(subject, summary, severity=Severity.LOW, nodes=nodes,
                             objects=[ObjectRef(kind="ConfigMap", namespace=namespace,
                                                name=configmap.metadata.name)],
