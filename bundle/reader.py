@@ -22,9 +22,10 @@ from bundle.archive import MANIFEST, Limits, Source, open_source
 from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
-from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
+from bundle.tomlsafe import TomlRefused
+from bundle.tomlsafe import loads as toml_loads
 from bundle.views import Issues
 
 if TYPE_CHECKING:
@@ -357,6 +358,22 @@ class NodeArtifacts:
                 found["/" + path[len(base):]] = text
         return found
 
+    @cached_property
+    def containerd_refused(self) -> dict[str, str]:
+        """Host path → why that copied file is over the TOML budget (:mod:`bundle.tomlsafe`);
+        each is a recorded problem. The texts stay in :attr:`containerd_files`: whoever
+        parses them is refused the same way."""
+        refused: dict[str, str] = {}
+        for host_path, text in self.containerd_files.items():
+            try:
+                toml_loads(text)
+            except TomlRefused as exc:
+                toml_refused(self._bundle, self.path("containerd/files" + host_path), exc)
+                refused[host_path] = str(exc)
+            except tomllib.TOMLDecodeError:
+                pass  # not TOML: the merge emulation says what containerd makes of it
+        return refused
+
     def journal(self, unit: str) -> list[JournalEntry]:
         """Every entry of ``journal/<unit>.jsonl``, parsed on each call and not kept:
         journals are the node files whose size has no bound. The analyzers read them
@@ -423,14 +440,20 @@ def _read_journal(bundle: Bundle, path: str) -> list[JournalEntry]:
 def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     try:
         return toml_loads(text)  # memoized by content: most nodes share a few configs
+    except TomlRefused as exc:
+        toml_refused(bundle, path, exc)
+        return None
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         bundle.problem(path, f"invalid TOML: {exc}",
                        where=f"line {where[1]}, column {where[2]}" if where else None)
         return None
-    except RecursionError:
-        bundle.problem(path, "invalid TOML: arrays or tables nested too deeply")
-        return None
+
+
+def toml_refused(bundle: Bundle, path: str, exc: TomlRefused) -> None:
+    """Record a TOML file that was over the parsing budget (:mod:`bundle.tomlsafe`)."""
+    bundle.problem(path, str(exc), kind="refused",
+                   where=f"line {exc.line}" if exc.line is not None else None)
 
 
 def _record_issues(bundle: Bundle, path: str, pointer: str, what: str,

@@ -6,12 +6,12 @@ Support engineers run this on a bundle they receive before they trust its analys
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
 
+from bundle import tomlsafe
 from bundle.nvsmi import parse_nvidia_smi
 from bundle.reader import Bundle
 from bundle.textfiles import parse_journal
@@ -54,7 +54,7 @@ def _parse_error(bundle: Bundle, path: str) -> str | None:
             if bad:
                 return f"{len(bad)} line(s) are not JSON objects (first: line {bad[0]})"
         elif path.endswith(".toml"):
-            tomllib.loads(data.decode("utf-8", "replace"))
+            tomlsafe.parse(data.decode("utf-8", "replace"))
         elif path.endswith(".xml"):
             parse_nvidia_smi(data)
     except Exception as exc:  # noqa: BLE001 - any parser failure is the answer here
