@@ -38,6 +38,15 @@ K = TypeVar("K", bound=kube.KubeObject)
 _SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 # Passes of dropping wrong-typed fields before an object is given up on.
 _REPAIR_PASSES = 3
+# Items of one cluster list file that are analysed; the rest are ignored, recorded. The
+# largest Kubernetes clusters hold some 150,000 pods; an empty item ("{}") still costs
+# a view of about 1 KiB and the rules' time.
+MAX_LIST_ITEMS = 300_000
+# A JSON file over DENSE_FLOOR bytes with more than one object or array per
+# MIN_BYTES_PER_CONTAINER bytes is not parsed: Kubernetes output has one per 50 bytes
+# or more, and a list of "{}" costs 25 times its size in memory once parsed.
+DENSE_FLOOR = 1 << 20
+MIN_BYTES_PER_CONTAINER = 16
 
 
 def is_k8s_name(segment: str) -> bool:
@@ -96,6 +105,10 @@ class Bundle:
     def read_json(self, path: str) -> Any:
         data = self.read_bytes(path)
         if data is None:
+            return None
+        dense = json_too_dense(data)
+        if dense is not None:
+            self.problem(path, dense, kind="refused")
             return None
         try:
             return orjson.loads(data)
@@ -207,6 +220,12 @@ class ClusterObjects:
             return []
         items: list[Any] = raw["items"]
         del raw
+        if len(items) > MAX_LIST_ITEMS:
+            self._bundle.problem(path, f"{len(items):,} items, over the limit of "
+                                 f"{MAX_LIST_ITEMS:,} per list: the items after the first "
+                                 f"{MAX_LIST_ITEMS:,} were ignored", kind="refused",
+                                 where=f"/items/{MAX_LIST_ITEMS}")
+            del items[MAX_LIST_ITEMS:]
         objects: list[K] = []
         project = view.project
         issues: Issues = []
@@ -294,6 +313,12 @@ class ClusterObjects:
                 self._bundle.problem(path, "expected a list of release revisions")
                 continue
             revisions = []
+            if len(raw) > MAX_LIST_ITEMS:
+                self._bundle.problem(path, f"{len(raw):,} revisions, over the limit of "
+                                     f"{MAX_LIST_ITEMS:,} per list: the revisions after the "
+                                     f"first {MAX_LIST_ITEMS:,} were ignored", kind="refused",
+                                     where=f"/{MAX_LIST_ITEMS}")
+                del raw[MAX_LIST_ITEMS:]
             for index, item in enumerate(raw):
                 if not isinstance(item, dict):
                     self._bundle.problem(path, f"revision not understood: a JSON "
@@ -523,6 +548,19 @@ def _drop(raw: object, loc: tuple[int | str, ...]) -> tuple[int | str, ...] | No
         return None
     del parent[reached[-1]]
     return tuple(reached)
+
+
+def json_too_dense(data: bytes) -> str | None:
+    """Why ``data`` is not parsed as JSON (too many objects and arrays for its size), or
+    None. Counts brackets, also inside strings: an upper bound, checked in C."""
+    if len(data) <= DENSE_FLOOR:
+        return None
+    containers = data.count(b"{") + data.count(b"[")
+    if containers * MIN_BYTES_PER_CONTAINER <= len(data):
+        return None
+    return (f"up to {containers:,} JSON objects and arrays in {len(data):,} bytes, over the "
+            f"limit of one per {MIN_BYTES_PER_CONTAINER} bytes for a file over "
+            f"{DENSE_FLOOR >> 20} MiB; not parsed")
 
 
 def _json_where(exc: orjson.JSONDecodeError) -> str | None:

@@ -13,7 +13,7 @@ import orjson
 
 from bundle import tomlsafe
 from bundle.nvsmi import parse_nvidia_smi
-from bundle.reader import Bundle
+from bundle.reader import Bundle, json_too_dense
 from bundle.textfiles import parse_journal
 
 CLUSTER_PATHS = (
@@ -44,6 +44,9 @@ def _parse_error(bundle: Bundle, path: str) -> str | None:
         return "unreadable"
     try:
         if path.endswith(".json"):
+            dense = json_too_dense(data)
+            if dense is not None:
+                return dense
             value = orjson.loads(data)
             if path in LISTS and not (isinstance(value, dict)
                                       and isinstance(value.get("items"), list)):
