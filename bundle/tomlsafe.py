@@ -6,7 +6,7 @@ nested 100,000 deep ends in ``RecursionError``, and an integer of 5,000 digits i
 bare ``ValueError``. :func:`loads` first scans the text in one linear pass, without
 building anything, and refuses it (:class:`TomlRefused`, which names the limit) when
 
-- it is longer than ``MAX_TOML_BYTES`` (containerd's files are a few KiB), or
+- it is longer than ``MAX_TOML_BYTES``, 1 MiB (containerd's files are a few KiB), or
 - anything in it sits deeper than ``MAX_TOML_DEPTH`` levels, counting the parts of
   the table header, the parts of the dotted key and the arrays and inline tables
   around a value together (``[a.b]`` then ``c.d = [1]`` puts ``1`` at depth 5).
@@ -29,7 +29,7 @@ import tomllib
 from collections import OrderedDict
 from typing import Any
 
-MAX_TOML_BYTES = 4 << 20
+MAX_TOML_BYTES = 1 << 20
 MAX_TOML_DEPTH = 64
 
 
@@ -47,6 +47,8 @@ _SKIP = re.compile(r"[ \t\r]*(?:#[^\n]*)?")
 # A bare key part, or in a value: a number, date, boolean (dots split keys, not values).
 _KEY_WORD = re.compile(r"[^\s#\[\]{}=,.\"']+")
 _VALUE_WORD = re.compile(r"[^\s#\[\]{}=,\"']+")
+# Inside an array: scalars and commas up to the next bracket, string, comment or line end.
+_ARRAY_RUN = re.compile(r"[^\[\]{}\"'#\n]+")
 _BASIC = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _LITERAL = re.compile(r"'[^'\n]*'")
 _ML_BASIC = re.compile(r'"""(?:[^"\\]|\\[\s\S]|"(?!""))*"""(?:""?)?')
@@ -94,6 +96,11 @@ def over_budget(text: str, *, max_bytes: int = MAX_TOML_BYTES,
         pos = _SKIP.match(text, pos).end()  # type: ignore[union-attr]  # always matches
         if pos >= end:
             return None
+        if stack and stack[-1][0] and mode != _KEY:
+            run = _ARRAY_RUN.match(text, pos)
+            if run is not None:  # (then a value may follow: a "[" after it nests)
+                pos, mode, depth = run.end(), _VALUE, stack[-1][1] + 1
+                continue
         char = text[pos]
         if char == "\n":
             pos += 1

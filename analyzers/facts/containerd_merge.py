@@ -83,6 +83,14 @@ Verified against a binary
     default, about 20 s; 1500 in about 2 minutes all agreed). The 1.6.29+/1.7
     gates above and everything about 2.x come from reading the source only.
 
+Work budgets
+    Files are parsed by :mod:`bundle.tomlsafe`: a file over its limits (size, depth,
+    integer digits) stops the emulation with ``refused`` set, and nothing is concluded
+    (no runtimes, no clobbers), since containerd may well have read it. Globs are
+    matched chunk by chunk at the leftmost place (as Go does; no backtracking), and one
+    emulation compares at most :data:`MAX_GLOB_NAMES` names with globs. A path queued
+    once is not queued again.
+
 Left out
     Type errors inside plugin settings (a string where containerd wants a table),
     symlinks in the copied tree, the ``runtime_platform`` part of the image
