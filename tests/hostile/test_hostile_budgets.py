@@ -407,3 +407,17 @@ def test_glob_matcher_on_chosen_cases() -> None:
              ("*ab", "aab"): True, ("*aab", "aaab"): True, ("a*ab", "aab"): True}
     for (pattern, name), expected in cases.items():
         assert _name_matches(_pattern_chunks(pattern), name) is expected, (pattern, name)
+
+
+def test_integers_over_64_bits_in_json_are_recorded(tmp_path: Path) -> None:
+    """orjson reads an integer beyond 64 bits as a float: where Kubernetes has an
+    integer, that is a field of the wrong type, dropped and recorded."""
+    files = valid_files()
+    events = orjson.dumps(files["cluster/events.json"]).replace(
+        b'"count":5', b'"count":99999999999999999999999', 1)
+    with open_bundle(write_dir(tmp_path / "b", {**files, "cluster/events.json": events})) as b:
+        assert [e.count for e in b.cluster.events] == [None, 5]
+        assert [(p.path, p.kind, p.where, p.message) for p in b.problems] == [
+            ("cluster/events.json", "parse", "/items/0/count",
+             "Event: a field of the wrong type was ignored: count: Input should be a valid "
+             "integer")]
