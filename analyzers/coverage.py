@@ -20,6 +20,7 @@ that file alone. Optional inputs only corroborate and never change a status.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -78,9 +79,12 @@ class Coverage:
     def _readable(self, needed: Input) -> int:
         """How many files of the input the bundle holds (refused ones are not held)."""
         bundle = self._bundle
-        if needed.per_node:
-            return sum(needed.present_on(bundle, node) for node in bundle.node_names)
-        return int(needed.present(bundle))
+        prefixes = [f"nodes/{node}/" for node in bundle.node_names] if needed.per_node else [""]
+        if _GLOB.isdisjoint(needed.path):
+            return sum(bundle.has(prefix + needed.path) for prefix in prefixes)
+        head = re.split(r"[*?\[]", needed.path, maxsplit=1)[0]
+        return sum(fnmatch.fnmatchcase(path[len(prefix):], needed.path)
+                   for prefix in prefixes for path in bundle.paths_under(prefix + head))
 
     def damage(self, rule: type[Rule]) -> Damage | None:
         problems: list[Problem] = []
@@ -91,10 +95,10 @@ class Coverage:
             if not found:
                 continue
             problems.extend(found)
-            lost = sum(p.lost for p in found)
-            # per-node inputs count files; a glob over cluster paths is judged as a whole
-            if (needed in declared and lost and lost >= self._readable(needed)
-                    and lost == len(found)):
+            # unusable when every file of it that the bundle holds was lost whole (a
+            # refused member is not held: the rule was skipped for it before it ran)
+            held_lost = sum(p.lost and self._bundle.has(p.path) for p in found)
+            if needed in declared and held_lost and held_lost >= self._readable(needed):
                 all_lost = True
         if not problems:
             return None

@@ -23,9 +23,10 @@ from bundle.archive import MANIFEST, Limits, Source, open_source
 from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
-from bundle.parsememo import toml_loads
 from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
+from bundle.tomlsafe import TomlRefused
+from bundle.tomlsafe import loads as toml_loads
 from bundle.views import Issues
 
 NODES_JSON = "cluster/nodes.json"
@@ -40,6 +41,15 @@ K = TypeVar("K", bound=kube.KubeObject)
 _SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 # Passes of dropping wrong-typed fields before an object is given up on.
 _REPAIR_PASSES = 3
+# Items of one cluster list file that are analysed; the rest are ignored, recorded. The
+# largest Kubernetes clusters hold some 150,000 pods; an empty item ("{}") still costs
+# a view of about 1 KiB and the rules' time.
+MAX_LIST_ITEMS = 300_000
+# A JSON file over DENSE_FLOOR bytes with more than one object or array per
+# MIN_BYTES_PER_CONTAINER bytes is not parsed: Kubernetes output has one per 50 bytes
+# or more, and a list of "{}" costs 25 times its size in memory once parsed.
+DENSE_FLOOR = 1 << 20
+MIN_BYTES_PER_CONTAINER = 16
 
 
 def is_k8s_name(segment: str) -> bool:
@@ -98,6 +108,10 @@ class Bundle:
     def read_json(self, path: str) -> Any:
         data = self.read_bytes(path)
         if data is None:
+            return None
+        dense = json_too_dense(data)
+        if dense is not None:
+            self.problem(path, dense, kind="refused", lost=True)
             return None
         try:
             return orjson.loads(data)
@@ -218,6 +232,12 @@ class ClusterObjects:
             return []
         items: list[Any] = raw["items"]
         del raw
+        if len(items) > MAX_LIST_ITEMS:
+            self._bundle.problem(path, f"{len(items):,} items, over the limit of "
+                                 f"{MAX_LIST_ITEMS:,} per list: the items after the first "
+                                 f"{MAX_LIST_ITEMS:,} were ignored", kind="refused",
+                                 where=f"/items/{MAX_LIST_ITEMS}")
+            del items[MAX_LIST_ITEMS:]
         objects: list[K] = []
         project = view.project
         issues: Issues = []
@@ -302,9 +322,15 @@ class ClusterObjects:
             if raw is None:
                 continue
             if not isinstance(raw, list):
-                self._bundle.problem(path, "expected a list of release revisions")
+                self._bundle.problem(path, "expected a list of release revisions", lost=True)
                 continue
             revisions = []
+            if len(raw) > MAX_LIST_ITEMS:
+                self._bundle.problem(path, f"{len(raw):,} revisions, over the limit of "
+                                     f"{MAX_LIST_ITEMS:,} per list: the revisions after the "
+                                     f"first {MAX_LIST_ITEMS:,} were ignored", kind="refused",
+                                     where=f"/{MAX_LIST_ITEMS}")
+                del raw[MAX_LIST_ITEMS:]
             for index, item in enumerate(raw):
                 if not isinstance(item, dict):
                     self._bundle.problem(path, f"revision not understood: a JSON "
@@ -368,6 +394,22 @@ class NodeArtifacts:
             if text is not None:
                 found["/" + path[len(base):]] = text
         return found
+
+    @cached_property
+    def containerd_refused(self) -> dict[str, str]:
+        """Host path → why that copied file is over the TOML budget (:mod:`bundle.tomlsafe`);
+        each is a recorded problem. The texts stay in :attr:`containerd_files`: whoever
+        parses them is refused the same way."""
+        refused: dict[str, str] = {}
+        for host_path, text in self.containerd_files.items():
+            try:
+                toml_loads(text)
+            except TomlRefused as exc:
+                toml_refused(self._bundle, self.path("containerd/files" + host_path), exc)
+                refused[host_path] = str(exc)
+            except tomllib.TOMLDecodeError:
+                pass  # not TOML: the merge emulation says what containerd makes of it
+        return refused
 
     def journal(self, unit: str) -> list[JournalEntry]:
         """Every entry of ``journal/<unit>.jsonl``, parsed on each call and not kept:
@@ -436,14 +478,20 @@ def _read_journal(bundle: Bundle, path: str) -> list[JournalEntry]:
 def _toml(bundle: Bundle, path: str, text: str) -> dict[str, Any] | None:
     try:
         return toml_loads(text)  # memoized by content: most nodes share a few configs
+    except TomlRefused as exc:
+        toml_refused(bundle, path, exc)
+        return None
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         bundle.problem(path, f"invalid TOML: {exc}",
                        where=f"line {where[1]}, column {where[2]}" if where else None, lost=True)
         return None
-    except RecursionError:
-        bundle.problem(path, "invalid TOML: arrays or tables nested too deeply", lost=True)
-        return None
+
+
+def toml_refused(bundle: Bundle, path: str, exc: TomlRefused) -> None:
+    """Record a TOML file that was over the parsing budget (:mod:`bundle.tomlsafe`)."""
+    bundle.problem(path, str(exc), kind="refused", lost=True,
+                   where=f"line {exc.line}" if exc.line is not None else None)
 
 
 def _record_issues(bundle: Bundle, path: str, pointer: str, what: str,
@@ -513,6 +561,19 @@ def _drop(raw: object, loc: tuple[int | str, ...]) -> tuple[int | str, ...] | No
         return None
     del parent[reached[-1]]
     return tuple(reached)
+
+
+def json_too_dense(data: bytes) -> str | None:
+    """Why ``data`` is not parsed as JSON (too many objects and arrays for its size), or
+    None. Counts brackets, also inside strings: an upper bound, checked in C."""
+    if len(data) <= DENSE_FLOOR:
+        return None
+    containers = data.count(b"{") + data.count(b"[")
+    if containers * MIN_BYTES_PER_CONTAINER <= len(data):
+        return None
+    return (f"up to {containers:,} JSON objects and arrays in {len(data):,} bytes, over the "
+            f"limit of one per {MIN_BYTES_PER_CONTAINER} bytes for a file over "
+            f"{DENSE_FLOOR >> 20} MiB; not parsed")
 
 
 def _json_where(exc: orjson.JSONDecodeError) -> str | None:

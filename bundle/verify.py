@@ -6,14 +6,14 @@ Support engineers run this on a bundle they receive before they trust its analys
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
 
+from bundle import tomlsafe
 from bundle.nvsmi import parse_nvidia_smi
-from bundle.reader import Bundle
+from bundle.reader import Bundle, json_too_dense
 from bundle.textfiles import parse_journal
 
 CLUSTER_PATHS = (
@@ -44,6 +44,9 @@ def _parse_error(bundle: Bundle, path: str) -> str | None:
         return "unreadable"
     try:
         if path.endswith(".json"):
+            dense = json_too_dense(data)
+            if dense is not None:
+                return dense
             value = orjson.loads(data)
             if path in LISTS and not (isinstance(value, dict)
                                       and isinstance(value.get("items"), list)):
@@ -54,7 +57,7 @@ def _parse_error(bundle: Bundle, path: str) -> str | None:
             if bad:
                 return f"{len(bad)} line(s) are not JSON objects (first: line {bad[0]})"
         elif path.endswith(".toml"):
-            tomllib.loads(data.decode("utf-8", "replace"))
+            tomlsafe.parse(data.decode("utf-8", "replace"))
         elif path.endswith(".xml"):
             parse_nvidia_smi(data)
     except Exception as exc:  # noqa: BLE001 - any parser failure is the answer here

@@ -83,6 +83,14 @@ Verified against a binary
     default, about 20 s; 1500 in about 2 minutes all agreed). The 1.6.29+/1.7
     gates above and everything about 2.x come from reading the source only.
 
+Work budgets
+    Files are parsed by :mod:`bundle.tomlsafe`: a file over its limits (size, depth,
+    integer digits) stops the emulation with ``refused`` set, and nothing is concluded
+    (no runtimes, no clobbers), since containerd may well have read it. Globs are
+    matched chunk by chunk at the leftmost place (as Go does; no backtracking), and one
+    emulation compares at most :data:`MAX_GLOB_NAMES` names with globs. A path queued
+    once is not queued again.
+
 Left out
     Type errors inside plugin settings (a string where containerd wants a table),
     symlinks in the copied tree, the ``runtime_platform`` part of the image
@@ -98,9 +106,13 @@ import copy
 import posixpath
 import re
 import tomllib
+from collections import deque
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
+
+from bundle.tomlsafe import TomlRefused
+from bundle.tomlsafe import loads as toml_loads
 
 if TYPE_CHECKING:
     from tomlkit.container import Container
@@ -178,6 +190,17 @@ class MergeResult:
     clobbers: tuple[Clobber, ...]
     problems: tuple[str, ...]           # unparsable file, missing import, etc.
     load_error: str | None = None       # why containerd would not start; None when it loads
+    refused: str | None = None          # why the load was not emulated to its end (a
+    #                                     file or the imports over a work budget); the
+    #                                     runtimes and clobbers are then empty
+
+
+# Names compared against import globs in one emulation, at most: honest configurations
+# import one or two globs over a directory of a few files.
+MAX_GLOB_NAMES = 100_000
+# Files from the copied tree that corrected_dropin rewrites with tomlkit, at most (bytes):
+# tomlkit is some ten times slower than tomllib.
+MAX_REWRITE_BYTES = 256 << 10
 
 
 class _LoadError(Exception):
@@ -186,6 +209,11 @@ class _LoadError(Exception):
 
 class _BadPattern(Exception):
     """Go's filepath.ErrBadPattern."""
+
+
+class _Refused(Exception):
+    """The emulation stops here: a file or the imports are over a work budget. Not what
+    containerd would do; nothing is concluded from the files."""
 
 
 # --------------------------------------------------------------------------- versions
@@ -267,36 +295,64 @@ def _join(*parts: str) -> str:
 
 
 class _Tree:
-    """The copied files seen as a file system rooted at ``/``."""
+    """The copied files seen as a file system rooted at ``/``: a tree of names (one
+    entry per path component, however long the paths), and the names compared
+    against import globs so far (:data:`MAX_GLOB_NAMES`)."""
 
     def __init__(self, files: Mapping[str, str], cwd: str) -> None:
         self.files = {_clean(path): text for path, text in files.items() if path.startswith("/")}
         self.cwd = cwd
-        self.children: dict[str, set[str]] = {}
+        self.root: dict[str, Any] = {}
+        self.compared = 0
         for path in self.files:
-            child = path
-            while child != "/":
-                parent = posixpath.dirname(child)
-                self.children.setdefault(parent, set()).add(posixpath.basename(child))
-                child = parent
+            node = self.root
+            for part in _parts(path):
+                node = node.setdefault(part, {})
 
     def absolute(self, path: str) -> str:
         return _clean(path) if path.startswith("/") else _join(self.cwd, path)
 
+    def _node(self, path: str) -> dict[str, Any] | None:
+        node: dict[str, Any] | None = self.root
+        for part in _parts(self.absolute(path)):
+            node = node.get(part) if node is not None else None
+        return node
+
     def is_dir(self, path: str) -> bool:
-        absolute = self.absolute(path)
-        return absolute == "/" or absolute in self.children
+        node = self._node(path)
+        return node is self.root or bool(node)
 
     def exists(self, path: str) -> bool:
         return self.absolute(path) in self.files or self.is_dir(path)
 
     def names(self, path: str) -> list[str]:
-        return sorted(self.children.get(self.absolute(path), ()))
+        return sorted(self._node(path) or ())
+
+    def charge(self, count: int, pattern: str) -> None:
+        """Count names about to be compared with a glob; refuse past the budget."""
+        self.compared += count
+        if self.compared > MAX_GLOB_NAMES:
+            raise _Refused(f"import globs would compare more than {MAX_GLOB_NAMES:,} file "
+                           f"names (at {pattern!r})")
 
 
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    """Translate one Go filepath.Match pattern (no separators) to a regex, or raise."""
-    out: list[str] = []
+def _parts(absolute: str) -> list[str]:
+    """The components of a clean absolute path (none for ``/``)."""
+    return absolute.split("/")[1:] if absolute != "/" else []
+
+
+# One element of a pattern: a literal character, ``?`` (None), or a ``[...]`` class
+# (negated, inclusive ranges). Each matches exactly one character of a name.
+_Atom = str | None | tuple[bool, tuple[tuple[str, str], ...]]
+# A run of atoms, and whether one or more ``*`` came before it.
+_Chunk = tuple[bool, tuple[_Atom, ...]]
+
+
+def _pattern_chunks(pattern: str) -> tuple[_Chunk, ...]:
+    """Parse one Go filepath.Match pattern (no separators) into chunks, or raise."""
+    chunks: list[_Chunk] = []
+    star = False
+    atoms: list[_Atom] = []
     i = 0
     n = len(pattern)
 
@@ -315,15 +371,18 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     while i < n:
         char = pattern[i]
         if char == "*":
-            out.append("[^/]*")
+            if atoms:
+                chunks.append((star, tuple(atoms)))
+                atoms = []
+            star = True
             i += 1
         elif char == "?":
-            out.append("[^/]")
+            atoms.append(None)
             i += 1
         elif char == "\\":
             if i + 1 >= n:
                 raise _BadPattern(pattern)
-            out.append(re.escape(pattern[i + 1]))
+            atoms.append(pattern[i + 1])
             i += 2
         elif char == "[":
             i += 1
@@ -340,15 +399,60 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
                 if pattern[i] == "-":
                     high, i = escaped_char(i + 1)
                 ranges.append((low, high))
-            parts = [f"{re.escape(lo)}-{re.escape(hi)}" for lo, hi in ranges if lo <= hi]
-            if not parts:
-                out.append("[^\\s\\S]" if not negated else "[\\s\\S]")
-            else:
-                out.append(("[^" if negated else "[") + "".join(parts) + "]")
+            atoms.append((negated, tuple(ranges)))
         else:
-            out.append(re.escape(char))
+            atoms.append(char)
             i += 1
-    return re.compile("".join(out), re.DOTALL)
+    chunks.append((star, tuple(atoms)))
+    return tuple(chunks)
+
+
+def _atom_matches(atom: _Atom, char: str) -> bool:
+    if atom is None:
+        return True
+    if isinstance(atom, str):
+        return atom == char
+    negated, ranges = atom
+    return any(low <= char <= high for low, high in ranges) != negated
+
+
+def _chunk_at(atoms: tuple[_Atom, ...], name: str, start: int) -> int:
+    """Where ``atoms`` matched at ``start`` of ``name`` end, or -1."""
+    if start + len(atoms) > len(name):
+        return -1
+    for offset, atom in enumerate(atoms):
+        if not _atom_matches(atom, name[start + offset]):
+            return -1
+    return start + len(atoms)
+
+
+def _name_matches(chunks: tuple[_Chunk, ...], name: str) -> bool:
+    """Go's filepath.Match of a name without separators, in time linear in the name
+    times the pattern: no backtracking. Every atom matches one character, so the
+    leftmost place where a chunk after a ``*`` matches is always the best place to
+    continue from; only the last chunk must also end where the name ends."""
+    pos = 0
+    for index, (star, atoms) in enumerate(chunks):
+        last = index == len(chunks) - 1
+        if star and not atoms:
+            return True  # a trailing * takes the rest of the name
+        end = _chunk_at(atoms, name, pos)
+        if end >= 0 and (end == len(name) or not last):
+            pos = end
+            continue
+        if not star:
+            return False
+        if last:  # the chunk must end the name: one place to try
+            start = len(name) - len(atoms)
+            return start > pos and _chunk_at(atoms, name, start) >= 0
+        for start in range(pos + 1, len(name) - len(atoms) + 1):
+            end = _chunk_at(atoms, name, start)
+            if end >= 0:
+                pos = end
+                break
+        else:
+            return False
+    return pos == len(name)
 
 
 def _has_meta(path: str) -> bool:
@@ -360,7 +464,7 @@ def _glob(pattern: str, tree: _Tree, depth: int = 0) -> list[str]:
     if depth > 10000:
         raise _BadPattern(pattern)
     for segment in pattern.split("/"):
-        _pattern_regex(segment)  # validate the whole pattern first, as Glob does
+        _pattern_chunks(segment)  # validate the whole pattern first, as Glob does
     if not _has_meta(pattern):
         return [pattern] if tree.exists(pattern) else []
     slash = pattern.rfind("/")
@@ -382,8 +486,10 @@ def _glob(pattern: str, tree: _Tree, depth: int = 0) -> list[str]:
 def _glob_dir(directory: str, name: str, tree: _Tree) -> list[str]:
     if not tree.is_dir(directory):
         return []
-    regex = _pattern_regex(name)
-    return [_join(directory, entry) for entry in tree.names(directory) if regex.fullmatch(entry)]
+    chunks = _pattern_chunks(name)
+    entries = tree.names(directory)
+    tree.charge(len(entries), name)
+    return [_join(directory, entry) for entry in entries if _name_matches(chunks, entry)]
 
 
 def _resolve_imports(parent: str, imports: list[str], tree: _Tree, profile: _Profile) -> list[str]:
@@ -627,8 +733,8 @@ class _Loader:
         declared: list[int] = []
         for text in self.tree.files.values():
             try:
-                value = tomllib.loads(text).get("version")
-            except tomllib.TOMLDecodeError:
+                value = toml_loads(text).get("version")
+            except tomllib.TOMLDecodeError:  # (TomlRefused too)
                 continue
             if isinstance(value, int):
                 declared.append(value)
@@ -648,7 +754,9 @@ class _Loader:
                 raise _LoadError(f"{absolute}: is a directory, not a config file")
             raise _LoadError(f"{absolute}: imported but not among the copied files")
         try:
-            data: Table = tomllib.loads(text)
+            data: Table = toml_loads(text)
+        except TomlRefused as refused:
+            raise _Refused(f"{absolute}: {refused}") from None
         except tomllib.TOMLDecodeError as error:
             raise _LoadError(f"{absolute}: not valid TOML ({error})") from None
         _check_types(absolute, data)
@@ -663,6 +771,7 @@ class _Loader:
     def run(self) -> MergeResult:
         self.merged = {"version": 1 if self.profile.major == 1 else 3}
         error: str | None = None
+        refused: str | None = None
         main_abs = self.tree.absolute(self.main)
         if main_abs not in self.tree.files and not self.tree.is_dir(self.main):
             self.problems.append(
@@ -676,7 +785,12 @@ class _Loader:
             except _LoadError as stop:
                 error = str(stop)
                 self.problems.append(f"containerd would not start: {error}")
-        runtimes = frozenset() if error is not None else self._effective_runtimes()
+            except _Refused as stop:
+                refused = str(stop)
+                self.problems.append(f"not emulated: {refused}")
+                self.clobbers.clear()
+        runtimes = (frozenset() if error is not None or refused is not None
+                    else self._effective_runtimes())
         return MergeResult(
             config=self.merged,
             load_order=tuple(self.order),
@@ -684,16 +798,17 @@ class _Loader:
             clobbers=tuple(self.clobbers),
             problems=tuple(self.problems),
             load_error=error,
+            refused=refused,
         )
 
     def _load_all(self) -> None:
-        loaded: set[str] = set()
-        pending = [self.main]
+        # A path already loaded or queued is not queued again: containerd would skip
+        # it when its turn came, and a queue of every repeat grows with imports x files.
+        queued = {self.main}
+        pending = deque([self.main])
         root_version = 0
         while pending:
-            key = pending.pop(0)
-            if key in loaded:
-                continue
+            key = pending.popleft()
             data = self.parse(key)
             absolute = self.tree.absolute(key)
             file_version = cast(int, data.get("version", 0))
@@ -709,9 +824,11 @@ class _Loader:
             else:
                 self._merge_v1(data, absolute)
             imports = cast(list[str], data.get("imports") or [])
-            loaded.add(key)
             self.order.append(absolute)
-            pending.extend(_resolve_imports(key, imports, self.tree, self.profile))
+            for path in _resolve_imports(key, imports, self.tree, self.profile):
+                if path not in queued:
+                    queued.add(path)
+                    pending.append(path)
         if self.profile.major == 1:
             self.merged["imports"] = list(self.order)
 
@@ -950,7 +1067,8 @@ def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
     clobbering file's name and delete the overridden file. When the overridden file
     is the main ``config.toml`` keep that file (it is what imports the drop-ins);
     only its table of that plugin is copied. The drop-in must stay the last file
-    that sets this plugin's table. Raises ValueError when either file is missing or not TOML.
+    that sets this plugin's table. Raises ValueError when either file is missing, not
+    TOML, or over a budget (:data:`MAX_REWRITE_BYTES`, :mod:`bundle.tomlsafe`).
     """
     tree = _Tree(files, "/")
     texts: list[str] = []
@@ -960,9 +1078,15 @@ def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
             raise ValueError(f"{path} is not among the files")
         texts.append(text)
     earlier_text, later_text = texts
+    for text in texts:
+        if len(text) > MAX_REWRITE_BYTES:
+            raise ValueError(f"a file of {len(text):,} characters is over the limit of "
+                             f"{MAX_REWRITE_BYTES:,} for a rewrite")
     try:
-        expected: dict[str, Any] = tomllib.loads(earlier_text)
-        later: dict[str, Any] = tomllib.loads(later_text)
+        expected: dict[str, Any] = toml_loads(earlier_text)
+        later: dict[str, Any] = toml_loads(later_text)
+    except TomlRefused as error:
+        raise ValueError(str(error)) from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"not valid TOML: {error}") from None
     if _is_main(clobber.overridden):
@@ -989,7 +1113,7 @@ def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
             lines.append(f"# Comments of {clobber.file} on settings merged below:")
             lines += [f"#   {text.lstrip('#').strip()}" for text in displaced]
         text = "\n".join(lines) + "\n\n" + document.as_string()
-        if tomllib.loads(text) == expected:
+        if toml_loads(text) == expected:
             return text
     except Exception:  # tomlkit quirks: fall back to the plain rewrite below
         pass

@@ -8,12 +8,14 @@ which cause holds on each node and the cause's rule can claim the same nodes.
 from __future__ import annotations
 
 import posixpath
+import tomllib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from analyzers.facts.containerd_merge import Clobber, emulate, parse_version, runtimes_in
 from bundle import NodeArtifacts
+from bundle.tomlsafe import loads as toml_loads
 
 NVIDIA_HANDLER = "nvidia"
 
@@ -61,6 +63,7 @@ def runtime_state(artifacts: NodeArtifacts) -> RuntimeState:
     (the merge emulation parses every file again) and renamed for each node."""
     files = artifacts.containerd_files
     config = artifacts.config_dump  # parsed here (memoized) so its problem is recorded
+    artifacts.containerd_refused  # noqa: B018 - checked here so that each node records its own
     key = (artifacts.config_dump_text, tuple(sorted(files.items())),
            artifacts.containerd_version)
     known = _STATES.get(key)
@@ -105,11 +108,9 @@ def _runtime_state(artifacts: NodeArtifacts, config: dict[str, Any] | None,
 
 
 def _safe_toml(text: str) -> dict[str, object]:
-    import tomllib
-
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        return toml_loads(text)
+    except tomllib.TOMLDecodeError:  # not TOML, or over the budget (recorded by the bundle)
         return {}
 
 

@@ -13,6 +13,7 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from bundle.evidence import first_line
+from bundle.tomlsafe import loads as toml_loads
 
 
 def _file_evidence(ctx: Context, node_name: str, host_path: str, needle: str) -> Evidence:
@@ -116,7 +117,7 @@ def _merged_dropin(files: dict[str, str], clobber: Clobber) -> list[str]:
 
 def _relative_imports(text: str | None) -> list[str]:
     try:
-        imports = tomllib.loads(text or "").get("imports", [])
+        imports = toml_loads(text or "").get("imports", [])
     except tomllib.TOMLDecodeError:
         return []
     return [str(i) for i in imports if isinstance(i, str) and not i.startswith("/")]

@@ -97,7 +97,7 @@ CASES: dict[str, Case] = {
                          ("parse", "line 2, column 9", "invalid TOML")),
     "TOML nested too deeply": Case(
         NODE + "containerd/config-dump.toml", "a = " + "[" * 3000 + "]" * 3000,
-        ("parse", None, "arrays or tables nested too deeply")),
+        ("refused", "line 1", "TOML nested deeper than 64 levels")),
     "invalid XML": Case(NODE + "nvidia-smi.xml", "<nvidia_smi_log>\n<gpu>\n</nvidia_smi_log>\n",
                         ("parse", "line 3, column 3", "mismatched tag")),
     "XML entity expansion": Case(NODE + "nvidia-smi.xml", BILLION_LAUGHS,
