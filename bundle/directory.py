@@ -15,9 +15,9 @@ A file is read when it is asked for, straight from the directory: nothing is cop
 or held. Its path is opened one component at a time from the bundle's directory,
 refusing a symbolic link at every step, so a directory swapped for a link after the
 listing is never followed out of the bundle. The file opened must be the one listed
-(same device, inode and size, a regular file with one link), it is opened without
-blocking (a FIFO swapped in is refused, not waited on), and no more than its listed
-size is read, so the total-size cap holds for what is actually read.
+(same device, inode, size and modification time, a regular file with one link), it
+is opened without blocking (a FIFO swapped in is refused, not waited on), and no more
+than its listed size is read, so the total-size cap holds for what is actually read.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class _Listed(NamedTuple):
     device: int
     inode: int
     size: int
+    modified: int  # st_mtime_ns
 
 
 class _Frame(NamedTuple):
@@ -181,7 +182,7 @@ class DirectorySource(_Refusals):
                              "bytes; reading stopped")
                 raise _Stop
             self._listed[clean] = _Listed(tuple(clean.split("/")), info.st_dev, info.st_ino,
-                                          info.st_size)
+                                          info.st_size, info.st_mtime_ns)
         return None
 
     def _enter(self, fd: int, name: str, clean: str, info: os.stat_result,
@@ -225,7 +226,11 @@ class DirectorySource(_Refusals):
         try:
             fd = _open_beneath(self._fd, listed.parts)
         except OSError as exc:
-            self._problems.add(path, f"cannot open: {exc.strerror}", kind="refused")
+            # ELOOP, ENOTDIR: a link, or a file, where the listing saw a directory or file.
+            changed = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+            self._problems.add(path, f"changed since the directory was listed ({exc.strerror}); "
+                               "not read" if changed else f"cannot open: {exc.strerror}",
+                               kind="refused")
             return None
         try:
             info = os.fstat(fd)
@@ -233,8 +238,8 @@ class DirectorySource(_Refusals):
                 self._problems.add(path, "no longer a regular file; not read", kind="refused")
                 return None
             data = b""
-            if (info.st_dev, info.st_ino, info.st_size, info.st_nlink) == (
-                    listed.device, listed.inode, listed.size, 1):
+            if (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_nlink) == (
+                    listed.device, listed.inode, listed.size, listed.modified, 1):
                 data = _read_up_to(fd, listed.size + 1)
             if len(data) != listed.size:
                 self._problems.add(path, "changed since the directory was listed; not read",
