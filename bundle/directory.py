@@ -72,7 +72,12 @@ class _Frame(NamedTuple):
 
 
 class _Stop(Exception):
-    """A cap stopped the listing; the refusal is recorded."""
+    """A cap stopped the listing at ``path``; the refusal is recorded."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
 
 
 class DirectorySource(_Refusals):
@@ -87,14 +92,21 @@ class DirectorySource(_Refusals):
         self._entries = 0
         self._total = 0
         self._listed: dict[str, _Listed] = {}
+        self._stopped: _Stop | None = None
         try:
             self._fd: int | None = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                                            | _CLOEXEC)
         except OSError as exc:
             raise BundleError(self.display, f"cannot open: {exc.strerror}") from None
         try:
-            self._list(self._fd)
+            try:
+                self._list(self._fd)
+            except OSError as exc:  # the top directory itself could not be listed
+                raise BundleError(self.display, f"cannot list: {exc.strerror}") from None
             root = (find_root or _find_root)(list(self._listed))
+            if root is None and self._stopped is not None:
+                raise BundleError(self.display, f"reading stopped before {MANIFEST} was found "
+                                  f"({self._stopped})")
             if root is None:
                 raise BundleError(self.display, f"no {MANIFEST} at the top or one directory down")
         except BaseException:
@@ -120,8 +132,9 @@ class DirectorySource(_Refusals):
                 child = self._visit(fd, prefix, names.pop(), len(stack))
                 if child is not None:
                     stack.append(child)
-        except _Stop:
-            pass
+        except _Stop as stop:
+            self._refuse(stop.path, stop.message)
+            self._stopped = stop
         finally:
             for frame in stack:
                 if frame.fd != top:
@@ -135,9 +148,8 @@ class DirectorySource(_Refusals):
             for entry in listing:
                 self._entries += 1
                 if self._entries > cap:
-                    self._refuse(prefix.rstrip("/") or ".",
-                                 f"more than {cap} members; the rest were not read")
-                    raise _Stop
+                    raise _Stop(prefix.rstrip("/") or ".",
+                                f"more than {cap} members; the rest were not read")
                 try:
                     directory = entry.is_dir(follow_symlinks=False)
                 except OSError:
@@ -178,9 +190,8 @@ class DirectorySource(_Refusals):
         else:
             self._total += info.st_size
             if self._total > self._limits.max_total_bytes:
-                self._refuse(clean, f"archive expands beyond {self._limits.max_total_bytes} "
-                             "bytes; reading stopped")
-                raise _Stop
+                raise _Stop(clean, f"archive expands beyond {self._limits.max_total_bytes} "
+                            "bytes; reading stopped")
             self._listed[clean] = _Listed(tuple(clean.split("/")), info.st_dev, info.st_ino,
                                           info.st_size, info.st_mtime_ns)
         return None

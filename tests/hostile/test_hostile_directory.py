@@ -21,7 +21,7 @@ from hostile_kit import analyze_path, valid_files
 from kit import encode, pack_dir, write_dir
 
 import bundle.directory
-from bundle import Limits, open_bundle
+from bundle import BundleError, Limits, open_bundle
 from gpu_triage.cli import main
 
 MIB = 1 << 20
@@ -200,6 +200,18 @@ def test_member_cap_counts_while_listing(tmp_path: Path,
     assert problems == [("cdi", "refused", "more than 100 members; the rest were not read")]
     assert paths == ["manifest.json"]
     assert len(listed) == 101
+
+
+def test_cap_met_before_the_manifest_is_named(tmp_path: Path) -> None:
+    """A top directory of more entries than the cap: nothing is read, and the error
+    says why rather than that there is no manifest."""
+    root = _many(tmp_path, 10)
+    for index in range(20):
+        (root / f"junk{index:02}").write_text("x")
+    with pytest.raises(BundleError) as raised:
+        open_bundle(root, Limits(max_members=20))
+    assert raised.value.problem == ("reading stopped before manifest.json was found "
+                                    "(.: more than 20 members; the rest were not read)")
 
 
 def test_deep_tree_stops_at_the_depth_cap(tmp_path: Path) -> None:
