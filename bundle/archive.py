@@ -8,7 +8,8 @@ disk and time against hostile input: a member cap, a member-count cap, a cap on 
 decompressed size, and a cap on the compression ratio that stops a decompression bomb
 after its first few MiB instead of after the gigabytes it promises.
 :mod:`bundle.gzstream` decompresses and :mod:`bundle.tarstream` splits the members;
-this module decides what to keep, refuse and record.
+this module decides what to keep, refuse and record. A directory is read by
+:mod:`bundle.directory` under the same caps and refusals.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -121,97 +122,6 @@ class _Refusals:
             self._problems.add(shown, message, kind="refused")
         self._pending.clear()
         return mapped
-
-
-class DirectorySource(_Refusals):
-    """A bundle that is already unpacked. Links and special files are refused."""
-
-    def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
-                 find_root: RootFinder | None = None) -> None:
-        self.display = str(path)
-        self._find_root = find_root or _find_root
-        self._limits = limits
-        self._problems = problems
-        self._pending = []
-        files = dict(self._walk(path))
-        root = self._find_root(list(files))
-        if root is None:
-            raise BundleError(self.display, f"no {MANIFEST} at the top or one directory down")
-        rebased = self._rebase(list(files), root)
-        self._files = {rel: files[stored] for rel, stored in rebased.items()}
-
-    def _walk(self, top: Path) -> Iterator[tuple[str, Path]]:
-        count = 0
-        stack: list[tuple[Path, str]] = [(top, "")]
-        while stack:
-            directory, prefix = stack.pop()
-            try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
-            except OSError as exc:
-                self._refuse(prefix or ".", f"cannot list directory: {exc.strerror}")
-                continue
-            for entry in entries:
-                rel = prefix + entry.name
-                name = clean_name(rel)
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError as exc:
-                    self._refuse(printable(rel), f"cannot stat: {exc.strerror}")
-                    continue
-                mode = info.st_mode
-                if name is None:
-                    self._refuse(printable(rel), "unsafe or non-UTF-8 name")
-                elif stat.S_ISDIR(mode):
-                    stack.append((Path(entry.path), rel + "/"))
-                elif not stat.S_ISREG(mode):
-                    self._refuse(name, f"not a regular file ({_kind(mode)})")
-                elif info.st_nlink > 1:
-                    # It may be any file on this machine; a bundle never holds one.
-                    self._refuse(name, f"a hard link ({info.st_nlink} names for one file); "
-                                 "not read")
-                else:
-                    count += 1
-                    if count > self._limits.max_members:
-                        self._refuse(name, "too many files; the rest were not read")
-                        return
-                    yield name, Path(entry.path)
-
-    def paths(self) -> list[str]:
-        return sorted(self._files)
-
-    def size(self, path: str) -> int | None:
-        target = self._files.get(path)
-        if target is None:
-            return None
-        try:
-            return target.lstat().st_size
-        except OSError:
-            return None
-
-    def read(self, path: str) -> bytes | None:
-        target = self._files.get(path)
-        if target is None:
-            return None
-        # No following links, no blocking on a FIFO swapped in since the walk.
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        try:
-            fd = os.open(target, flags)
-        except OSError as exc:
-            self._problems.add(path, f"cannot open: {exc.strerror}", kind="refused")
-            return None
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                self._problems.add(path, "no longer a regular file; not read", kind="refused")
-                return None
-            data = handle.read(self._limits.max_member_bytes + 1)
-        if len(data) > self._limits.max_member_bytes:
-            self._problems.add(path, f"larger than the {self._limits.max_member_bytes} byte cap; "
-                               "not read", kind="refused")
-            return None
-        return data
-
-    def close(self) -> None:
-        return None
 
 
 class ArchiveSource(_Refusals):
@@ -440,6 +350,8 @@ def open_source(path: Path, limits: Limits, problems: ProblemLog,
     except OSError as exc:
         raise BundleError(str(path), f"cannot open: {exc.strerror}") from None
     if stat.S_ISDIR(info.st_mode):
+        from bundle.directory import DirectorySource  # it builds on this module
+
         return DirectorySource(path, limits, problems, find_root)
     if not stat.S_ISREG(info.st_mode):
         raise BundleError(str(path), "not a regular file or directory")

@@ -90,11 +90,19 @@ def _judge(events: list[list[object]], bundle: Path, workdir: Path,
     bad = []
     installed = _installed_roots()
     spool = (workdir / "tmp").resolve()
+    # The directory reader opens each name relative to the descriptor of its directory
+    # (bundle/directory.py), which the audit event does not show: a bare name must then
+    # be a name in the bundle.
+    names = {p.name for p in bundle.rglob("*")} if bundle.is_dir() else set()
     for event, target, mode, flags in events:
         if event != "open":
             bad.append(f"{event} {target}")
             continue
         path = Path(str(target))
+        if path.name in names and str(path) == path.name:
+            if int(str(flags)) & WRITE_FLAGS:
+                bad.append(f"write {path} (in the bundle)")
+            continue
         path = (workdir / path if not path.is_absolute() else path).resolve()
         writes = bool(int(str(flags)) & WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
         beside_output = path.parent in {o.parent for o in outputs} and \
