@@ -1,0 +1,113 @@
+"""docs/rule-catalog.md is generated from the rules (analyzers/catalog.py) and must match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzers import catalog
+from analyzers.models import Severity
+from analyzers.plugins import BUILTIN_ORIGIN, discover
+from analyzers.rule import Input, Rule
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "rule-catalog.md"
+HINT = f"docs/rule-catalog.md is out of date; regenerate it with: .venv/bin/{catalog.REGENERATE}"
+
+
+def test_committed_catalog_is_what_the_rules_say() -> None:
+    assert DOC.is_file(), HINT
+    assert DOC.read_text(encoding="utf-8") == catalog.render(), HINT
+
+
+def test_catalog_lists_exactly_the_builtin_rules_once() -> None:
+    builtin = sorted(loaded.rule.id for loaded in discover().rules
+                     if loaded.origin == BUILTIN_ORIGIN)
+    families = catalog.builtin_families()
+    listed = [rule.id for family in families for rule in family.rules]
+    assert sorted(listed) == builtin
+    assert len(listed) == len(set(listed))
+    text = catalog.render(families)
+    for rule_id in builtin:
+        assert text.count(f"\n### {rule_id}\n") == 1, rule_id
+        assert text.count(f"| [{rule_id}](#{rule_id.lower()}) |") == 1, rule_id
+
+
+def test_family_headings_come_from_the_registering_modules() -> None:
+    headings = [family.heading for family in catalog.builtin_families()]
+    assert headings[0] == ("BND: the bundle itself — what was not collected, and what could "
+                           "not be read")
+    assert [h.split(":")[0] for h in headings] == ["BND", "CFG", "DRV", "HELM", "OP", "RT", "SC"]
+    for family in catalog.builtin_families():
+        assert {rule.family() for rule in family.rules} == {family.heading.split(":")[0]}
+
+
+def test_a_rule_section_carries_its_docstring_and_metadata() -> None:
+    text = catalog.render()
+    start = text.index("\n### RT002\n")
+    section = text[start:text.index("\n### ", start + 1)]
+    assert ("**A later containerd drop-in replaced the CRI plugin table and dropped the "
+            "nvidia runtime**") in section
+    assert ("Severity **critical** · slug `dropin-clobber` · inputs: "
+            "`nodes/*/containerd/files/*`, `nodes/*/containerd/config-dump.toml` (optional), "
+            "`nodes/*/containerd/version.txt` (optional)") in section
+    assert "containerd 1.x merges ``imports`` in sorted order" in section
+    assert "**Why it matters.**\n\n``cat 99-nvidia.toml`` looks right" in section
+    assert "**Remediation.**\n\nReplace the two files with one drop-in" in section
+    assert "Why it matters:" not in section and "Remediation:" not in section
+
+
+class _Sample(Rule):
+    """A sample rule for the catalog.
+
+    It looks at one file.
+
+    Why it matters:
+    Because the file matters.
+
+    Remediation:
+    Look first, then change one node at a time:
+      kubectl get nodes
+      kubectl describe node <node>
+    and check again.
+    """
+
+    id = "ZZ001"
+    slug = "sample"
+    severity = Severity.LOW
+    inputs = (Input("x.json", per_node=True), Input("cluster/y.json", optional=True))
+
+
+def test_a_made_up_family_renders_commands_as_code_and_marks_optional_inputs() -> None:
+    text = catalog.render([catalog.Family("ZZ: samples", (_Sample,))])
+    assert text.startswith("# Rule catalog\n")
+    assert "| [ZZ001](#zz001) | low | A sample rule for the catalog |" in text
+    assert text.endswith(
+        "## ZZ: samples\n\n### ZZ001\n\n**A sample rule for the catalog**\n\n"
+        "Severity **low** · slug `sample` · inputs: `nodes/*/x.json`, `cluster/y.json` "
+        "(optional)\n\nIt looks at one file.\n\n**Why it matters.**\n\nBecause the file "
+        "matters.\n\n**Remediation.**\n\nLook first, then change one node at a time:\n\n"
+        "```\nkubectl get nodes\nkubectl describe node <node>\n```\n\nand check again.\n")
+
+
+def test_check_mode_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = tmp_path / "current.md"
+    current.write_text(catalog.render(), encoding="utf-8")
+    assert catalog.main(["--check", str(current)]) == 0
+    assert capsys.readouterr().err == ""
+
+    stale = tmp_path / "stale.md"
+    stale.write_text(catalog.render().replace("Severity **critical**", "Severity **low**", 1),
+                     encoding="utf-8")
+    assert catalog.main(["--check", str(stale)]) == 1
+    assert capsys.readouterr().err == (f"{stale} is out of date; regenerate with: "
+                                       f"{catalog.REGENERATE}\n")
+
+    missing = tmp_path / "missing.md"
+    assert catalog.main(["--check", str(missing)]) == 1
+    assert capsys.readouterr().err.startswith(f"{missing}: cannot read: ")
+
+
+def test_without_check_it_prints_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert catalog.main([]) == 0
+    assert capsys.readouterr().out == catalog.render()
