@@ -1,13 +1,25 @@
-"""docs/rule-catalog.md is generated from the rules (analyzers/catalog.py) and must match."""
+"""The contract documents in docs/ agree with the code.
+
+docs/rule-catalog.md is generated from the rules (analyzers/catalog.py) and must be what
+the generator prints now; docs/findings-schema.md names every field the JSON documents
+have, and its examples are valid documents.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from analyzers import catalog
-from analyzers.models import Severity
+from analyzers.batch_models import IndexRecord
+from analyzers.diff_models import DiffReport
+from analyzers.models import SCHEMA_VERSION, Report, RuleResult, RuleStatus, Severity
 from analyzers.plugins import BUILTIN_ORIGIN, discover
 from analyzers.rule import Input, Rule
 
@@ -111,3 +123,49 @@ def test_check_mode_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_without_check_it_prints_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert catalog.main([]) == 0
     assert capsys.readouterr().out == catalog.render()
+
+
+# ----------------------------------------------------------------- the findings schema
+
+SCHEMA = DOC.parent / "findings-schema.md"
+
+
+def _models(root: type[BaseModel]) -> Iterator[type[BaseModel]]:
+    """``root`` and every model its fields hold, each once."""
+    seen: list[type[BaseModel]] = []
+    todo = [root]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.append(model)
+        for field in model.model_fields.values():
+            stack: list[object] = [field.annotation]
+            while stack:
+                hint = stack.pop()
+                stack.extend(typing.get_args(hint))
+                if isinstance(hint, type) and issubclass(hint, BaseModel):
+                    todo.append(hint)
+    return iter(seen)
+
+
+@pytest.mark.parametrize("root", [Report, DiffReport, IndexRecord])
+def test_findings_schema_names_every_field(root: type[BaseModel]) -> None:
+    text = SCHEMA.read_text(encoding="utf-8")
+    missing = [f"{model.__name__}.{name}" for model in _models(root)
+               for name in model.model_fields if f"`{name}`" not in text]
+    assert missing == [], "document these fields in docs/findings-schema.md"
+
+
+def test_findings_schema_example_is_a_valid_report() -> None:
+    text = SCHEMA.read_text(encoding="utf-8")
+    blocks = re.findall(r"```json\n(.*?)```", text, flags=re.S)
+    example = json.loads(blocks[0])
+    report = Report.model_validate(example)
+    assert report.schema_version == SCHEMA_VERSION
+    assert list(example) == list(Report.model_fields)
+    assert [r.status for r in report.rules] == [RuleStatus.PASSED, RuleStatus.FAILED,
+                                                 RuleStatus.PASSED]
+    statuses = [RuleResult.model_validate(json.loads(line.rstrip(",")))
+                for line in blocks[1].splitlines()]
+    assert [r.status for r in statuses] == [RuleStatus.FAILED, RuleStatus.PARTIAL]
