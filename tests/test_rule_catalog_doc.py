@@ -169,3 +169,33 @@ def test_findings_schema_example_is_a_valid_report() -> None:
     statuses = [RuleResult.model_validate(json.loads(line.rstrip(",")))
                 for line in blocks[1].splitlines()]
     assert [r.status for r in statuses] == [RuleStatus.FAILED, RuleStatus.PARTIAL]
+
+
+# ------------------------------------------------------- nothing points outside the repo
+
+ROOT = DOC.parents[1]
+_OUTSIDE = re.compile(r"(\.\./)+" + "shared" + r"\b|\b" + "shared" +
+                      r"/(reference|bundle-format|findings-format|rule-catalog|domain)\b")
+_SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", "output"}
+_TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".cfg", ".ini", ".yaml", ".yml", ".txt"}
+
+
+def test_no_file_points_at_a_directory_beside_the_repository() -> None:
+    """The contracts and references live in docs/; a clone of this repository alone
+    has no sibling directory of shared notes to point at."""
+    assert _OUTSIDE.search("layout: " + "../" + "shared" + "/bundle-format.md")
+    assert _OUTSIDE.search("from " + "shared" + "/reference/xid.json")
+    assert not _OUTSIDE.search("a shared GPU; shared/unshared; nvidia.com/gpu.shared")
+    found = []
+    stack = [ROOT]
+    while stack:
+        directory = stack.pop()
+        for entry in sorted(directory.iterdir()):
+            if entry.is_dir():
+                if entry.name not in _SKIP_DIRS and not entry.name.endswith(".egg-info"):
+                    stack.append(entry)
+            elif entry.suffix in _TEXT_SUFFIXES or entry.name == "Makefile":
+                text = entry.read_text(encoding="utf-8", errors="replace")
+                found += [f"{entry.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+                          for m in _OUTSIDE.finditer(text)]
+    assert found == []
