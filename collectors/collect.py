@@ -13,7 +13,7 @@ a working kubectl, and it is read-only by construction:
   secret-looking keys become "<redacted>" (Redactor).
 
 The result is one .tgz whose first member is manifest.json; every attempted step has a manifest
-item, failed ones included. Layout: ../shared/bundle-format.md; how to run it: README.md here.
+item, failed ones included. Layout: docs/bundle-format.md in gpu-triage; to run it: README.md here.
 
     python3 collect.py [options]        (the same as: gpu-triage collect [options])
 """

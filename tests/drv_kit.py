@@ -1,7 +1,8 @@
 """Inline bundle pieces for the DRV rule tests: GPU nodes, nvidia-smi XML, kernel logs.
 
-Kernel lines are the real example lines of shared/reference/gpu-health.md, in the
-transport the test needs (plain dmesg, ``--time-format iso``, ``-T``, syslog, journal
+Kernel lines are real example lines (NVIDIA's Xid documentation, the driver's format
+strings in NVIDIA/open-gpu-kernel-modules, public issue threads), in the transport the
+test needs (plain dmesg, ``--time-format iso``, ``-T``, syslog, journal
 JSON).
 """
 

@@ -1,7 +1,8 @@
 """Kernel log parsing: line formats, Xid variants, other GPU signals, robustness.
 
-Example lines are the real ones quoted in shared/reference/gpu-health.md §1.5, §2.2,
-§2.3 and §3 (sources listed there).
+Example lines are real ones: from NVIDIA's Xid documentation and A100 memory error
+management pages, the format strings of NVIDIA/open-gpu-kernel-modules, gpud's dmesg
+test data and public GitHub issue threads.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     .venv/bin/python -m samples.synth --size L -o /tmp/L.tgz      # 2,000 nodes
     .venv/bin/python -m samples.synth --size S -o /tmp/S.tgz --seed 7
 
-A generated bundle is a format-v1 ``.tgz`` (``shared/bundle-format.md``) of one
+A generated bundle is a format-v1 ``.tgz`` (``docs/bundle-format.md``) of one
 cluster of 8-GPU H100 nodes running the GPU Operator with the toolkit disabled (the
 hosts carry their own ``nvidia`` runtime drop-in), and a fixed mix of failures planted
 on known nodes. Beside the archive the generator writes ``<output stem>.planted.json``:
