@@ -602,7 +602,7 @@ class Bundle:
             return self.write(rel, data) + ({},)
         if isinstance(obj, dict) and isinstance(obj.get("items"), list):
             items = obj["items"]
-            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
 
             def shortened(n: int) -> Any:
                 return dict(obj, items=items[:n],
@@ -1001,7 +1001,8 @@ class Collector:
         object, also when the file keeps only part of it, or None when kubectl failed."""
         argv = self.kubectl.argv(*args)
         result = self.runner.run(argv, self.opts.step_timeout)
-        obj, error, nbytes, truncated, extra = None, result.error, 0, False, {}
+        obj, error, nbytes, truncated = None, result.error, 0, False
+        extra: dict[str, Any] = {}
         if error is None:
             obj = load_json(result.stdout)
             error = None if isinstance(obj, dict) else "kubectl printed no JSON object"
