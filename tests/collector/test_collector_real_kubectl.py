@@ -33,6 +33,11 @@ def _version(path: Path) -> tuple[int, ...]:
 
 
 def kubectl_binaries() -> list[Path]:
+    """GPU_TRIAGE_TEST_KUBECTLS (paths joined by ':') if set; else the Cloud SDK's versioned
+    kubectl binaries; else the kubectl on PATH (Debian's kubernetes-client, say)."""
+    chosen = os.environ.get("GPU_TRIAGE_TEST_KUBECTLS")
+    if chosen:
+        return [Path(p) for p in chosen.split(os.pathsep) if p]
     versioned = sorted(CLOUD_SDK_BIN.glob("kubectl.1.*"), key=_version)
     if versioned:
         return versioned
@@ -46,7 +51,8 @@ NEEDS = pytest.mark.skipif(
     reason="needs a kubectl binary (Cloud SDK kubectl.1.*, or Debian's kubectl / "
     "kubernetes-client: .ci/setup --system) and openssl for the loopback server's certificate",
 )
-ALL_VERSIONS = [pytest.param(k, id=k.name) for k in KUBECTLS] or [pytest.param(None, id="none")]
+ALL_VERSIONS = [pytest.param(k, id=k.name if k.name != "kubectl" else str(k))
+                for k in KUBECTLS] or [pytest.param(None, id="none")]
 NEWEST = KUBECTLS[-1] if KUBECTLS else None
 
 OPERATOR_POD = "gpu-operator/gpu-operator-6b8f9c7d5-x2x9q"
