@@ -23,7 +23,7 @@ from collector_support import COLLECT_PY, by_path, read_bundle, secrets_list
 from analyzers.engine import analyze
 from analyzers.plugins import discover
 from bundle import open_bundle
-from collectors.collect import error_kind, error_tail
+from collectors.collect import Bundle, dump_json, error_kind, error_tail
 
 CLOUD_SDK_BIN = Path("/usr/lib/google-cloud-sdk/bin")
 
@@ -135,6 +135,36 @@ def test_the_error_is_the_tail_of_stderr_without_klog_lines() -> None:
 ])
 def test_error_kinds(text: str, kind: str | None) -> None:
     assert error_kind(text) == kind
+
+
+def test_json_over_the_cap_is_shortened_never_cut(tmp_path: Path) -> None:
+    bundle = Bundle(str(tmp_path), 2000, quiet=True)
+    pods = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "7"},
+            "items": [{"metadata": {"name": f"pod-{n}"}, "spec": {"x": "é" * 50}}
+                      for n in range(40)]}
+    nbytes, truncated, extra = bundle.write_json("cluster/pods.json", pods)
+    written = (tmp_path / "cluster" / "pods.json").read_bytes()
+    kept = json.loads(written)
+    assert truncated and nbytes == len(written) <= 2000
+    assert extra == {"items_kept": len(kept["items"]), "items_total": 40}
+    assert kept["items"] == pods["items"][:len(kept["items"])]
+    # as many as fit: one more would not
+    one_more = dict(kept, items=pods["items"][:len(kept["items"]) + 1])
+    assert len(dump_json(one_more)) > 2000
+    assert kept["metadata"] == {"resourceVersion": "7", "remainingItemCount": 40 - extra[
+        "items_kept"]}
+
+    history = [{"revision": n, "values": {"k": "v" * 100}} for n in range(1, 41)]
+    nbytes, truncated, extra = bundle.write_json("cluster/helm/r.json", history)
+    newest = json.loads((tmp_path / "cluster" / "helm" / "r.json").read_bytes())
+    assert truncated and nbytes <= 2000 and newest[-1]["revision"] == 40
+    assert extra == {"items_kept": len(newest), "items_total": 40}
+
+    one = {"kind": "Thing", "data": "x" * 5000}
+    assert bundle.write_json("cluster/thing.json", one) == (0, True, {
+        "error": f"not written: {len(dump_json(one))} bytes of JSON, over --max-file-bytes 2000"})
+    assert not (tmp_path / "cluster" / "thing.json").exists()
+    assert bundle.write_json("cluster/small.json", {"items": []}) == (17, False, {})
 
 
 # ---- the main scenario, through every kubectl version -------------------------------------
