@@ -1028,10 +1028,16 @@ class Collector:
                      "operator namespace is unknown; pass -n")
             self.bundle.add("logs", None, None, error=error, extra=kind)
             return None
-        args = ("get", "pods", "-n", ns, "-o", "json")
-        pods = self._get_json(f"cluster/namespace-pods/{ns}.json", args)
-        error = (f"logs of GPU pods outside namespace {ns} not tried: pods could not be listed "
-                 f"cluster-wide ({why})")
+        path = f"cluster/namespace-pods/{ns}.json"
+        pods = self._get_json(path, ("get", "pods", "-n", ns, "-o", "json"))
+        if pods is None:
+            in_ns = [i for i in self.bundle.items if i["path"] == path and i["error"]]
+            also = last_line(in_ns[0]["error"]) if in_ns else "the step did not finish"
+            error = (f"no log tried: pods could not be listed cluster-wide ({why}) nor in "
+                     f"namespace {ns} ({also})")
+        else:
+            error = (f"logs of GPU pods outside namespace {ns} not tried: pods could not be "
+                     f"listed cluster-wide ({why})")
         self.bundle.add("logs", None, None, error=error, extra=kind)
         return pods
 

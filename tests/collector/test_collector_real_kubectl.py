@@ -307,3 +307,20 @@ def test_namespace_scoped_access_without_a_namespace_names_the_missing_option(
                                              "cluster-wide (Error from server (Forbidden)")
     assert items["logs"]["error"].endswith("and the operator namespace is unknown; pass -n")
     assert not any(name.startswith("logs/") for name in files)
+
+
+@NEEDS
+def test_no_pods_readable_anywhere_is_one_step_naming_both_refusals(tmp_path: Path) -> None:
+    assert NEWEST is not None
+    with ApiServer() as api:
+        api.forbidden = {"pods"}
+        code, stderr, path = run_collector(NEWEST, tmp_path, api, "-n", "gpu-operator")
+    assert code == 0 and path is not None, stderr
+    files, _manifest, items = bundle_files(path)
+    refused = (f'Error from server (Forbidden): pods is forbidden: User "{IDENTITY}" cannot list '
+               'resource "pods" in API group ""')
+    assert items["logs"]["error"] == (
+        f"no log tried: pods could not be listed cluster-wide ({refused} at the cluster scope) "
+        f'nor in namespace gpu-operator ({refused} in the namespace "gpu-operator")')
+    assert items["cluster/namespace-pods/gpu-operator.json"]["error_kind"] == "forbidden"
+    assert not any(name.startswith("logs/") for name in files)
