@@ -160,8 +160,61 @@ def load_json(data: bytes) -> Any:
         return None
 
 
-def first_text(data: bytes, limit: int = 2000) -> str:
-    return data.decode("utf-8", "replace").strip()[:limit]
+# klog's prefix: severity, MMDD, time (`E1201 18:58:57.180923   23949 memcache.go:265] ...`).
+KLOG_RE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
+ERROR_TAIL_CHARS = 2000
+
+# What a failed step's error means, for the manifest's error_kind; first match wins. Only
+# errors of kubectl, helm and ssh are classified: node.sh's own steps are left to the analyzer.
+ERROR_KINDS = (
+    ("unauthorized", re.compile(
+        r"must be logged in to the server|\bUnauthorized\b|provide credentials", re.I)),
+    ("forbidden", re.compile(r"\(Forbidden\)|\bis forbidden\b|\bforbidden:", re.I)),
+    ("unreachable", re.compile(
+        r"connection to the server \S+ was refused|connection refused|no such host|"
+        r"i/o timeout|tls handshake|x509:|no route to host|network is unreachable|"
+        r"unable to connect to the server|connection reset|could not resolve hostname|"
+        r"host key verification failed", re.I)),
+    ("timeout", re.compile(r"^timed out after|timed out waiting for the condition|"
+                           r"deadline exceeded", re.I)),
+    ("previous-log-missing", re.compile(r"previous terminated container .* not found", re.I)),
+    ("not-started", re.compile(r"is waiting to start|PodInitializing|ContainerCreating")),
+    ("not-found", re.compile(r"\(NotFound\)|doesn't have a resource type|"
+                             r"could not find the requested resource", re.I)),
+)
+CLASSIFIED_TOOLS = ("kubectl", "helm", "ssh")
+
+
+def error_tail(data: bytes, limit: int = ERROR_TAIL_CHARS) -> str:
+    """A failed command's own error: the tail of its stderr, klog lines dropped.
+
+    kubectl prints its error last; before it come klog lines (discovery noise such as
+    `E1201 ... memcache.go:265] couldn't get resource list for metrics.k8s.io/v1beta1`). When
+    nothing but klog lines is there, the last one is kept. At most `limit` characters, starting
+    at a whole line where the tail has several."""
+    lines = [line.rstrip() for line in data.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line.strip()]
+    kept = [line for line in lines if not KLOG_RE.match(line)] or lines[-1:]
+    text = "\n".join(kept)
+    if len(text) > limit:
+        text = text[-limit:]
+        cut = text.find("\n")
+        text = text[cut + 1 :] if 0 <= cut < len(text) - 1 else text
+    return text
+
+
+def error_kind(error: str) -> str | None:
+    """unauthorized, forbidden, unreachable, timeout, previous-log-missing, not-started,
+    not-found, or None."""
+    for kind, pattern in ERROR_KINDS:
+        if pattern.search(error):
+            return kind
+    return None
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else text
 
 
 # --- Redaction ------------------------------------------------------------------------------
@@ -423,7 +476,7 @@ class Runner:
             error = "interrupted"
         elif rc != 0:
             status = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-            error = first_text(err or b"") or status
+            error = error_tail(err or b"") or status
         duration = int((time.monotonic() - t0) * 1000)
         return Result(argv, rc, out or b"", err or b"", started, duration, error)
 
@@ -539,6 +592,43 @@ class Bundle:
             handle.write(data[: self.max_bytes])
         return min(len(data), self.max_bytes), len(data) > self.max_bytes
 
+    def write_json(self, rel: str, obj: Any) -> tuple[int, bool, dict[str, Any]]:
+        """Write obj as JSON, never cut in the middle: over the cap, a kubectl List keeps the
+        items that fit (metadata.remainingItemCount says how many were left out) and a JSON
+        list keeps its last entries; anything else is not written. Returns the bytes written,
+        whether something was left out, and what to add to the manifest item."""
+        data = dump_json(obj)
+        if len(data) <= self.max_bytes:
+            return self.write(rel, data) + ({},)
+        if isinstance(obj, dict) and isinstance(obj.get("items"), list):
+            items = obj["items"]
+            meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+
+            def shortened(n: int) -> Any:
+                return dict(obj, items=items[:n],
+                            metadata=dict(meta, remainingItemCount=len(items) - n))
+
+            envelope = len(dump_json(shortened(0)))
+            return self._write_part(rel, shortened, fitting(items, self.max_bytes - envelope),
+                                    len(items))
+        if isinstance(obj, list):
+            newest = fitting(obj[::-1], self.max_bytes - 4)
+            return self._write_part(rel, lambda n: obj[len(obj) - n :], newest, len(obj))
+        error = f"not written: {len(data)} bytes of JSON, over --max-file-bytes {self.max_bytes}"
+        return 0, True, {"error": error}
+
+    def _write_part(self, rel: str, part: Any, kept: int,
+                    total: int) -> tuple[int, bool, dict[str, Any]]:
+        """Write part(kept), with fewer entries while it is still over the cap (the estimate
+        of fitting() is close, so this rarely loops); an empty list may exceed a tiny cap."""
+        data = dump_json(part(kept))
+        while len(data) > self.max_bytes and kept > 0:
+            kept -= 1
+            data = dump_json(part(kept))
+        with open(self.abspath(rel), "wb") as handle:
+            handle.write(data)
+        return len(data), True, {"items_kept": kept, "items_total": total}
+
     def settle(self, rel: str, failed: bool) -> tuple[int, bool]:
         """Cap a file a command wrote straight into the staging area; drop it if failed+empty."""
         path = self.abspath(rel)
@@ -566,9 +656,13 @@ class Bundle:
         truncated: bool = False,
         error: str | None = None,
         counted: bool = True,
+        extra: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Record one attempted step; `counted` steps show up in the progress on stderr."""
-        item = {
+        """Record one attempted step; `counted` steps show up in the progress on stderr.
+
+        A failed kubectl, helm or ssh step gets error_kind (see ERROR_KINDS) when its error
+        is recognised; `extra` adds fields such as items_kept/items_total or error_kind."""
+        item: dict[str, Any] = {
             "path": path,
             "command": list(command) if command else None,
             "node": node,
@@ -579,15 +673,33 @@ class Bundle:
             "truncated": bool(truncated),
             "error": error,
         }
+        tool = os.path.basename(command[0]) if command else ""
+        kind = error_kind(error) if error and tool in CLASSIFIED_TOOLS else None
+        if kind:
+            item["error_kind"] = kind
+        item.update(extra or {})
         with self._lock:
             self.items.append(item)
             if counted:
                 self.done += 1
                 line = f"[{self.done}/{max(self.planned, self.done)}] "
-                line += f"FAILED {path}: {error.splitlines()[0][:200]}" if error else f"ok {path}"
+                line += f"FAILED {path}: {last_line(error)[:200]}" if error else f"ok {path}"
         if counted and (error or not self.quiet):
             eprint(line if error else f"{line} ({item['duration_ms']} ms)")
         return item
+
+
+def fitting(entries: list[Any], budget: int) -> int:
+    """How many of entries, from the first, fit in budget bytes of dump_json output."""
+    used = kept = 0
+    for entry in entries:
+        # indent=1 inside a list inside an object: each line gets two more spaces, plus ",\n".
+        text = json.dumps(entry, indent=1, ensure_ascii=False)
+        used += len(text.encode("utf-8")) + 2 * (text.count("\n") + 1) + 2
+        if used > budget:
+            break
+        kept += 1
+    return kept
 
 
 # --- Cluster objects: Helm releases, which logs, which nodes --------------------------------
@@ -832,10 +944,19 @@ class Collector:
         info = info if isinstance(info, dict) else {}
         self.server_version = (info.get("serverVersion") or {}).get("gitVersion")
         if result.rc != 0 or not self.server_version:
-            reason = (result.error or "kubectl version printed no server version").splitlines()
+            reason = last_line(result.error or "kubectl version printed no server version")
             where = f" (context {self.context})" if self.context else ""
-            eprint(f"gpu-triage collect: cannot reach the Kubernetes API server{where}: "
-                   + reason[-1])  # fmt: skip
+            kind = error_kind(reason)
+            if kind == "unauthorized":
+                eprint(f"gpu-triage collect: the Kubernetes API server{where} did not accept "
+                       f"the credentials (401 Unauthorized; log in again or renew the token): "
+                       + reason)  # fmt: skip
+            elif kind == "forbidden":
+                eprint(f"gpu-triage collect: the Kubernetes API server{where} refused access "
+                       f"(RBAC): {reason}")  # fmt: skip
+            else:
+                eprint(f"gpu-triage collect: cannot reach the Kubernetes API server{where}: "
+                       + reason)  # fmt: skip
             return False
         nbytes, truncated = self.bundle.write(path, dump_json(info))
         self.bundle.add(path, result.argv, None, result, nbytes, truncated)
@@ -849,6 +970,9 @@ class Collector:
         self.nodes = lists["cluster/nodes.json"]
         pods = lists["cluster/pods.json"]
         self.operator_ns = self.operator_ns or find_operator_namespace(pods)
+        if pods is None:
+            self.bundle.plan(2 if self.operator_ns else 1)
+            pods = self._guard("logs", self._pods_of_namespace)
         self.selected_nodes = self._select_nodes()
         targets = list(log_targets(pods, self.operator_ns)) if pods else []
         self.bundle.plan(len(targets) + 2)
@@ -873,17 +997,49 @@ class Collector:
     # ---- cluster-wide --------------------------------------------------------------------
 
     def _get_json(self, path: str, args: tuple[str, ...], configmaps: bool = False) -> Any:
+        """Run a kubectl get; write its JSON (redacted, never cut mid-list). Returns the whole
+        object, also when the file keeps only part of it, or None when kubectl failed."""
         argv = self.kubectl.argv(*args)
         result = self.runner.run(argv, self.opts.step_timeout)
         obj, error, nbytes, truncated = None, result.error, 0, False
+        extra: dict[str, Any] = {}
         if error is None:
             obj = load_json(result.stdout)
             error = None if isinstance(obj, dict) else "kubectl printed no JSON object"
         if error is None:
             self.redactor.kubernetes(obj, configmaps=configmaps)
-            nbytes, truncated = self.bundle.write(path, dump_json(obj))
-        self.bundle.add(path, argv, None, result, nbytes, truncated, error)
-        return obj if error is None else None
+            nbytes, truncated, extra = self.bundle.write_json(path, obj)
+            error = extra.pop("error", None)
+        self.bundle.add(path, argv, None, result, nbytes, truncated, error, extra=extra)
+        return obj if isinstance(obj, dict) and result.error is None else None
+
+    def _pods_of_namespace(self) -> Any:
+        """`get pods -A` failed (a namespace-scoped identity, say): read the operator
+        namespace's pods instead, for its logs, and record one failed step for the logs that
+        could not even be tried. The list goes to cluster/namespace-pods/<ns>.json, not to
+        cluster/pods.json, which stays a failed step: rules must not take it for all pods."""
+        failed = [i for i in self.bundle.items if i["path"] == "cluster/pods.json" and i["error"]]
+        why = last_line(failed[0]["error"]) if failed else "the step did not finish"
+        kind = {"error_kind": failed[0]["error_kind"]} if failed and "error_kind" in failed[0] \
+            else {}
+        ns = self.operator_ns
+        if not ns:
+            error = (f"no log tried: pods could not be listed cluster-wide ({why}) and the "
+                     "operator namespace is unknown; pass -n")
+            self.bundle.add("logs", None, None, error=error, extra=kind)
+            return None
+        path = f"cluster/namespace-pods/{ns}.json"
+        pods = self._get_json(path, ("get", "pods", "-n", ns, "-o", "json"))
+        if pods is None:
+            in_ns = [i for i in self.bundle.items if i["path"] == path and i["error"]]
+            also = last_line(in_ns[0]["error"]) if in_ns else "the step did not finish"
+            error = (f"no log tried: pods could not be listed cluster-wide ({why}) nor in "
+                     f"namespace {ns} ({also})")
+        else:
+            error = (f"logs of GPU pods outside namespace {ns} not tried: pods could not be "
+                     f"listed cluster-wide ({why})")
+        self.bundle.add("logs", None, None, error=error, extra=kind)
+        return pods
 
     def _no_namespace(self, path: str) -> None:
         error = "operator namespace not found (no readable pod labelled app=gpu-operator); pass -n"
@@ -909,8 +1065,9 @@ class Collector:
             return
         path = f"cluster/helm/{name}.json"
         entries.sort(key=lambda e: e.get("revision") or 0)
-        nbytes, truncated = self.bundle.write(path, dump_json(entries))
-        self.bundle.add(path, argv, None, result, nbytes, truncated, error, counted=False)
+        nbytes, truncated, extra = self.bundle.write_json(path, entries)
+        self.bundle.add(path, argv, None, result, nbytes, truncated, error, counted=False,
+                        extra=extra)
 
     def _helm_via_cli(self, ns: str) -> bool:
         """`helm history` and `helm get values` per revision; False to fall back to Secrets."""

@@ -11,30 +11,58 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
 from bundle.manifest import ManifestItem
 
-# (category, what it means, pattern over the error text); first match wins.
+# (category, what it means, pattern over the error text); first match wins. Newer collectors
+# record the kind themselves (error_kind, from kubectl's own error); these patterns sort the
+# rest: node.sh's steps and bundles from older collectors.
 _GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("unauthorized", "refused: the API server did not accept the collecting identity's "
+     "credentials (401)",
+     re.compile(r"must be logged in to the server|unauthori[sz]ed|provide credentials", re.I)),
     ("forbidden", "refused by RBAC (the collecting identity lacks permission)",
-     re.compile(r"forbidden|unauthori[sz]ed|permission denied|not permitted", re.I)),
-    ("timeout", "timed out",
-     re.compile(r"time[d ]?out|deadline exceeded|timed out", re.I)),
+     re.compile(r"forbidden|permission denied|not permitted", re.I)),
+    ("previous-log-missing", "previous container log not kept by the kubelet",
+     re.compile(r"previous terminated container .* not found", re.I)),
     ("unreachable", "node or API server unreachable",
      re.compile(r"unreachable|no route to host|connection refused|could not resolve|"
-                r"unable to connect|connection reset|host key verification", re.I)),
+                r"unable to connect|connection reset|host key verification|no such host|"
+                r"i/o timeout|tls handshake|x509:|was refused", re.I)),
+    ("timeout", "timed out",
+     re.compile(r"time[d ]?out|deadline exceeded|timed out", re.I)),
+    ("not-found", "not in the cluster (a resource type or object that does not exist)",
+     re.compile(r"\(NotFound\)|doesn't have a resource type|"
+                r"could not find the requested resource", re.I)),
     ("missing-command", "command or file missing on the node",
      re.compile(r"not found|no such file|command not found|executable file", re.I)),
     ("not-started", "container had not started, so it has no log yet",
      re.compile(r"waiting to start|podinitializing|containercreating", re.I)),
     ("other", "failed for another reason", re.compile(r".")),
 )
-_SEVERITY = {"not-started": Severity.INFO, "missing-command": Severity.LOW}
+_MEANINGS = {name: meaning for name, meaning, _pattern in _GAP_KINDS}
+# klog lines (`E1201 18:58:57.180923 23949 memcache.go:265] ...`): kubectl's discovery noise,
+# which older collectors kept in place of kubectl's own error.
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
+# Gaps where nothing was lost: no rule is "left without" its input.
+_NOTHING_LOST = ("not-started", "previous-log-missing")
+_SEVERITY = {"not-started": Severity.INFO, "previous-log-missing": Severity.INFO,
+             "missing-command": Severity.LOW, "not-found": Severity.LOW}
 # What to do about each kind of gap: the first line is the first step shown.
 _REMEDIATION = {
+    "unauthorized": "kubectl get --raw /version   # as the collecting identity: are its "
+                    "credentials still accepted?\n# log in again or renew the token or "
+                    "certificate, then collect again",
     "forbidden": "kubectl auth can-i list events --all-namespaces   # as the collecting "
                  "identity\n# grant read (get, list) on what was refused, then collect again",
+    "previous-log-missing": "kubectl describe pod -n <namespace> <pod>   # 'Last State' says "
+                            "why the container restarted\n# the kubelet keeps one earlier "
+                            "run's log per container, and none once the pod is replaced;\n"
+                            "# the current log was collected: nothing more to collect",
     "timeout": "gpu-triage collect --step-timeout 180 --node-timeout 1200   # more time "
                "per step and per node",
     "unreachable": "kubectl get nodes -o wide   # is the node Ready and reachable?\n"
                    "gpu-triage collect --nodes <node> --node-mode ssh   # or reach it by ssh",
+    "not-found": "kubectl api-resources   # the resource types the cluster serves (a GPU "
+                 "Operator CRD may not be installed)\n# what the cluster does not have has "
+                 "nothing to collect",
     "missing-command": "# the command or file does not exist on the node: nothing more to "
                        "collect;\n# the rules named above could not check what it shows",
     "not-started": "kubectl get pods -A --field-selector=status.phase=Pending   # the "
@@ -43,11 +71,17 @@ _REMEDIATION = {
 }
 
 
-def _kind(error: str) -> tuple[str, str]:
+def _kind(item: ManifestItem) -> tuple[str, str]:
+    """The collector's error_kind when it recorded one we know, else a pattern's verdict."""
+    recorded = (item.model_extra or {}).get("error_kind")
+    if isinstance(recorded, str) and recorded in _MEANINGS:
+        return recorded, _MEANINGS[recorded]
+    lines = (item.error or "").splitlines()
+    error = "\n".join(line for line in lines if not _KLOG.match(line)) or (item.error or "")
     for name, meaning, pattern in _GAP_KINDS:
         if pattern.search(error):
             return name, meaning
-    return "other", "failed for another reason"
+    return "other", _MEANINGS["other"]
 
 
 def _affected_rules(ctx: Context, items: Iterable[ManifestItem]) -> list[str]:
@@ -78,9 +112,8 @@ class CollectionGaps(Rule):
     "not checked". Knowing what is missing tells you what to ask the customer for.
 
     Remediation:
-    Each kind of gap names its own first step (RBAC, time, reachability, commands the
-    node lacks, containers not yet started). In general, re-run the collector with the
-    missing permission or access, for example:
+    Each kind of gap names its own first step.
+    Otherwise re-run the collector with the missing permission or access, for example:
       kubectl auth can-i list events --all-namespaces
       gpu-triage collect --nodes <node> --node-mode ssh
     """
@@ -94,14 +127,15 @@ class CollectionGaps(Rule):
         groups: dict[str, list[ManifestItem]] = defaultdict(list)
         meanings: dict[str, str] = {}
         for item in ctx.bundle.manifest.failed_items:
-            kind, meaning = _kind(item.error or "")
+            kind, meaning = _kind(item)
             groups[kind].append(item)
             meanings[kind] = meaning
         for kind, items in sorted(groups.items()):
             cluster_level = any(item.path.startswith("cluster/") for item in items)
             severity = _SEVERITY.get(kind, Severity.MEDIUM if cluster_level else Severity.LOW)
-            # A container that never started has no log to collect: nothing was lost.
-            affected = [] if kind == "not-started" else _affected_rules(ctx, items)
+            # A container that never started, or a previous run's log the kubelet dropped,
+            # has no log to collect: nothing was lost.
+            affected = [] if kind in _NOTHING_LOST else _affected_rules(ctx, items)
             nodes = sorted({item.node for item in items if item.node})
             paths = ", ".join(item.path for item in items[:4])
             more = f" and {len(items) - 4} more" if len(items) > 4 else ""

@@ -291,11 +291,12 @@ def test_local_mode_with_size_bounds(cluster, monkeypatch):
         == 20
     )
     pods = items["cluster/pods.json"]
-    assert (
-        pods["truncated"] is True
-        and pods["bytes"] == 8192
-        and len(files[top + "/cluster/pods.json"]) == 8192
-    )
+    # A list over the cap keeps the pods that fit and stays valid JSON (never cut mid-list).
+    kept = json.loads(files[top + "/cluster/pods.json"])
+    assert pods["truncated"] is True and pods["bytes"] == len(files[top + "/cluster/pods.json"])
+    assert 0 < pods["bytes"] <= 8192 and pods["items_total"] == 11
+    assert pods["items_kept"] == len(kept["items"]) < 11
+    assert kept["metadata"]["remainingItemCount"] == 11 - len(kept["items"])
     assert items["cluster/version.json"]["truncated"] is False
     assert items["nodes/gpu-a/journal/kubelet.jsonl"]["command"][-1] == "-2h"
     assert items["nodes/gpu-a/nvidia-smi.xml"]["error"] is None
