@@ -34,5 +34,6 @@ class IndexRecord(BaseModel):
     findings_by_rule: dict[str, int] = Field(default_factory=dict)
     finding_ids: list[str] = Field(default_factory=list)
     rules_skipped: list[str] = Field(default_factory=list)
+    rules_partial: list[str] = Field(default_factory=list)
     rules_error: list[str] = Field(default_factory=list)
     reports: list[str] = Field(default_factory=list)  # files written for this bundle

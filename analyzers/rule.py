@@ -174,12 +174,17 @@ def _evidence(item: Locator | Evidence) -> Evidence:
 
 
 def parse_docstring(doc: str) -> RuleDocs:
-    """Split a rule docstring into title, 'Why it matters' and 'Remediation'."""
+    """Split a rule docstring into title (its first paragraph), 'Why it matters' and
+    'Remediation'."""
     lines = doc.strip().splitlines()
-    title = lines[0].strip().rstrip(".") if lines else ""
+    # The title is the first paragraph, however it is wrapped.
+    head = 0
+    while head < len(lines) and lines[head].strip():
+        head += 1
+    title = " ".join(line.strip() for line in lines[:head]).rstrip(".")
     sections: dict[str, list[str]] = {}
     current: str | None = None
-    for line in lines[1:]:
+    for line in lines[head:]:
         header = line.strip().rstrip(":")
         if header in SECTIONS and line.strip().endswith(":"):
             current = header
@@ -190,5 +195,5 @@ def parse_docstring(doc: str) -> RuleDocs:
         title=title,
         why="\n".join(sections.get("Why it matters", [])).strip(),
         remediation="\n".join(sections.get("Remediation", [])).strip(),
-        body="\n".join(lines[1:]).strip(),
+        body="\n".join(lines[head:]).strip(),
     )

@@ -126,6 +126,7 @@ def _record(job: Job, report: Report, code: int, written: list[str]) -> IndexRec
         findings_by_rule=dict(sorted(by_rule.items())),
         finding_ids=[f.id for f in report.findings],
         rules_skipped=[r.rule_id for r in report.rules if r.status is RuleStatus.SKIPPED],
+        rules_partial=[r.rule_id for r in report.rules if r.status is RuleStatus.PARTIAL],
         rules_error=[r.rule_id for r in report.rules if r.status is RuleStatus.ERROR],
         reports=written,
     )

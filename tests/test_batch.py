@@ -155,3 +155,15 @@ def test_output_file_with_several_bundles_is_a_usage_error() -> None:
     code, out, err = _run(["analyze", str(INCIDENT), str(HEALTHY), "-o", "r.json"])
     assert (code, out) == (2, "")
     assert "--out-dir" in err
+
+
+def test_the_index_names_rules_that_read_their_input_in_part(tmp_path: Path) -> None:
+    damaged = shutil.copytree(HEALTHY, tmp_path / "damaged")
+    node = sorted((damaged / "nodes").iterdir())[0]
+    (node / "nvidia-smi.xml").write_text("<nvidia_smi_log><gpu>", encoding="utf-8")
+    code = main(["analyze", str(HEALTHY), str(damaged), "--out-dir", str(tmp_path / "o"),
+                 "-f", "json", "--jobs", "1"])
+    assert code == 0
+    clean, partial = _index(tmp_path / "o" / "index.jsonl")
+    assert clean.rules_partial == []
+    assert "DRV006" in partial.rules_partial and "DRV006" not in partial.rules_skipped
