@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bundle import nvsmi_health as health
+from bundle.flatxml import FlatElement
 from bundle.nvsmi import parse_nvidia_smi
 from bundle.nvsmi_text import (
     BANNER,
@@ -264,3 +265,32 @@ def test_the_xml_parser_still_refuses_text() -> None:
     """The reader's current behaviour, which the wiring of nvsmi_text changes."""
     with pytest.raises(ValueError, match="invalid XML"):
         parse_nvidia_smi(A10.read_bytes())
+
+
+# ------------------------------------------------------------- the XML's own names
+
+
+def _element_paths(element: FlatElement) -> set[str]:
+    found: set[str] = set()
+    pending = [(element, "")]
+    while pending:
+        parent, prefix = pending.pop()
+        for child in parent:
+            path = f"{prefix}/{child.tag}" if prefix else child.tag
+            found.add(path)
+            pending.append((child, path))
+    return found
+
+
+def test_every_path_read_from_text_is_one_the_real_xml_outputs_print() -> None:
+    """The text outputs are of other machines than the XML ones, but the schema is one:
+    each element path the text gives a GPU appears in some real XML of the corpus. The
+    only exception is R550's 'GPU Memory Power Readings / Power Draw', which the R590
+    XML prints as average/instant draw instead."""
+    xml_paths: set[str] = set()
+    for path in (REAL / "xml").glob("*.xml"):
+        for gpu in parse_nvidia_smi(path.read_bytes()).gpus:
+            xml_paths |= _element_paths(gpu.element)
+    unknown = {text.name: sorted(_element_paths(gpu.element) - xml_paths)
+               for text in (A10, AZURE) for gpu in parse_nvidia_smi_text(text.read_bytes()).gpus}
+    assert unknown == {A10.name: ["gpu_memory_power_readings/power_draw"], AZURE.name: []}
