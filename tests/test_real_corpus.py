@@ -92,6 +92,13 @@ XML_FACTS = {
     "rtx-3060_r570.xml": ("570.124.04", "12.8", [(
         "00000000:2D:00.0", "GPU-d6889ff6-2523-9142-ca3c-1ca3f396a625",
         "NVIDIA GeForce RTX 3060", "GeForce", 0, 12288, 116, 0, [])]),
+    "rtx-a5000-x2_r590_trimmed.xml": ("590.44.01", "13.1", [
+        ("00000000:81:00.0", "GPU-12345678-aaaa-bbbb-cccc-0123456789ab", "NVIDIA RTX A5000",
+         "NVIDIA RTX", 1, 24564, 22437, 0,
+         [(100477, "/root/src/llama.cpp/build/bin/llama-server", 22430)]),
+        ("00000000:C1:00.0", "GPU-12345678-aaaa-bbbb-cccc-0123456789cd", "NVIDIA RTX A5000",
+         "NVIDIA RTX", 0, 24564, 17253, 0,
+         [(100477, "/root/src/llama.cpp/build/bin/llama-server", 17246)])]),
     "rtx-pro-6000-blackwell_r590_trimmed.xml": ("590.44.01", "13.1", [(
         "00000000:61:00.0", "GPU-12345678-aaaa-bbbb-cccc-0123456789ab",
         "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "NVIDIA RTX", 0,
@@ -121,6 +128,10 @@ XML_READINGS = {
         "gpu_reset_status/reset_required": "Requested functionality has been deprecated",
         "gpu_recovery_action": "None", "remapped_rows": "N/A",
         "gpu_power_readings/average_power_draw": "11.60 W"}),
+    "rtx-a5000-x2_r590_trimmed.xml": (("6.52 W", "230.00 W"), "13 C", {
+        "ecc_mode/current_ecc": "Disabled", "remapped_rows/remapped_row_pending": "No",
+        "remapped_rows/row_remapper_histogram/row_remapper_histogram_max": "192 bank(s)",
+        "gpu_recovery_action": "None"}),
     "rtx-pro-6000-blackwell_r590_trimmed.xml": (("3.99 W", "300.00 W"), "24 C", {
         "gpu_recovery_action": "None", "ecc_mode/current_ecc": "Disabled",
         "ecc_errors/channel_repair_pending": "No", "ecc_errors/tpc_repair_pending": "No",
@@ -147,22 +158,30 @@ def test_xml_gives_the_gpu_facts_read_by_hand(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(XML_FACTS))
 def test_xml_health_readings_are_as_printed_and_raise_nothing(name: str) -> None:
-    [gpu] = parse_nvidia_smi((XML / name).read_bytes()).gpus
-    element = gpu.element
+    gpus = parse_nvidia_smi((XML / name).read_bytes()).gpus
+    first = gpus[0].element  # the readings table is of the first GPU
     power, temperature, raw = XML_READINGS[name]
-    assert health.power(element) == power
-    assert health.temperature(element) == temperature
-    assert {path: (element.findtext(path) or "").strip() for path in raw} == raw
-    # Healthy GPUs: no reader reports trouble.
-    assert health.ecc_uncorrectable(element, "volatile") == []
-    assert health.ecc_uncorrectable(element, "aggregate") == []
-    assert health.sram_threshold_exceeded(element) is None
-    assert health.retired_pages(element) == []
-    assert health.remapped_rows(element) == health.RowRemap(None, None, None)
-    assert health.repairs_pending(element) == []
-    assert health.recovery(element) == []
-    assert health.fabric(element).healthy
-    assert health.active_slowdowns(element) == []
+    assert health.power(first) == power
+    assert health.temperature(first) == temperature
+    assert {path: (first.findtext(path) or "").strip() for path in raw} == raw
+    for element in (gpu.element for gpu in gpus):  # healthy GPUs: no reader reports trouble
+        assert health.ecc_uncorrectable(element, "volatile") == []
+        assert health.ecc_uncorrectable(element, "aggregate") == []
+        assert health.sram_threshold_exceeded(element) is None
+        assert health.retired_pages(element) == []
+        assert health.remapped_rows(element) == health.RowRemap(None, None, None)
+        assert health.repairs_pending(element) == []
+        assert health.recovery(element) == []
+        assert health.fabric(element).healthy
+        assert health.active_slowdowns(element) == []
+
+
+def test_locate_finds_a_reading_inside_the_right_gpu_of_a_two_gpu_file() -> None:
+    text = (XML / "rtx-a5000-x2_r590_trimmed.xml").read_text()
+    path = "remapped_rows/remapped_row_pending"
+    line = "<remapped_row_pending>No</remapped_row_pending>"
+    assert health.locate(text, "00000000:81:00.0", path) == (213, line)
+    assert health.locate(text, "00000000:C1:00.0", path) == (542, line)
 
 
 # Findings an XML really supports: GeForce cards are outside the GPU Operator's list.
@@ -173,7 +192,7 @@ XML_FINDINGS = {"gtx-1660-ti_r418.xml": {"CFG002:gpu-a"}, "rtx-3060_r570.xml": {
 def test_xml_in_a_bundle_adds_no_problem_and_only_its_real_findings(
         tmp_path: Path, name: str) -> None:
     extra, report = extra_findings(tmp_path, "nodes/gpu-a/nvidia-smi.xml",
-                                   (XML / name).read_bytes(), gpus=1)
+                                   (XML / name).read_bytes(), gpus=len(XML_FACTS[name][2]))
     assert_clean(report)
     assert extra == XML_FINDINGS.get(name, set())
 
