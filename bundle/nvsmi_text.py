@@ -274,11 +274,15 @@ def parse_nvidia_smi_text(data: bytes) -> NvidiaSmi:
     """Read ``nvidia-smi -q`` text into the structures :func:`parse_nvidia_smi` returns.
 
     Raises :class:`TextProblem` when the banner is missing (the data is something else).
+    Of a repeated report (``nvidia-smi -q -l``) only the first is read.
     """
     lines = data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
     banner = next((index for index, line in enumerate(lines) if line.strip()), None)
     if banner is None or lines[banner].strip() != BANNER:
         where = (banner or 0) + 1
         raise TextProblem(f"not nvidia-smi -q text: the first line is not {BANNER}", where, 1)
-    root = _tree(_outline(lines[banner + 1:], banner + 2))
+    # 'nvidia-smi -q -l N' repeats the whole report; the first one is read.
+    end = next((index for index in range(banner + 1, len(lines))
+                if lines[index].strip() == BANNER), len(lines))
+    root = _tree(_outline(lines[banner + 1:end], banner + 2))
     return parse_nvidia_smi(ET.tostring(root, encoding="utf-8"))

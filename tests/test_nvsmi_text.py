@@ -228,6 +228,14 @@ def test_legacy_ecc_blocks_read_through_the_legacy_xml_paths() -> None:
         health.Reading("ecc_errors/aggregate/double_bit/total", "4")]
 
 
+def test_a_repeated_report_is_read_once() -> None:
+    """'nvidia-smi -q -l 5' appends the whole report again each time."""
+    later = a10_text().replace("Wed Jan 22 04:28:41 2025", "Wed Jan 22 04:28:46 2025")
+    smi = parse_nvidia_smi_text((a10_text() + later).encode())
+    assert [gpu.bus_id for gpu in smi.gpus] == ["00000000:06:00.0"]
+    assert smi.driver_version == "550.127.05"
+
+
 # ------------------------------------------------------------------- hostile shapes
 
 
