@@ -24,7 +24,10 @@ finding on a text-read GPU has no quoted line.
 
 Cost: one pass over the lines, each split with ``str.find``; the nesting kept is at
 most :data:`MAX_DEPTH` levels (a deeper line is attached at that depth), so neither
-the outline nor the element tree can grow deeper than real output does.
+the outline nor the element tree can grow deeper than real output does. A text of more
+than :data:`MAX_LINES` lines is refused before it is split (at the limit, about 200,000
+lines, reading takes a few seconds: outline, tree and the XML round trip cost some
+three times what parsing the same readings as XML does).
 """
 
 from __future__ import annotations
@@ -35,11 +38,22 @@ from dataclasses import dataclass, field
 
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 
-__all__ = ["BANNER", "MAX_DEPTH", "TextProblem", "looks_like_text", "parse_nvidia_smi_text"]
+__all__ = [
+    "BANNER",
+    "MAX_DEPTH",
+    "MAX_LINES",
+    "TextProblem",
+    "looks_like_text",
+    "parse_nvidia_smi_text",
+]
 
 BANNER = "==============NVSMI LOG=============="
 MAX_DEPTH = 12
 """Outline levels kept; real output nests five deep (GPU, PCI, link info, generation)."""
+MAX_LINES = 200_000
+"""Lines read at most. A GPU's report is about 200 lines, so a 72-GPU node prints some
+15,000; the text path costs a few times the XML path per line, so a larger file is
+refused rather than read."""
 
 _SNIFF_BYTES = 4096
 _TAG_MAX = 64
@@ -273,10 +287,15 @@ def _tree(top: list[_Line]) -> ET.Element:
 def parse_nvidia_smi_text(data: bytes) -> NvidiaSmi:
     """Read ``nvidia-smi -q`` text into the structures :func:`parse_nvidia_smi` returns.
 
-    Raises :class:`TextProblem` when the banner is missing (the data is something else).
-    Of a repeated report (``nvidia-smi -q -l``) only the first is read.
+    Raises :class:`TextProblem` when the banner is missing (the data is something else)
+    or the data has more than :data:`MAX_LINES` lines. Of a repeated report
+    (``nvidia-smi -q -l``) only the first is read.
     """
+    if max(data.count(b"\n"), data.count(b"\r")) > MAX_LINES:
+        raise _too_long()
     lines = data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+    if len(lines) > MAX_LINES:  # other line breaks that str.splitlines honours
+        raise _too_long()
     banner = next((index for index, line in enumerate(lines) if line.strip()), None)
     if banner is None or lines[banner].strip() != BANNER:
         where = (banner or 0) + 1
@@ -286,3 +305,8 @@ def parse_nvidia_smi_text(data: bytes) -> NvidiaSmi:
                 if lines[index].strip() == BANNER), len(lines))
     root = _tree(_outline(lines[banner + 1:end], banner + 2))
     return parse_nvidia_smi(ET.tostring(root, encoding="utf-8"))
+
+
+def _too_long() -> TextProblem:
+    return TextProblem(f"nvidia-smi -q text of more than {MAX_LINES:,} lines is not read "
+                       "(the limit of bundle.nvsmi_text)", MAX_LINES + 1, 1)

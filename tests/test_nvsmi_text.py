@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from bundle import nvsmi_health as health
+from bundle import nvsmi_text
 from bundle.flatxml import FlatElement
 from bundle.nvsmi import parse_nvidia_smi
 from bundle.nvsmi_text import (
     BANNER,
     MAX_DEPTH,
+    MAX_LINES,
     TextProblem,
     looks_like_text,
     parse_nvidia_smi_text,
@@ -252,6 +254,28 @@ def test_nesting_deeper_than_real_output_is_kept_at_the_depth_limit() -> None:
     assert last is not None
     assert [child.tag for child in last] == [f"level_{n}" for n in range(MAX_DEPTH, 300)]
     assert gpu.element.find(f"{kept}/level_{MAX_DEPTH}/level_{MAX_DEPTH + 1}") is None
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r", "\x1c"])
+def test_more_lines_than_the_limit_are_refused_with_the_limit_named(newline: str) -> None:
+    text = a10_text().replace("\n", newline)
+    lines = text.count(newline)
+    data = (text + f"    Label : v{newline}" * (MAX_LINES + 1 - lines)).encode()
+    with pytest.raises(TextProblem) as raised:
+        parse_nvidia_smi_text(data)
+    assert str(raised.value) == (
+        "nvidia-smi -q text of more than 200,000 lines is not read "
+        "(the limit of bundle.nvsmi_text)")
+    assert raised.value.where == "line 200001, column 1"
+
+
+def test_a_text_of_exactly_the_limit_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvsmi_text, "MAX_LINES", 400)  # the full limit reads for seconds
+    text = a10_text()
+    data = (text + "    Label : v\n" * (400 - text.count("\n"))).encode()
+    assert len(parse_nvidia_smi_text(data).gpus) == 1
+    with pytest.raises(TextProblem, match="more than 400 lines"):
+        parse_nvidia_smi_text(data + b"    Label : v\n")
 
 
 def test_control_characters_long_lines_and_crlf_do_not_break_the_xml() -> None:
