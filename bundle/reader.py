@@ -23,6 +23,7 @@ from bundle.archive import MANIFEST, Limits, Source, open_source
 from bundle.evidence import pointer as json_pointer
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
+from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
 from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 from bundle.tomlsafe import TomlRefused
@@ -445,6 +446,10 @@ class NodeArtifacts:
         if data is None:
             return None
         try:
+            # `nvidia-smi -q` text saved where the XML belongs is read into the same GPUs
+            # (evidence from it has no quoted line: locate() searches XML only)
+            if looks_like_text(data):
+                return parse_nvidia_smi_text(data)
             return parse_nvidia_smi(data)
         except Exception as exc:  # noqa: BLE001 - any parser failure is a recorded problem
             where = exc.where if isinstance(exc, XMLProblem) else None

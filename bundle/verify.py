@@ -13,6 +13,7 @@ import orjson
 
 from bundle import tomlsafe
 from bundle.nvsmi import parse_nvidia_smi
+from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
 from bundle.reader import Bundle, json_too_dense
 from bundle.textfiles import parse_journal
 
@@ -58,6 +59,9 @@ def _parse_error(bundle: Bundle, path: str) -> str | None:
                 return f"{len(bad)} line(s) are not JSON objects (first: line {bad[0]})"
         elif path.endswith(".toml"):
             tomlsafe.parse(data.decode("utf-8", "replace"))
+        elif path.endswith(".xml") and looks_like_text(data):
+            parse_nvidia_smi_text(data)
+            return "the text report of nvidia-smi -q, not the XML of -q -x (analyze reads it)"
         elif path.endswith(".xml"):
             parse_nvidia_smi(data)
     except Exception as exc:  # noqa: BLE001 - any parser failure is the answer here

@@ -206,11 +206,6 @@ def test_every_text_output_of_the_corpus_is_listed() -> None:
     assert sorted(p.name for p in TEXT.glob("*.txt")) == sorted(TEXT_GPUS)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bundle/reader.py NodeView.nvidia_smi only parses XML: 'nvidia-smi -q' text saved as "
-    "nvidia-smi.xml is recorded as 'nvidia-smi XML not understood: invalid XML: not "
-    "well-formed (invalid token)' and no GPU is read; bundle/nvsmi_text.py reads it but "
-    "is not wired in yet"))
 @pytest.mark.parametrize("name", sorted(TEXT_GPUS))
 def test_text_output_saved_as_the_xml_is_read_as_text(tmp_path: Path, name: str) -> None:
     data = (TEXT / name).read_bytes()
@@ -221,7 +216,7 @@ def test_text_output_saved_as_the_xml_is_read_as_text(tmp_path: Path, name: str)
         smi = opened.node("gpu-a").nvidia_smi
         assert smi is not None and len(smi.gpus) == TEXT_GPUS[name]
         problems = [(p.path, p.message) for p in opened.problems]
-    assert all("invalid XML" not in message for _, message in problems)
+    assert problems == []
 
 
 # ----------------------------------------------------------------------------- kernel

@@ -51,3 +51,16 @@ def test_unreadable_bundle_exits_3(tmp_path: Path) -> None:
     junk.write_text("nope")
     result = CliRunner().invoke(cli, ["verify", str(junk)])
     assert result.exit_code == 3
+
+
+def test_nvidia_smi_text_where_the_xml_belongs_is_named(tmp_path: Path) -> None:
+    real = Path(__file__).parent / "fixtures" / "real" / "smi" / "text"
+    text = (real / "a10_r550.txt").read_bytes()
+    path = write_dir(tmp_path / "b", {"cluster/nodes.json": kube_list(),
+                                      "nodes/gpu-a/nvidia-smi.xml": text})
+    with open_bundle(path) as bundle:
+        checks = {c.path: c for c in verify(bundle)}
+        assert len(bundle.node("gpu-a").nvidia_smi.gpus) == 1  # type: ignore[union-attr]
+    assert checks["nodes/gpu-a/nvidia-smi.xml"].status == "malformed"
+    assert checks["nodes/gpu-a/nvidia-smi.xml"].detail == (
+        "the text report of nvidia-smi -q, not the XML of -q -x (analyze reads it)")
