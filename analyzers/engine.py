@@ -127,6 +127,9 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     for finding in linked:
         counts[finding.severity.value] += 1
     manifest = bundle.manifest
+    # The overview reads node files no rule may have read (a journal, say): built first,
+    # so that what reading them recorded is among the report's problems.
+    built = overview.build(facts, linked)
     return Report(
         tool=ToolInfo(version=version),
         bundle=BundleInfo(
@@ -147,7 +150,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
         problems=[ParseProblem(path=p.path, kind=p.kind, message=p.message, where=p.where)
                   for p in bundle.problems],
         rule_docs=[_doc(loaded.rule) for loaded in rules],
-        overview=overview.build(facts, linked),
+        overview=built,
     )
 
 

@@ -51,7 +51,7 @@ from weakref import WeakKeyDictionary
 from analyzers import signatures
 from analyzers.signatures import SignatureMatch
 from bundle import Bundle
-from bundle.kernel import KernelLine, kernel_lines_from_journal
+from bundle.kernel import KernelLine, Note, kernel_lines_from_journal
 from bundle.textfiles import (
     JournalEntry,
     journal_entry,
@@ -119,14 +119,20 @@ def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     records, problems = journal_records(bundle.read_text(path) or "")
     for line, error in problems:  # what reading the journal through the bundle records
         bundle.problem(path, error, where=f"line {line}")
-    return scan_records(records, path, f"journal:{unit}")
+
+    def note(message: str, where: str) -> None:
+        bundle.problem(path, message, kind="refused", where=where)
+
+    return scan_records(records, path, f"journal:{unit}", note=note)
 
 
-def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> JournalScan:
+def scan_records(records: Sequence[dict[str, Any]], path: str, source: str, *,
+                 note: Note | None = None) -> JournalScan:
     """The scan of a journal's parsed lines (:func:`bundle.textfiles.journal_records`).
 
     Every question is asked of whole columns (``map(dict.get, ...)``) or of all messages
-    joined, at C speed; entries are made only for the few lines that answer it."""
+    joined, at C speed; entries are made only for the few lines that answer it. ``note``
+    hears of kernel records cut at their caps (:func:`bundle.kernel.parse_dmesg`)."""
     made: dict[int, JournalEntry] = {}
 
     def entry(index: int) -> JournalEntry:
@@ -142,7 +148,7 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> J
     transports = list(map(dict.get, records, repeat("_TRANSPORT")))
     idents = list(map(dict.get, records, repeat("SYSLOG_IDENTIFIER"), repeat("")))
     kernel = kernel_lines_from_journal(
-        ((i + 1, records[i]) for i in _kernel_rows(transports, idents)), path)
+        ((i + 1, records[i]) for i in _kernel_rows(transports, idents)), path, note=note)
     pids = _pid_pairs(idents, list(map(dict.get, records, repeat("_PID"))))
     return JournalScan(path=path, kernel=tuple(kernel), matches=tuple(matches),
                        lifecycle=tuple(lifecycle), pids=pids)
@@ -150,7 +156,7 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> J
 
 def _messages(records: Sequence[dict[str, Any]]) -> list[str]:
     """Each line's message as :attr:`JournalEntry.message` reads it."""
-    raw = list(map(dict.get, records, repeat("MESSAGE")))
+    raw = list(map(dict.get, records, repeat("MESSAGE"), repeat("")))  # "" where missing
     if set(map(type, raw)) <= {str}:
         return cast(list[str], raw)
     return list(map(journal_message, raw))  # missing, or journald's list of bytes
