@@ -171,15 +171,17 @@ def _labels_file(text: str) -> dict[str, dict[str, str]]:
     return found
 
 
-def _containers(pod: dict[str, Any] | None) -> list[str]:
+def _listed(pod: Any, key: str) -> list[Any]:
+    """``spec.<key>`` of a pod when it is a list (a hostile file may put anything there)."""
     spec = pod.get("spec") if isinstance(pod, dict) else None
-    names: list[str] = []
-    if isinstance(spec, dict):
-        for key in ("initContainers", "containers"):
-            for container in spec.get(key) or []:
-                if isinstance(container, dict) and isinstance(container.get("name"), str):
-                    names.append(container["name"])
-    return names
+    found = spec.get(key) if isinstance(spec, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def _containers(pod: dict[str, Any] | None) -> list[str]:
+    return [container["name"] for key in ("initContainers", "containers")
+            for container in _listed(pod, key)
+            if isinstance(container, dict) and isinstance(container.get("name"), str)]
 
 
 def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None) -> set[str]:
@@ -203,9 +205,7 @@ def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None
 
 
 def _init_names(pod: Any) -> set[str]:
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    inits = spec.get("initContainers") if isinstance(spec, dict) else None
-    return {str(c.get("name")) for c in inits or [] if isinstance(c, dict)}
+    return {str(c.get("name")) for c in _listed(pod, "initContainers") if isinstance(c, dict)}
 
 
 def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]],
@@ -215,7 +215,8 @@ def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, A
     for item in pods:
         meta = item.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-            namespaces[meta["name"]] = meta.get("namespace") or namespace
+            own = meta.get("namespace")
+            namespaces[meta["name"]] = own if isinstance(own, str) and own else namespace
     used = set()
     for name in sorted(paths):
         match = _OPERAND_LOG.match(name)

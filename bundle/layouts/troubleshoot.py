@@ -124,7 +124,7 @@ def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | N
     info = raw.get("info") if isinstance(raw, dict) else None
     if not isinstance(info, dict):
         return None
-    source.derived("cluster/version.json", [name], _constant(to_json({"serverVersion": info})))
+    source.derived("cluster/version.json", [name], lambda: to_json({"serverVersion": info}))
     version = info.get("gitVersion")
     return version if isinstance(version, str) else None
 
@@ -250,7 +250,11 @@ def _helm(source: VirtualSource, paths: list[str], used: set[str],
                 continue
             taken.add(release_name)
             source.derived(f"cluster/helm/{release_name}.json", [name],
-                           _constant(to_json(_history(release))))
+                           _history_maker(release))
+
+
+def _history_maker(release: dict[str, Any]) -> Maker:
+    return lambda: to_json(_history(release))
 
 
 def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,12 +263,15 @@ def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
     if version and not chart.endswith(version):
         chart = f"{chart}-{version}"
     revisions = []
-    for entry in release.get("releaseHistory") or []:
+    history = release.get("releaseHistory")
+    for entry in history if isinstance(history, list) else []:
         if not isinstance(entry, dict):
             continue
         try:
             number = int(str(entry.get("revision")))
         except ValueError:
+            continue
+        if not -(1 << 63) <= number < (1 << 63):
             continue
         revisions.append({"revision": number, "status": str(entry.get("status") or ""),
                           "chart": chart, "app_version": str(release.get("appVersion") or ""),
@@ -365,7 +372,8 @@ def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[Manif
         elif name == f"{CR}custom-resources/custom-resources-errors.json":
             raw = source.json(name)
             for crd, (target, _) in CUSTOM.items():
-                errors = [f"{k}: {v}" for k, v in raw.items() if str(k).startswith(crd)] \
+                errors = [f"{k}: {_one_line(v)}" for k, v in raw.items()
+                          if str(k).startswith(crd)] \
                     if isinstance(raw, dict) else []
                 items.extend(ManifestItem(path=target, error=e, command=["troubleshoot", name])
                              for e in errors)
@@ -375,10 +383,21 @@ def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[Manif
 
 def _messages(raw: Any) -> Iterable[str]:
     if isinstance(raw, list):
-        return [" ".join(str(e).split()) for e in raw if str(e).strip()]
+        return [text for e in raw if (text := _one_line(e))]
     if isinstance(raw, dict):
-        return [f"{k}: {' '.join(str(v).split())}" for k, v in sorted(raw.items())]
+        return [f"{k}: {_one_line(v)}" for k, v in sorted(raw.items())]
     return []
+
+
+def _one_line(value: Any) -> str:
+    """An error of an ``*-errors.json`` as one line: a string, else its JSON (str() of a
+    deeply nested list would recurse past Python's limit)."""
+    if isinstance(value, list | dict):
+        try:
+            value = orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            value = f"(a JSON {type(value).__name__} nested too deeply to show)"
+    return " ".join(str(value).split())
 
 
 def _constant(data: bytes) -> Maker:
