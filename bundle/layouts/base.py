@@ -191,6 +191,20 @@ class VirtualSource:
             self.problems.add(name, f"invalid JSON: {exc}")
             return None
 
+    def objects(self, name: str, value: Any, kind: str | None = None
+                ) -> list[dict[str, Any]] | None:
+        """:func:`list_items` of a value read from ``name``; the items that are not
+        objects are dropped with one problem of ``name``, as the format v1 reader does."""
+        found = list_items(value, kind)
+        items = value if isinstance(value, list) else \
+            value.get("items") if isinstance(value, dict) else None
+        if found is not None and isinstance(items, list) and len(found) < len(items):
+            first = next(i for i, item in enumerate(items) if not isinstance(item, dict))
+            pointer = f"/{first}" if isinstance(value, list) else f"/items/{first}"
+            self.problems.add(name, f"{len(items) - len(found):,} item(s) of the list are not "
+                              "objects; ignored", where=pointer)
+        return found
+
     def gunzip(self, name: str) -> bytes | None:
         """Decompress a (possibly multi-member) gzip file within the caps: the member cap,
         the ratio cap past :data:`INNER_RATIO_FLOOR`, and what the archive and earlier

@@ -36,7 +36,7 @@ from typing import Any
 
 from bundle.archive import Limits, Source
 from bundle.layouts import bugreport, describe
-from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list, list_items
+from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
@@ -94,7 +94,7 @@ def _pods(source: VirtualSource, paths: set[str]) -> list[dict[str, Any]]:
     for name in ("gpu_operand_pods.yaml", "gpu_operator_pod.yaml"):
         if name not in paths:
             continue
-        items = list_items(source.yaml(name), "Pod")
+        items = source.objects(name, source.yaml(name), "Pod")
         for pod in items or []:
             meta = pod.get("metadata")
             if isinstance(meta, dict):
@@ -115,7 +115,7 @@ def _operator_namespace(source: VirtualSource, pods: list[dict[str, Any]]) -> st
 
 def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]]) -> None:
     def yaml_list(name: str, kind: str) -> bytes | None:
-        items = list_items(source.yaml(name), kind)
+        items = source.objects(name, source.yaml(name), kind)
         return None if items is None else kube_list(items)
 
     if "cluster_policy.yaml" in paths:
@@ -190,6 +190,10 @@ def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None
     meta = operator.get("metadata") if isinstance(operator, dict) else None
     pod = meta.get("name") if isinstance(meta, dict) else None
     containers = _containers(operator if isinstance(operator, dict) else None)
+    spec = operator.get("spec") if isinstance(operator, dict) else None
+    if isinstance(spec, dict) and not containers:
+        source.problems.add("gpu_operator_pod.yaml", "the pod names no container (spec."
+                            "containers is not a list of named objects); its log was not mapped")
     if not (isinstance(pod, str) and namespace and containers):
         return set()
     container = [c for c in containers if c not in _init_names(operator)][:1] or containers[:1]

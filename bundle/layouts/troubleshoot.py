@@ -123,6 +123,8 @@ def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | N
     raw = source.json(name)
     info = raw.get("info") if isinstance(raw, dict) else None
     if not isinstance(info, dict):
+        if raw is not None:
+            source.problems.add(name, "no 'info' object; the server version was not read")
         return None
     source.derived("cluster/version.json", [name], lambda: to_json({"serverVersion": info}))
     version = info.get("gitVersion")
@@ -135,7 +137,7 @@ def _merged(source: VirtualSource, names: list[str], kind: str) -> Maker:
         readable = False
         for name in names:
             value = source.yaml(name) if name.endswith(".yaml") else source.json(name)
-            found = list_items(value, kind)
+            found = source.objects(name, value, kind)
             if found is None:
                 if value is not None:
                     source.problems.add(name, f"expected a list of {kind} objects")
@@ -250,11 +252,20 @@ def _helm(source: VirtualSource, paths: list[str], used: set[str],
                 continue
             taken.add(release_name)
             source.derived(f"cluster/helm/{release_name}.json", [name],
-                           _history_maker(release))
+                           _history_maker(source, name, release))
 
 
-def _history_maker(release: dict[str, Any]) -> Maker:
-    return lambda: to_json(_history(release))
+def _history_maker(source: VirtualSource, name: str, release: dict[str, Any]) -> Maker:
+    def make() -> bytes:
+        revisions = _history(release)
+        history = release.get("releaseHistory")
+        count = len(history) if isinstance(history, list) else 1 if history is not None else 0
+        if len(revisions) < count:
+            source.problems.add(name, f"{count - len(revisions):,} revision(s) of release "
+                                f"{release.get('releaseName')} not understood (not an object "
+                                "with an integer revision); ignored")
+        return to_json(revisions)
+    return make
 
 
 def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
