@@ -37,6 +37,7 @@ split ``API mismatch`` message reads as one sentence.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -439,8 +440,10 @@ def parse_dmesg(
         return []
     drafts: list[_Draft] = []
     current: _Draft | None = None
-    for number, physical in enumerate(text.split("\n"), start=1):
-        raw = physical.rstrip("\r")
+    # Line by line from a stream, not a list of every line: a log of millions of short
+    # continuation lines would otherwise hold them all at once.
+    for number, physical in enumerate(io.StringIO(text, newline="\n"), start=1):
+        raw = physical.removesuffix("\n").rstrip("\r")
         if number == 1:
             raw = raw.lstrip("\ufeff")
         body = raw.lstrip()

@@ -44,7 +44,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
@@ -132,13 +132,22 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str, *,
 
     Every question is asked of whole columns (``map(dict.get, ...)``) or of all messages
     joined, at C speed; entries are made only for the few lines that answer it. ``note``
-    hears of kernel records cut at their caps (:func:`bundle.kernel.parse_dmesg`)."""
+    hears of kernel records cut at their caps (:func:`bundle.kernel.parse_dmesg`).
+
+    Blank and bad lines (empty objects) hold nothing any question looks for: when there
+    are some, the columns are made of the other lines alone (``live`` maps their rows
+    back to lines), so a journal of millions of bad lines costs no column work."""
+    live: Sequence[int] = list(compress(range(len(records)), records))  # non-empty rows
+    if len(live) < len(records):
+        records = list(map(records.__getitem__, live))
+    else:
+        live = range(len(records))
     made: dict[int, JournalEntry] = {}
 
     def entry(index: int) -> JournalEntry:
         found = made.get(index)
         if found is None:
-            found = made[index] = journal_entry(index + 1, records[index])
+            found = made[index] = journal_entry(live[index] + 1, records[index])
         return found
 
     messages = _messages(records)
@@ -148,7 +157,7 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str, *,
     transports = list(map(dict.get, records, repeat("_TRANSPORT")))
     idents = list(map(dict.get, records, repeat("SYSLOG_IDENTIFIER"), repeat("")))
     kernel = kernel_lines_from_journal(
-        ((i + 1, records[i]) for i in _kernel_rows(transports, idents)), path, note=note)
+        ((live[i] + 1, records[i]) for i in _kernel_rows(transports, idents)), path, note=note)
     pids = _pid_pairs(idents, list(map(dict.get, records, repeat("_PID"))))
     return JournalScan(path=path, kernel=tuple(kernel), matches=tuple(matches),
                        lifecycle=tuple(lifecycle), pids=pids)
