@@ -33,6 +33,11 @@ which always starts a record of its own. rsyslog's ``#012`` escapes and newlines
 a journal ``MESSAGE`` are treated the same way. Continuation text is joined with one
 space, and a repeated ``NVRM:`` tag at the start of a continuation is dropped, so a
 split ``API mismatch`` message reads as one sentence.
+
+Work is bounded by the size of the text: records are joined once, a record is read up
+to :data:`RECORD_MAX_LINES` lines and :data:`RECORD_MAX_CHARS` characters (what is cut
+is reported through a ``note`` callback, once per file), and every pattern runs in time
+linear in the message it is given.
 """
 
 from __future__ import annotations
