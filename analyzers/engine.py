@@ -132,6 +132,9 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     for finding in linked:
         counts[finding.severity.value] += 1
     manifest = bundle.manifest
+    # The overview reads node files no rule may have read (a journal, say): built first,
+    # so that what reading them recorded is among the report's problems.
+    built = overview.build(facts, linked)
     return Report(
         tool=ToolInfo(version=version),
         bundle=BundleInfo(

@@ -52,6 +52,9 @@ class Limits:
     # Decompressed over compressed size, checked once 64 MiB came out: bundles compress
     # about 10-20 times, gzip'd zeros about 1000 times.
     max_ratio: int = 200
+    # Nodes (scalars, lists, mappings) of one YAML file of a foreign layout: PyYAML
+    # spends about 5 us and 450 bytes on each; kubectl -o yaml writes one per ~15 bytes.
+    max_yaml_nodes: int = 1_000_000
 
 
 class Source(Protocol):

@@ -33,10 +33,16 @@ which always starts a record of its own. rsyslog's ``#012`` escapes and newlines
 a journal ``MESSAGE`` are treated the same way. Continuation text is joined with one
 space, and a repeated ``NVRM:`` tag at the start of a continuation is dropped, so a
 split ``API mismatch`` message reads as one sentence.
+
+Work is bounded by the size of the text: records are joined once, a record is read up
+to :data:`RECORD_MAX_LINES` lines and :data:`RECORD_MAX_CHARS` characters (what is cut
+is reported through a ``note`` callback, once per file), and every pattern runs in time
+linear in the message it is given.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -229,12 +235,34 @@ _KMSG_DICT_RE = _Pattern(r" [A-Z_]{1,32}=")
 # A bare line carrying an Xid/SXid report is a new record, never a continuation.
 _REPORT_START_RE = _Pattern(r"Xid\s*\(")
 
+# What every prefix above starts with: a line this does not match has no prefix, so the
+# nine patterns are not tried on it (most continuation lines; every line of a bomb).
+_MAYBE_PREFIX_RE = _Pattern(
+    r"[0-9]{1,3},|<[0-9]|[0-9]{4}-|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+    r"|kernel:|(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp"
+    r"|local[0-7])\s*:|\[|[^\s:]{1,255}:\s+kern:"
+)
+
+RECORD_MAX_LINES = 1_000
+"""Physical lines of one kernel record at most (its first line and continuations).
+A printk record holds at most about 1 KiB (2 KiB since Linux 6.1), so a genuine
+multi-line message has a few dozen lines; later continuation lines of a longer record
+are not read, and the file gets one ``refused`` problem saying how many."""
+RECORD_MAX_CHARS = 64 << 10
+"""Characters of one record's message (and of its ``raw`` first line) at most; a longer
+record is cut there (journald's own line cap for a message is 48 KiB)."""
+Note = Callable[[str, str], None]
+"""Where a parser reports a cap it applied: ``note(message, where)``, once per file."""
+
 
 @dataclass(slots=True)
 class _Draft:
     line: int
     raw: str
     parts: list[str]
+    lines: int = 1  # physical lines read into the record
+    chars: int = 0  # characters of those lines
+    dropped: int = 0  # continuation lines past the caps, not read
     time: datetime | None = None
     uptime: float | None = None
     bsd: tuple[int, int, int, int, int, int] | None = None  # month, day, h, m, s, micro
@@ -345,76 +373,135 @@ def _read_prefixes(body: str) -> _Draft:
         draft.prefixed = True
         rest = rest[m.end() :]
 
-    draft.parts = rest.replace("#011", "\t").split("#012")
+    draft.parts = _split_parts(rest)
     return draft
 
 
+def _split_parts(rest: str) -> list[str]:
+    """rsyslog's escaped tabs and newlines (``#011``, ``#012``) undone."""
+    return rest.replace("#011", "\t").split("#012")
+
+
 def _join_parts(parts: Iterable[str]) -> str:
-    message = ""
+    """The record's pieces stripped and joined with one space (once, so that a record
+    of many pieces costs linear time); a repeated ``NVRM:`` tag is dropped."""
+    texts: list[str] = []
+    nvrm = False
     for index, piece in enumerate(parts):
         text = piece.strip()
         if not text:
             continue
-        if index and message.startswith("NVRM:") and text.startswith("NVRM:"):
+        if not texts:
+            nvrm = text.startswith("NVRM:")
+        elif index and nvrm and text.startswith("NVRM:"):
             text = text[5:].lstrip()
-        message = f"{message} {text}" if message else text
-    return message
+        texts.append(text)
+    return " ".join(texts)
 
 
-def parse_dmesg(text: str, path: str, *, year_hint: int | None = None) -> list[KernelLine]:
+class _Cuts:
+    """Records cut at the caps while reading one file; reported once, by ``note``."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.lines = 0
+        self.first: int | None = None
+
+    def cut(self, line: int, dropped: int) -> None:
+        self.records += 1
+        self.lines += dropped
+        if self.first is None or line < self.first:
+            self.first = line
+
+    def report(self, note: Note | None) -> None:
+        if note is None or self.first is None:
+            return
+        dropped = f"; {self.lines:,} continuation lines were not read" if self.lines else ""
+        note(f"{self.records:,} kernel record(s) over the cap of {RECORD_MAX_LINES:,} lines "
+             f"or {RECORD_MAX_CHARS:,} characters per record were cut there{dropped}",
+             f"line {self.first}")
+
+
+def _capped(message: str) -> tuple[str, bool]:
+    if len(message) <= RECORD_MAX_CHARS:
+        return message, False
+    return message[:RECORD_MAX_CHARS], True
+
+
+def parse_dmesg(
+    text: str, path: str, *, year_hint: int | None = None, note: Note | None = None
+) -> list[KernelLine]:
     """Parse kernel log text (any format in the module docstring) into records.
 
     ``year_hint`` is the year the log ends in (for example the bundle's creation year);
     it dates syslog-style ``Nov 17 09:12:45`` stamps, which carry no year. Stamps whose
     month is later than the last stamped month in the text are put in the year before.
-    Without it those records get ``time=None``. Never raises.
+    Without it those records get ``time=None``. A record is read up to
+    :data:`RECORD_MAX_LINES` lines and :data:`RECORD_MAX_CHARS` characters; when one was
+    cut, ``note`` is called once with a message and the line of the first cut record.
+    Never raises.
     """
     if not isinstance(text, str):
         return []
     drafts: list[_Draft] = []
     current: _Draft | None = None
-    for number, physical in enumerate(text.split("\n"), start=1):
-        raw = physical.rstrip("\r")
+    # Line by line from a stream, not a list of every line: a log of millions of short
+    # continuation lines would otherwise hold them all at once.
+    for number, physical in enumerate(io.StringIO(text, newline="\n"), start=1):
+        raw = physical.removesuffix("\n").rstrip("\r")
         if number == 1:
             raw = raw.lstrip("\ufeff")
         body = raw.lstrip()
-        if not body or _JOURNAL_MARKER_RE.fullmatch(body.rstrip()):
+        if not body or (body.startswith("-- ") and _JOURNAL_MARKER_RE.fullmatch(body.rstrip())):
             current = None
             continue
-        draft = _read_prefixes(body)
+        draft = _read_prefixes(body) if _MAYBE_PREFIX_RE.match(body) else None
         if (
-            not draft.prefixed
+            (draft is None or not draft.prefixed)
             and current is not None
             and current.prefixed
             and not _REPORT_START_RE.search(body)
         ):
             if current.kmsg and _KMSG_DICT_RE.match(raw):
                 continue  # /dev/kmsg dictionary line (" SUBSYSTEM=pci"), not message text
-            current.extra.extend(draft.parts)
+            if current.lines >= RECORD_MAX_LINES or current.chars >= RECORD_MAX_CHARS:
+                current.dropped += 1
+                continue
+            current.extra.extend(draft.parts if draft is not None else _split_parts(body))
+            current.lines += 1
+            current.chars += len(body)
             continue
+        if draft is None:
+            draft = _Draft(line=0, raw="", parts=_split_parts(body))
         draft.line = number
         draft.raw = raw
+        draft.chars = len(body)
         drafts.append(draft)
         current = draft
 
     last_month = next((d.bsd[0] for d in reversed(drafts) if d.bsd is not None), 12)
     lines: list[KernelLine] = []
+    cuts = _Cuts()
     for draft in drafts:
         when = draft.time
         if draft.bsd is not None and year_hint is not None:
             month, day, hour, minute, second, micro = draft.bsd
             year = year_hint - 1 if month > last_month else year_hint
             when = _make_time(year, month, day, hour, minute, second, micro)
+        message, clipped = _capped(_join_parts([*draft.parts, *draft.extra]))
+        if clipped or draft.dropped:
+            cuts.cut(draft.line, draft.dropped)
         lines.append(
             KernelLine(
                 path=path,
                 line=draft.line,
-                raw=draft.raw,
-                message=_join_parts([*draft.parts, *draft.extra]),
+                raw=_capped(draft.raw)[0],
+                message=message,
                 time=when,
                 uptime=draft.uptime,
             )
         )
+    cuts.report(note)
     return lines
 
 
@@ -458,7 +545,7 @@ def _journal_micros(value: object) -> int | None:
 
 
 def kernel_lines_from_journal(
-    entries: Iterable[tuple[int, Mapping[str, object]]], path: str
+    entries: Iterable[tuple[int, Mapping[str, object]]], path: str, *, note: Note | None = None
 ) -> list[KernelLine]:
     """Kernel records from parsed ``journalctl -o json`` entries.
 
@@ -467,13 +554,16 @@ def kernel_lines_from_journal(
     ``MESSAGE`` may be text or a list of byte values (journald's form for non-UTF-8
     text); ``time`` comes from ``__REALTIME_TIMESTAMP`` and ``uptime`` from
     ``_SOURCE_MONOTONIC_TIMESTAMP`` (else ``__MONOTONIC_TIMESTAMP``), both in
-    microseconds. Never raises; malformed entries are skipped.
+    microseconds. A ``MESSAGE`` is read up to the caps of a record
+    (:data:`RECORD_MAX_LINES`, :data:`RECORD_MAX_CHARS`); ``note`` is told once when one
+    was cut, as in :func:`parse_dmesg`. Never raises; malformed entries are skipped.
     """
     lines: list[KernelLine] = []
     try:
         iterator = iter(entries)
     except TypeError:
         return lines
+    cuts = _Cuts()
     for item in iterator:
         if not isinstance(item, tuple) or len(item) != 2:
             continue
@@ -488,7 +578,13 @@ def kernel_lines_from_journal(
         text = _journal_text(entry.get("MESSAGE"))
         if text is None:
             continue
-        parts = text.replace("\r\n", "\n").split("\n")
+        parts = text.replace("\r\n", "\n").split("\n", RECORD_MAX_LINES)
+        dropped = 0
+        if len(parts) > RECORD_MAX_LINES:
+            dropped = parts.pop().count("\n") + 1
+        message, clipped = _capped(_join_parts(parts))
+        if clipped or dropped:
+            cuts.cut(number, dropped)
         when: datetime | None = None
         micros = _journal_micros(entry.get("__REALTIME_TIMESTAMP"))
         if micros is not None:
@@ -503,12 +599,13 @@ def kernel_lines_from_journal(
             KernelLine(
                 path=path,
                 line=number,
-                raw=parts[0].rstrip("\r"),
-                message=_join_parts(parts),
+                raw=_capped(parts[0].rstrip("\r"))[0],
+                message=message,
                 time=when,
                 uptime=mono / 1_000_000 if mono is not None else None,
             )
         )
+    cuts.report(note)
     return lines
 
 
@@ -560,7 +657,7 @@ def _subject_pci(message: str, *, fallback: bool = True) -> str | None:
 # --------------------------------------------------------------------------------------
 
 _XID_RE = _Pattern(
-    r"(?<![A-Za-z])Xid\s*\((?P<attr>[^()]{0,120})\)\s*:?\s*(?P<num>[0-9]{1,6})(?![0-9])"
+    r"(?<![A-Za-z])Xid\s*\((?P<attr>[^()]{0,120})\)\s*(?::\s*)?(?P<num>[0-9]{1,6})(?![0-9])"
     r"\s*,?\s*(?P<rest>.*)",
     re.DOTALL,
 )
@@ -706,13 +803,14 @@ _BAR_RE = _Pattern(
 _NVLINK_RE = _Pattern(r"nvlink", re.IGNORECASE)
 _NVLINK_BAD_RE = _Pattern(r"fail|error|fault|timed? ?out|\bdown\b", re.IGNORECASE)
 _SXID_RE = _Pattern(
-    r"SXid\s*\((?:PCI:)?(?P<pci>" + _BDF + r")\)\s*:?\s*(?P<num>[0-9]{1,6})\s*,?\s*"
+    r"SXid\s*\((?:PCI:)?(?P<pci>" + _BDF + r")\)\s*(?::\s*)?(?P<num>[0-9]{1,6})\s*,?\s*"
     r"(?:(?P<sev>Non-fatal|Nonfatal|Fatal)\s*,?\s*)?(?P<rest>.*)",
     re.IGNORECASE | re.DOTALL,
 )
 _LINK_LIMITED_RE = _Pattern(r"available PCIe bandwidth, limited by")
 _LOADED_RE = _Pattern(
-    r"loading NVIDIA UNIX (?P<what>.*?)Kernel Module(?: for \S+)?\s+(?P<ver>[0-9]+(?:\.[0-9]+)+)"
+    r"loading NVIDIA UNIX (?P<what>.{0,120}?)Kernel Module(?: for \S+)?\s+"
+    r"(?P<ver>[0-9]+(?:\.[0-9]+)+)"
 )
 
 
@@ -821,7 +919,7 @@ def _scan_driver(msg: str, line: KernelLine) -> list[KernelSignal]:
     if _UNSUPPORTED_RE.search(msg):
         found.append(_sig("unsupported_gpu", _subject_pci(msg), _without_nvrm(msg), line))
     if m := _MODULE_VERIFY_RE.search(msg):
-        tag = _MODULE_TAG_RE.search(msg, 0, m.start())
+        tag = _MODULE_TAG_RE.search(msg, max(0, m.start() - 160), m.start())  # just before
         module = tag["module"] if tag else "module"
         found.append(_sig("module_verification", None, f"{module}: {m['why']}", line))
     if m := _LOCKDOWN_RE.search(msg):

@@ -429,7 +429,8 @@ class NodeArtifacts:
 
         path = self.path("dmesg.txt")
         text = self._bundle.read_text(path)
-        return parse_dmesg(text, path) if text else []
+        return parse_dmesg(text, path, note=lambda message, where: self._bundle.problem(
+            path, message, kind="refused", where=where)) if text else []
 
     @cached_property
     def systemd_containerd(self) -> dict[str, str] | None:

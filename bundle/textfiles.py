@@ -85,6 +85,13 @@ def parse_journal(text: str) -> Iterator[tuple[JournalEntry | None, int, str]]:
             yield journal_entry(number, parsed), number, ""
 
 
+JOURNAL_LISTED = 20
+"""Bad lines of one journal reported one by one at most; ``journalctl -o json`` writes
+none (a cut last line at worst). The others are counted in one closing problem, so a
+journal of millions of bad lines costs one cheap test per line, not a problem each."""
+_NOTHING: dict[str, Any] = {}  # what a blank or bad line reads as (shared: never written)
+
+
 def journal_records(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
     """Every line of a journal as its object, in file order (index ``i`` is line
     ``i + 1``), and the (line, error) of each line that is not a JSON object; a blank or
@@ -94,7 +101,9 @@ def journal_records(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, st
     call per line and nothing else in Python per line: no entry, timestamp or PID is
     built, so a reader picks the few lines it needs by column (``map(dict.get, ...)``)
     and makes entries of those alone (:func:`journal_entry`). Every line is parsed,
-    because that is the only exact test of which lines are bad.
+    because that is the only exact test of which lines are bad. Past the first
+    :data:`JOURNAL_LISTED` bad lines, the others are only counted: the last pair is then
+    (the first of them, how many there are).
     """
     lines = text.splitlines()
     try:
@@ -105,15 +114,38 @@ def journal_records(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, st
         pass  # a blank or bad line: walk them one by one
     records = []
     problems: list[tuple[int, str]] = []
+    unlisted, first = 0, 0
     for number, raw in enumerate(lines, start=1):
-        parsed = _parse_line(raw)
-        if isinstance(parsed, dict):
-            records.append(parsed)
+        if len(problems) < JOURNAL_LISTED:
+            parsed = _parse_line(raw)
+            if isinstance(parsed, dict):
+                records.append(parsed)
+                continue
+            records.append(_NOTHING)
+            if parsed is not None:
+                problems.append((number, parsed))
             continue
-        records.append({})
-        if parsed is not None:
-            problems.append((number, parsed))
+        record = _object_or_none(raw)
+        records.append(_NOTHING if record is None else record)
+        if record is None and raw and not raw.isspace():
+            unlisted += 1
+            first = first or number
+    if unlisted:
+        problems.append((first, f"{unlisted:,} more line(s) are not JSON objects (only the "
+                                f"first {JOURNAL_LISTED} of a journal are listed)"))
     return records, problems
+
+
+def _object_or_none(raw: str) -> dict[str, Any] | None:
+    """The object on a line, else None; no message is made for a bad line, and a line
+    that cannot be an object is not handed to the parser."""
+    if raw.lstrip()[:1] != "{":
+        return None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def parse_key_values(text: str) -> dict[str, str]:

@@ -44,14 +44,14 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
 from analyzers import signatures
 from analyzers.signatures import SignatureMatch
 from bundle import Bundle
-from bundle.kernel import KernelLine, kernel_lines_from_journal
+from bundle.kernel import KernelLine, Note, kernel_lines_from_journal
 from bundle.textfiles import (
     JournalEntry,
     journal_entry,
@@ -119,20 +119,35 @@ def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
     records, problems = journal_records(bundle.read_text(path) or "")
     for line, error in problems:  # what reading the journal through the bundle records
         bundle.problem(path, error, where=f"line {line}")
-    return scan_records(records, path, f"journal:{unit}")
+
+    def note(message: str, where: str) -> None:
+        bundle.problem(path, message, kind="refused", where=where)
+
+    return scan_records(records, path, f"journal:{unit}", note=note)
 
 
-def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> JournalScan:
+def scan_records(records: Sequence[dict[str, Any]], path: str, source: str, *,
+                 note: Note | None = None) -> JournalScan:
     """The scan of a journal's parsed lines (:func:`bundle.textfiles.journal_records`).
 
     Every question is asked of whole columns (``map(dict.get, ...)``) or of all messages
-    joined, at C speed; entries are made only for the few lines that answer it."""
+    joined, at C speed; entries are made only for the few lines that answer it. ``note``
+    hears of kernel records cut at their caps (:func:`bundle.kernel.parse_dmesg`).
+
+    Blank and bad lines (empty objects) hold nothing any question looks for: when there
+    are some, the columns are made of the other lines alone (``live`` maps their rows
+    back to lines), so a journal of millions of bad lines costs no column work."""
+    live: Sequence[int] = list(compress(range(len(records)), records))  # non-empty rows
+    if len(live) < len(records):
+        records = list(map(records.__getitem__, live))
+    else:
+        live = range(len(records))
     made: dict[int, JournalEntry] = {}
 
     def entry(index: int) -> JournalEntry:
         found = made.get(index)
         if found is None:
-            found = made[index] = journal_entry(index + 1, records[index])
+            found = made[index] = journal_entry(live[index] + 1, records[index])
         return found
 
     messages = _messages(records)
@@ -142,7 +157,7 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> J
     transports = list(map(dict.get, records, repeat("_TRANSPORT")))
     idents = list(map(dict.get, records, repeat("SYSLOG_IDENTIFIER"), repeat("")))
     kernel = kernel_lines_from_journal(
-        ((i + 1, records[i]) for i in _kernel_rows(transports, idents)), path)
+        ((live[i] + 1, records[i]) for i in _kernel_rows(transports, idents)), path, note=note)
     pids = _pid_pairs(idents, list(map(dict.get, records, repeat("_PID"))))
     return JournalScan(path=path, kernel=tuple(kernel), matches=tuple(matches),
                        lifecycle=tuple(lifecycle), pids=pids)
@@ -150,7 +165,7 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str) -> J
 
 def _messages(records: Sequence[dict[str, Any]]) -> list[str]:
     """Each line's message as :attr:`JournalEntry.message` reads it."""
-    raw = list(map(dict.get, records, repeat("MESSAGE")))
+    raw = list(map(dict.get, records, repeat("MESSAGE"), repeat("")))  # "" where missing
     if set(map(type, raw)) <= {str}:
         return cast(list[str], raw)
     return list(map(journal_message, raw))  # missing, or journald's list of bytes

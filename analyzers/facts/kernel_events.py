@@ -36,6 +36,8 @@ UNKNOWN_GPU = "unknown"
 """Key of Xid events whose line names no PCI address."""
 
 _SAME_RECORD_SECONDS = 5.0
+MERGE_LOOKS = 1_000
+"""Kept lines of the same text a journal kernel line is compared with at most."""
 _GPU_AT_RE = re.compile(
     r"GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):\s*"
     r"(?P<uuid>GPU-[0-9A-Fa-f-]{36})"
@@ -167,14 +169,25 @@ def merge_lines(kept: Sequence[KernelLine], extra: Iterable[KernelLine]) -> list
     """``kept`` plus the lines of ``extra`` that do not repeat one of ``kept``.
 
     Each kept line absorbs at most one repeat, so an event logged twice stays twice.
+    A line's repeat is looked for among at most :data:`MERGE_LOOKS` kept lines of the
+    same text past those already matched, so that a log of one message repeated a
+    million times (an AER storm, or a bomb) merges in linear time; a repeat further
+    away than that is kept twice.
     """
     by_text: dict[str, list[int]] = defaultdict(list)
     for index, line in enumerate(kept):
         by_text[_text_key(line)].append(index)
+    front: dict[str, int] = {}  # per text: candidates before this one are all used
     used: set[int] = set()
     merged = list(kept)
     for line in extra:
-        twin = next((i for i in by_text.get(_text_key(line), [])
+        key = _text_key(line)
+        candidates = by_text.get(key, ())
+        start = front.get(key, 0)
+        while start < len(candidates) and candidates[start] in used:
+            start += 1
+        front[key] = start
+        twin = next((i for i in candidates[start:start + MERGE_LOOKS]
                      if i not in used and _same_record(kept[i], line)), None)
         if twin is None:
             merged.append(line)

@@ -7,9 +7,17 @@ files, once, on first read). A derived file whose inputs turn out to be unusable
 as absent, never as an invented empty file: a rule that needs it is then ``skipped``.
 
 The converters are total: YAML that does not parse, uses aliases (``kubectl -o yaml``
-never writes them; a YAML bomb does), or is not an object; a gzip member that is
-corrupt or expands past the caps -- each becomes a recorded problem under the
-original file's name, and the derived file is absent.
+never writes them; a YAML bomb does), is not an object, or is larger than the YAML caps
+(:data:`YAML_MAX_BYTES`, ``Limits.max_yaml_nodes``); JSON that does not parse; a gzip
+member that is corrupt or expands past the caps -- each becomes a recorded problem under
+the original file's name, and the derived file is absent.
+
+A gzip file inside the bundle is held to the caps of the archive around it: its output
+counts against the member cap and against what the archive left of the total-size cap,
+and its expansion ratio is checked once :data:`INNER_RATIO_FLOOR` came out (the outer
+archive's 64 MiB floor would let a few KiB expand to 64 MiB of text, whose parsing is
+the bomb). What comes out is then read by the same parsers, under the same budgets, as
+a file of a format v1 bundle.
 """
 
 from __future__ import annotations
@@ -27,12 +35,20 @@ import orjson
 import yaml
 
 from bundle.archive import Limits, Source
-from bundle.gzstream import RATIO_FLOOR
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CHUNK = 1 << 20
+INNER_RATIO_FLOOR = 1 << 20
+"""Bytes a gzip file inside the bundle may expand to before its ratio is checked.
+``nvidia-bug-report.log.gz`` compresses about 10-20 times, far below the ratio cap."""
+YAML_MAX_BYTES = 64 << 20
+"""A YAML file of a foreign layout larger than this is not parsed. PyYAML builds about
+450 bytes of node objects per node and parses about 2 MiB/s of ``kubectl -o yaml``; the
+node cap (``Limits.max_yaml_nodes``) is the finer budget, this one bounds single huge
+scalars, which are one node each."""
+_YAML_MARKS = (b":", b"-", b",", b"[", b"{", b"?")
 
 Maker = Callable[[], bytes | None]
 
@@ -65,6 +81,8 @@ class VirtualSource:
         self.limits = limits
         self._entries: dict[str, _Entry] = {}
         self._cache: dict[str, bytes | None] = {}
+        self._read_total: int | None = None  # bytes of the inner Source's files
+        self._expanded = 0  # bytes out of gzip files inside it
 
     # -- building ----------------------------------------------------------------------
 
@@ -114,7 +132,7 @@ class VirtualSource:
             return self._inner.read(entry.passthrough)
         if path not in self._cache:
             assert entry.maker is not None
-            data = entry.maker()
+            data = self._make(path, entry)
             if data is not None and len(data) > self.limits.max_member_bytes:
                 self.problems.add(entry.origins[0] if entry.origins else path,
                                   f"converted {path} is larger than the "
@@ -123,6 +141,19 @@ class VirtualSource:
                 data = None
             self._cache[path] = data
         return self._cache[path]
+
+    def _make(self, path: str, entry: _Entry) -> bytes | None:
+        """The maker's bytes; a maker that fails on what it read (a value of a type or
+        depth nothing converts) leaves the file absent, with a problem of its origin."""
+        assert entry.maker is not None
+        try:
+            return entry.maker()
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError,
+                OverflowError) as exc:
+            reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+            self.problems.add(entry.origins[0] if entry.origins else path,
+                              f"not converted to {path}: {reason}")
+            return None
 
     def close(self) -> None:
         self._cache.clear()
@@ -135,9 +166,14 @@ class VirtualSource:
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def yaml(self, name: str) -> Any:
-        """The single YAML document in ``name``; None (recorded) when unusable or empty."""
+        """The single YAML document in ``name``; None (recorded) when unusable, empty or
+        over the YAML caps."""
         data = self.original(name)
         if data is None or not data.strip():
+            return None
+        refused = yaml_over_budget(data, self.limits.max_yaml_nodes)
+        if refused is not None:
+            self.problems.add(name, refused, kind="refused")
             return None
         value, problem, where = load_yaml(data)
         if problem is not None:
@@ -155,16 +191,68 @@ class VirtualSource:
             self.problems.add(name, f"invalid JSON: {exc}")
             return None
 
+    def objects(self, name: str, value: Any, kind: str | None = None
+                ) -> list[dict[str, Any]] | None:
+        """:func:`list_items` of a value read from ``name``; the items that are not
+        objects are dropped with one problem of ``name``, as the format v1 reader does."""
+        found = list_items(value, kind)
+        items = value if isinstance(value, list) else \
+            value.get("items") if isinstance(value, dict) else None
+        if found is not None and isinstance(items, list) and len(found) < len(items):
+            first = next(i for i, item in enumerate(items) if not isinstance(item, dict))
+            pointer = f"/{first}" if isinstance(value, list) else f"/items/{first}"
+            self.problems.add(name, f"{len(items) - len(found):,} item(s) of the list are not "
+                              "objects; ignored", where=pointer)
+        return found
+
     def gunzip(self, name: str) -> bytes | None:
-        """Decompress a (possibly multi-member) gzip file within the caps."""
+        """Decompress a (possibly multi-member) gzip file within the caps: the member cap,
+        the ratio cap past :data:`INNER_RATIO_FLOOR`, and what the archive and earlier
+        gzip files left of the total-size cap (which this one's output then uses up)."""
         data = self.original(name)
         if data is None:
             return None
-        out, problem = gunzip(data, self.limits)
+        out, problem = gunzip(data, self.limits, left=self._total_left())
         if problem is not None:
             self.problems.add(name, problem, kind="refused" if "cap" in problem else "parse")
             return None
+        assert out is not None
+        self._expanded += len(out)
         return out
+
+    def _total_left(self) -> int:
+        if self._read_total is None:
+            self._read_total = sum(self._inner.size(path) or 0 for path in self._inner.paths())
+        return self.limits.max_total_bytes - self._read_total - self._expanded
+
+
+def yaml_over_budget(data: bytes, max_nodes: int) -> str | None:
+    """Why ``data`` is too large to load as YAML, or None.
+
+    Every node but the first needs one of ``: - , [ { ?`` before it, and takes at most
+    two nodes with it (a key and its value), so counting those bytes (C speed) bounds
+    the nodes from above; only a file whose bound passes the cap has its nodes counted
+    from the parser's events, up to the cap, without building any."""
+    if len(data) > YAML_MAX_BYTES:
+        return (f"{len(data):,} bytes of YAML, over the cap of {YAML_MAX_BYTES:,} bytes for "
+                "one YAML file; not read")
+    if 1 + 2 * sum(map(data.count, _YAML_MARKS)) <= max_nodes:
+        return None
+    nodes = 0
+    counted = (yaml.ScalarEvent, yaml.CollectionStartEvent, yaml.AliasEvent)
+    parser = _LOADER(data)
+    try:
+        while parser.check_event():
+            if isinstance(parser.get_event(), counted):
+                nodes += 1
+                if nodes > max_nodes:
+                    return (f"more than {max_nodes:,} YAML nodes, over the cap on the nodes "
+                            "of one YAML file; not read")
+    except (yaml.YAMLError, ValueError, MemoryError):
+        return None  # not YAML: loading it says why
+    finally:
+        parser.dispose()
+    return None
 
 
 def load_yaml(data: bytes) -> tuple[Any, str | None, str | None]:
@@ -211,10 +299,36 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+_JSON_OPTION = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
+_JSON_DEPTH = 254  # orjson writes no deeper
+
+
 def to_json(value: Any) -> bytes:
-    """JSON bytes of a YAML-loaded value (timestamps as RFC 3339 UTC, keys as strings)."""
-    option = orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC
-    return orjson.dumps(value, default=_default, option=option)
+    """JSON bytes of a YAML-loaded value (timestamps as RFC 3339 UTC, keys as strings).
+
+    An integer JSON cannot hold in 64 bits becomes a float, as ``orjson`` reads it from
+    a JSON file. ValueError when the value is nested deeper than JSON is written."""
+    try:
+        return orjson.dumps(value, default=_default, option=_JSON_OPTION)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_plain(value, 0), default=_default, option=_JSON_OPTION)
+
+
+def _plain(value: Any, depth: int) -> Any:
+    if depth > _JSON_DEPTH:
+        raise ValueError(f"nested more than {_JSON_DEPTH} levels deep")
+    if isinstance(value, dict):
+        return {_plain(key, depth + 1) if isinstance(key, int) else key: _plain(item, depth + 1)
+                for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item, depth + 1) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and not -(1 << 63) <= value < (1 << 64):
+        try:
+            return float(value)
+        except OverflowError:
+            return str(value)
+    return value
 
 
 def kube_list(items: Iterable[Any]) -> bytes:
@@ -236,17 +350,27 @@ def list_items(value: Any, kind: str | None = None) -> list[dict[str, Any]] | No
     return [item for item in items if isinstance(item, dict)]
 
 
-def gunzip(data: bytes, limits: Limits) -> tuple[bytes | None, str | None]:
-    """Decompress every member of a gzip stream within the member and ratio caps."""
+def gunzip(data: bytes, limits: Limits, *, left: int | None = None
+           ) -> tuple[bytes | None, str | None]:
+    """Decompress every member of a gzip stream within the member and ratio caps (the
+    ratio checked past :data:`INNER_RATIO_FLOOR`), and within ``left`` bytes of the
+    total-size cap when given."""
+    cap = limits.max_member_bytes
+    total = left is not None and left < cap
+    if total:
+        cap = max(left or 0, 0)
     out = bytearray()
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
             while chunk := stream.read(_CHUNK):
                 out += chunk
-                if len(out) > limits.max_member_bytes:
-                    return None, (f"expands beyond the {limits.max_member_bytes} byte cap; "
-                                  "not read")
-                if len(out) > RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
+                if len(out) > cap:
+                    if total:
+                        return None, (f"expands beyond the {cap} bytes left of the "
+                                      f"{limits.max_total_bytes} byte cap on the total size; "
+                                      "not read")
+                    return None, f"expands beyond the {cap} byte cap; not read"
+                if len(out) > INNER_RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
                     return None, (f"expands more than {limits.max_ratio} times its size (a "
                                   "decompression bomb: over the ratio cap); not read")
     except (OSError, EOFError, zlib.error) as exc:

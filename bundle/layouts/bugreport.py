@@ -19,9 +19,7 @@ def sections(text: str) -> dict[str, str]:
     """Node-relative v1 path → content, for the sections this report holds."""
     found: dict[str, str] = {}
     for chunk in text.split("\n" + SEPARATOR + "\n"):
-        lines = chunk.split("\n")
-        while lines and not lines[0].strip():
-            lines.pop(0)
+        lines = _trimmed(chunk.split("\n"))
         if not lines:
             continue
         header = lines[0].rstrip()
@@ -47,9 +45,16 @@ def sections(text: str) -> dict[str, str]:
     return found
 
 
+def _trimmed(lines: list[str], *, tail: bool = False) -> list[str]:
+    """``lines`` without its leading blank lines (and trailing ones with ``tail``), cut
+    once: dropping them one by one would copy the list once per blank line."""
+    start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    end = len(lines)
+    if tail:
+        while end > start and not lines[end - 1].strip():
+            end -= 1
+    return lines[start:end]
+
+
 def _body(lines: list[str]) -> str:
-    while lines and not lines[0].strip():
-        lines = lines[1:]
-    while lines and not lines[-1].strip():
-        lines = lines[:-1]
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{line}\n" for line in _trimmed(lines, tail=True))

@@ -36,7 +36,7 @@ from typing import Any
 
 from bundle.archive import Limits, Source
 from bundle.layouts import bugreport, describe
-from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list, list_items
+from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
@@ -94,7 +94,7 @@ def _pods(source: VirtualSource, paths: set[str]) -> list[dict[str, Any]]:
     for name in ("gpu_operand_pods.yaml", "gpu_operator_pod.yaml"):
         if name not in paths:
             continue
-        items = list_items(source.yaml(name), "Pod")
+        items = source.objects(name, source.yaml(name), "Pod")
         for pod in items or []:
             meta = pod.get("metadata")
             if isinstance(meta, dict):
@@ -115,7 +115,7 @@ def _operator_namespace(source: VirtualSource, pods: list[dict[str, Any]]) -> st
 
 def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]]) -> None:
     def yaml_list(name: str, kind: str) -> bytes | None:
-        items = list_items(source.yaml(name), kind)
+        items = source.objects(name, source.yaml(name), kind)
         return None if items is None else kube_list(items)
 
     if "cluster_policy.yaml" in paths:
@@ -171,15 +171,17 @@ def _labels_file(text: str) -> dict[str, dict[str, str]]:
     return found
 
 
-def _containers(pod: dict[str, Any] | None) -> list[str]:
+def _listed(pod: Any, key: str) -> list[Any]:
+    """``spec.<key>`` of a pod when it is a list (a hostile file may put anything there)."""
     spec = pod.get("spec") if isinstance(pod, dict) else None
-    names: list[str] = []
-    if isinstance(spec, dict):
-        for key in ("initContainers", "containers"):
-            for container in spec.get(key) or []:
-                if isinstance(container, dict) and isinstance(container.get("name"), str):
-                    names.append(container["name"])
-    return names
+    found = spec.get(key) if isinstance(spec, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def _containers(pod: dict[str, Any] | None) -> list[str]:
+    return [container["name"] for key in ("initContainers", "containers")
+            for container in _listed(pod, key)
+            if isinstance(container, dict) and isinstance(container.get("name"), str)]
 
 
 def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None) -> set[str]:
@@ -188,6 +190,10 @@ def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None
     meta = operator.get("metadata") if isinstance(operator, dict) else None
     pod = meta.get("name") if isinstance(meta, dict) else None
     containers = _containers(operator if isinstance(operator, dict) else None)
+    spec = operator.get("spec") if isinstance(operator, dict) else None
+    if isinstance(spec, dict) and not containers:
+        source.problems.add("gpu_operator_pod.yaml", "the pod names no container (spec."
+                            "containers is not a list of named objects); its log was not mapped")
     if not (isinstance(pod, str) and namespace and containers):
         return set()
     container = [c for c in containers if c not in _init_names(operator)][:1] or containers[:1]
@@ -203,9 +209,7 @@ def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None
 
 
 def _init_names(pod: Any) -> set[str]:
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    inits = spec.get("initContainers") if isinstance(spec, dict) else None
-    return {str(c.get("name")) for c in inits or [] if isinstance(c, dict)}
+    return {str(c.get("name")) for c in _listed(pod, "initContainers") if isinstance(c, dict)}
 
 
 def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]],
@@ -215,7 +219,8 @@ def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, A
     for item in pods:
         meta = item.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-            namespaces[meta["name"]] = meta.get("namespace") or namespace
+            own = meta.get("namespace")
+            namespaces[meta["name"]] = own if isinstance(own, str) and own else namespace
     used = set()
     for name in sorted(paths):
         match = _OPERAND_LOG.match(name)

@@ -123,8 +123,10 @@ def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | N
     raw = source.json(name)
     info = raw.get("info") if isinstance(raw, dict) else None
     if not isinstance(info, dict):
+        if raw is not None:
+            source.problems.add(name, "no 'info' object; the server version was not read")
         return None
-    source.derived("cluster/version.json", [name], _constant(to_json({"serverVersion": info})))
+    source.derived("cluster/version.json", [name], lambda: to_json({"serverVersion": info}))
     version = info.get("gitVersion")
     return version if isinstance(version, str) else None
 
@@ -135,7 +137,7 @@ def _merged(source: VirtualSource, names: list[str], kind: str) -> Maker:
         readable = False
         for name in names:
             value = source.yaml(name) if name.endswith(".yaml") else source.json(name)
-            found = list_items(value, kind)
+            found = source.objects(name, value, kind)
             if found is None:
                 if value is not None:
                     source.problems.add(name, f"expected a list of {kind} objects")
@@ -250,7 +252,20 @@ def _helm(source: VirtualSource, paths: list[str], used: set[str],
                 continue
             taken.add(release_name)
             source.derived(f"cluster/helm/{release_name}.json", [name],
-                           _constant(to_json(_history(release))))
+                           _history_maker(source, name, release))
+
+
+def _history_maker(source: VirtualSource, name: str, release: dict[str, Any]) -> Maker:
+    def make() -> bytes:
+        revisions = _history(release)
+        history = release.get("releaseHistory")
+        count = len(history) if isinstance(history, list) else 1 if history is not None else 0
+        if len(revisions) < count:
+            source.problems.add(name, f"{count - len(revisions):,} revision(s) of release "
+                                f"{release.get('releaseName')} not understood (not an object "
+                                "with an integer revision); ignored")
+        return to_json(revisions)
+    return make
 
 
 def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,12 +274,15 @@ def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
     if version and not chart.endswith(version):
         chart = f"{chart}-{version}"
     revisions = []
-    for entry in release.get("releaseHistory") or []:
+    history = release.get("releaseHistory")
+    for entry in history if isinstance(history, list) else []:
         if not isinstance(entry, dict):
             continue
         try:
             number = int(str(entry.get("revision")))
         except ValueError:
+            continue
+        if not -(1 << 63) <= number < (1 << 63):
             continue
         revisions.append({"revision": number, "status": str(entry.get("status") or ""),
                           "chart": chart, "app_version": str(release.get("appVersion") or ""),
@@ -365,7 +383,8 @@ def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[Manif
         elif name == f"{CR}custom-resources/custom-resources-errors.json":
             raw = source.json(name)
             for crd, (target, _) in CUSTOM.items():
-                errors = [f"{k}: {v}" for k, v in raw.items() if str(k).startswith(crd)] \
+                errors = [f"{k}: {_one_line(v)}" for k, v in raw.items()
+                          if str(k).startswith(crd)] \
                     if isinstance(raw, dict) else []
                 items.extend(ManifestItem(path=target, error=e, command=["troubleshoot", name])
                              for e in errors)
@@ -375,10 +394,21 @@ def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[Manif
 
 def _messages(raw: Any) -> Iterable[str]:
     if isinstance(raw, list):
-        return [" ".join(str(e).split()) for e in raw if str(e).strip()]
+        return [text for e in raw if (text := _one_line(e))]
     if isinstance(raw, dict):
-        return [f"{k}: {' '.join(str(v).split())}" for k, v in sorted(raw.items())]
+        return [f"{k}: {_one_line(v)}" for k, v in sorted(raw.items())]
     return []
+
+
+def _one_line(value: Any) -> str:
+    """An error of an ``*-errors.json`` as one line: a string, else its JSON (str() of a
+    deeply nested list would recurse past Python's limit)."""
+    if isinstance(value, list | dict):
+        try:
+            value = orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            value = f"(a JSON {type(value).__name__} nested too deeply to show)"
+    return " ".join(str(value).split())
 
 
 def _constant(data: bytes) -> Maker:

@@ -132,7 +132,8 @@ CASES: dict[str, Case] = {
         ("parse", "line 3", "not valid UTF-8 (first at byte ")),
     "systemd show output that is not KEY=VALUE": Case(
         NODE + "systemd/containerd.txt", b"\x00\x01 = = =\nNRestarts=lots\n=\n", None),
-    "a huge single line": Case(NODE + "dmesg.txt", "NVRM: " + "A" * (8 << 20), None),
+    "a huge single line": Case(NODE + "dmesg.txt", "NVRM: " + "A" * (8 << 20), (
+        "refused", "line 1", "over the cap of 1,000 lines or 65,536 characters per record")),
     "binary in a container log": Case(
         "logs/gpu-operator/nvidia-device-plugin-daemonset-klmno/main.log",
         b"\x00\x01\x02\xff\xfe binary \x1b]0;title\x07\n"
