@@ -124,7 +124,9 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
             seen.add(finding.id)
             findings.append(finding)
     linked = _order(link(findings))
-    built = overview.build(facts, linked)  # may read files, and so record problems, too
+    # The overview reads node files no rule may have read (a journal, say): built first,
+    # so that what reading them recorded is among the report's problems and is judged.
+    built = overview.build(facts, linked)
     coverage = Coverage(bundle)
     judged = {loaded.rule.id: loaded.rule for loaded in rules}
     results = [coverage.judge(judged[r.rule_id], r) for r in results]
@@ -132,9 +134,6 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     for finding in linked:
         counts[finding.severity.value] += 1
     manifest = bundle.manifest
-    # The overview reads node files no rule may have read (a journal, say): built first,
-    # so that what reading them recorded is among the report's problems.
-    built = overview.build(facts, linked)
     return Report(
         tool=ToolInfo(version=version),
         bundle=BundleInfo(
