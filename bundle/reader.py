@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from bundle import kube
 from bundle.archive import MANIFEST, Limits, Source, open_source
 from bundle.evidence import pointer as json_pointer
+from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
@@ -46,11 +47,6 @@ _REPAIR_PASSES = 3
 # largest Kubernetes clusters hold some 150,000 pods; an empty item ("{}") still costs
 # a view of about 1 KiB and the rules' time.
 MAX_LIST_ITEMS = 300_000
-# A JSON file over DENSE_FLOOR bytes with more than one object or array per
-# MIN_BYTES_PER_CONTAINER bytes is not parsed: Kubernetes output has one per 50 bytes
-# or more, and a list of "{}" costs 25 times its size in memory once parsed.
-DENSE_FLOOR = 1 << 20
-MIN_BYTES_PER_CONTAINER = 16
 
 
 def is_k8s_name(segment: str) -> bool:
@@ -567,19 +563,6 @@ def _drop(raw: object, loc: tuple[int | str, ...]) -> tuple[int | str, ...] | No
         return None
     del parent[reached[-1]]
     return tuple(reached)
-
-
-def json_too_dense(data: bytes) -> str | None:
-    """Why ``data`` is not parsed as JSON (too many objects and arrays for its size), or
-    None. Counts brackets, also inside strings: an upper bound, checked in C."""
-    if len(data) <= DENSE_FLOOR:
-        return None
-    containers = data.count(b"{") + data.count(b"[")
-    if containers * MIN_BYTES_PER_CONTAINER <= len(data):
-        return None
-    return (f"up to {containers:,} JSON objects and arrays in {len(data):,} bytes, over the "
-            f"limit of one per {MIN_BYTES_PER_CONTAINER} bytes for a file over "
-            f"{DENSE_FLOOR >> 20} MiB; not parsed")
 
 
 def _json_where(exc: orjson.JSONDecodeError) -> str | None:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import orjson
 
 from bundle import tomlsafe
+from bundle.jsonsafe import json_too_dense
 from bundle.nvsmi import parse_nvidia_smi
 from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
-from bundle.reader import Bundle, json_too_dense
+from bundle.reader import Bundle
 from bundle.textfiles import parse_journal
 
 CLUSTER_PATHS = (

@@ -137,6 +137,9 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @click.option("--max-ratio", type=click.IntRange(1), default=200, show_default=True,
               help="Stop reading a compressed archive that expands more than this many times "
                    "its size (a decompression bomb).")
+@click.option("--max-yaml-nodes", type=click.IntRange(1), default=1_000_000, show_default=True,
+              help="Refuse a YAML file of a must-gather or troubleshoot bundle with more "
+                   "nodes (scalars, lists, mappings) than this.")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Several bundles (or a directory of bundles): write one report per "
                    "bundle and index.jsonl here (default: the current directory).")
@@ -149,7 +152,8 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
             output: str | None, fail_on: str, max_member_mib: int, max_total_gib: int,
-            max_members: int, max_ratio: int, out_dir: Path | None, jobs: int | None,
+            max_members: int, max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
+            jobs: int | None,
             rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
             suppress_files: tuple[Path, ...]) -> None:
     """Analyse support bundles and report root causes.
@@ -174,7 +178,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
 
     choice = resolve(_load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
-                    max_members=max_members, max_ratio=max_ratio)
+                    max_members=max_members, max_ratio=max_ratio, max_yaml_nodes=max_yaml_nodes)
     bundles, many = expand(bundle_paths)
     if many or out_dir is not None:
         from gpu_triage.cli_batch import analyze_many

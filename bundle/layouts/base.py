@@ -35,6 +35,7 @@ import orjson
 import yaml
 
 from bundle.archive import Limits, Source
+from bundle.jsonsafe import json_too_dense
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
@@ -185,10 +186,14 @@ class VirtualSource:
         data = self.original(name)
         if data is None or not data.strip():
             return None
+        dense = json_too_dense(data)
+        if dense is not None:
+            self.problems.add(name, dense, kind="refused", lost=True)
+            return None
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            self.problems.add(name, f"invalid JSON: {exc}")
+            self.problems.add(name, f"invalid JSON: {exc}", lost=True)
             return None
 
     def objects(self, name: str, value: Any, kind: str | None = None

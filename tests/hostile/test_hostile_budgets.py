@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kit import kube_list, write_dir
 
+import bundle.jsonsafe
 import bundle.reader
 from analyzers.facts import containerd_merge
 from analyzers.facts.containerd_merge import (
@@ -251,10 +252,10 @@ def test_scan_depth_is_the_depth_of_the_data(document: dict[str, object], newlin
 
 def test_dense_json_under_the_floor_or_the_density_parses(tmp_path: Path) -> None:
     small = b'{"kind":"List","items":[' + b",".join([b"{}"] * 100_000) + b"]}"
-    assert len(small) <= bundle.reader.DENSE_FLOOR
+    assert len(small) <= bundle.jsonsafe.DENSE_FLOOR
     item = b'{"metadata":{"name":"' + b"p" * 8 + b'"}}'  # 2 objects in 33 bytes with its ","
     padded = b'{"kind":"List","items":[' + b",".join([item] * 40_000) + b"]}"
-    assert len(padded) > bundle.reader.DENSE_FLOOR
+    assert len(padded) > bundle.jsonsafe.DENSE_FLOOR
     assert (padded.count(b"{") + padded.count(b"[")) * 16 <= len(padded)
     for body, count in ((small, 100_000), (padded, 40_000)):
         root = write_dir(tmp_path / str(len(body)), {"cluster/pods.json": body})
@@ -266,7 +267,7 @@ def test_dense_json_under_the_floor_or_the_density_parses(tmp_path: Path) -> Non
 def test_json_just_over_the_density_is_refused(tmp_path: Path) -> None:
     item = b'{"metadata":{"name":"' + b"p" * 6 + b'"}}'  # 2 objects in 31 bytes with its ","
     body = b'{"kind":"List","items":[' + b",".join([item] * 40_000) + b"]}"
-    assert (body.count(b"{") + body.count(b"[")) * 16 > len(body) > bundle.reader.DENSE_FLOOR
+    assert (body.count(b"{") + body.count(b"[")) * 16 > len(body) > bundle.jsonsafe.DENSE_FLOOR
     with open_bundle(write_dir(tmp_path / "b", {"cluster/pods.json": body})) as opened:
         assert opened.cluster.pods == []
         (problem,) = opened.problems

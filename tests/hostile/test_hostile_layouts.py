@@ -95,6 +95,19 @@ def test_must_gather_yaml_bomb_is_refused_at_the_node_cap(
     assert differ <= {"BND002", "OP001", "OP002", "OP003", "OP004", "OP005", "OP006"}, differ
 
 
+def test_max_yaml_nodes_sets_the_node_cap(tmp_path: Path) -> None:
+    files = must_gather_files()
+    path = tmp_path / "mg"
+    write(path, files)
+    out = tmp_path / "r.json"
+    code = main(["analyze", str(path), "-f", "json", "-o", str(out), "--max-yaml-nodes", "20"])
+    refused = [(p["path"], p["message"]) for p in orjson.loads(out.read_bytes())["problems"]
+               if p["kind"] == "refused"]
+    assert code in (0, 1)
+    assert ("cluster_policy.yaml", "more than 20 YAML nodes, over the cap on the nodes of one "
+            "YAML file; not read") in refused
+
+
 def test_nested_gzip_bomb_is_refused_at_the_ratio_cap(
         tmp_path: Path, clean: tuple[int, dict[str, Any]]) -> None:
     code, report = _analyse(nested_gzip(tmp_path), tmp_path)
@@ -348,3 +361,16 @@ def test_any_value_of_the_wrong_type_anywhere_is_survived(tmp_path_factory: pyte
         return
     root = tmp_path_factory.mktemp("fuzz") / layout
     _opened(write(root, {**files, file: content}))  # opens, every rule runs, none in error
+
+
+def test_dense_json_in_a_troubleshoot_bundle_is_refused_before_parsing(tmp_path: Path) -> None:
+    """The foreign layouts ask the native reader's JSON density question."""
+    files = troubleshoot_files()
+    files["cluster-resources/pods/gpu-operator.json"] = (
+        b'{"kind":"PodList","items":[' + b",".join([b"{}"] * 600_000) + b"]}")
+    with open_bundle(write(tmp_path / "ts", files)) as opened:
+        pods = opened.cluster.pods
+        problems = [(p.path, p.kind) for p in opened.problems
+                    if "JSON objects and arrays" in p.message]
+    assert pods == []
+    assert problems == [("cluster-resources/pods/gpu-operator.json", "refused")]
