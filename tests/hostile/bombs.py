@@ -109,15 +109,22 @@ def nested_gzip(directory: Path, lines: int = 4_000_000) -> Path:
     return tgz(directory / "nested-gzip.tgz", files, top="must-gather", manifest=False)
 
 
-def sparse_directory(directory: Path, files: int = 8, size: int = 511 << 20) -> Path:
+# Files every analysis reads: each sparse one would be read whole, up to the member cap.
+SPARSE_PATHS = ("cluster/pods.json", "cluster/events.json", _NODE + "dmesg.txt",
+                _NODE + "journal/kubelet.jsonl", _NODE + "journal/containerd.jsonl",
+                _NODE + "containerd/config-dump.toml", _NODE + "nvidia-smi.xml",
+                _NODE + "host/modules.txt")
+
+
+def sparse_directory(directory: Path, size: int = 511 << 20) -> Path:
     """An unpacked bundle whose files are sparse: gigabytes that take no disk."""
     root = directory / "sparse-dir"
     for path, data in encode(_gpu_files()).items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    for index in range(files):
-        target = root / f"logs/gpu-operator/p{index}/c.log"
+    for path in SPARSE_PATHS:
+        target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as out:
             os.truncate(out.fileno(), size)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from bombs import sparse_directory
+from bombs import SPARSE_PATHS, sparse_directory
 from hostile_kit import analyze_path, valid_files
 from kit import encode, pack_dir, write_dir
 
@@ -72,15 +72,16 @@ def _with_hole(path: Path, data: int, size: int) -> None:
 
 
 def test_sparse_directory_bomb(tmp_path: Path) -> None:
-    """Eight sparse 511 MiB files: each is refused when the directory is listed; the
-    rest of the bundle is analysed (the GPU node's missing label is found: exit 1)."""
+    """Eight sparse 511 MiB files that every analysis reads: each is refused when the
+    directory is listed; the rest of the bundle is analysed (exit 1: the GPU node's
+    missing label)."""
     _holes_supported(tmp_path)
     root = sparse_directory(tmp_path)
     out = tmp_path / "r.json"
     assert main(["analyze", str(root), "-f", "json", "-o", str(out)]) == 1
     report = orjson.loads(out.read_bytes())
     assert [(p["path"], p["kind"], p["message"]) for p in report["problems"]] == [
-        (f"logs/gpu-operator/p{i}/c.log", "refused", SPARSE) for i in range(8)]
+        (path, "refused", SPARSE) for path in sorted(SPARSE_PATHS)]
     assert not [r for r in report["rules"] if r["status"] == "error"]
     assert [(f["id"], f["severity"]) for f in report["findings"]] == [
         ("OP003:gpu-a", "high"), ("BND002:refused", "medium")]
