@@ -229,12 +229,7 @@ class ClusterObjects:
             return []
         items: list[Any] = raw["items"]
         del raw
-        if len(items) > MAX_LIST_ITEMS:
-            self._bundle.problem(path, f"{len(items):,} items, over the limit of "
-                                 f"{MAX_LIST_ITEMS:,} per list: the items after the first "
-                                 f"{MAX_LIST_ITEMS:,} were ignored", kind="refused",
-                                 where=f"/items/{MAX_LIST_ITEMS}")
-            del items[MAX_LIST_ITEMS:]
+        _cap_list(self._bundle, path, items, "items", "/items/")
         objects: list[K] = []
         project = view.project
         issues: Issues = []
@@ -322,12 +317,7 @@ class ClusterObjects:
                 self._bundle.problem(path, "expected a list of release revisions", lost=True)
                 continue
             revisions = []
-            if len(raw) > MAX_LIST_ITEMS:
-                self._bundle.problem(path, f"{len(raw):,} revisions, over the limit of "
-                                     f"{MAX_LIST_ITEMS:,} per list: the revisions after the "
-                                     f"first {MAX_LIST_ITEMS:,} were ignored", kind="refused",
-                                     where=f"/{MAX_LIST_ITEMS}")
-                del raw[MAX_LIST_ITEMS:]
+            _cap_list(self._bundle, path, raw, "revisions", "/")
             for index, item in enumerate(raw):
                 if not isinstance(item, dict):
                     self._bundle.problem(path, f"revision not understood: a JSON "
@@ -563,6 +553,15 @@ def _drop(raw: object, loc: tuple[int | str, ...]) -> tuple[int | str, ...] | No
         return None
     del parent[reached[-1]]
     return tuple(reached)
+
+
+def _cap_list(bundle: Bundle, path: str, items: list[Any], what: str, pointer: str) -> None:
+    """Keep the first :data:`MAX_LIST_ITEMS` of ``items`` (in place), recording the cut."""
+    if len(items) > MAX_LIST_ITEMS:
+        bundle.problem(path, f"{len(items):,} {what}, over the limit of {MAX_LIST_ITEMS:,} per "
+                       f"list: the {what} after the first {MAX_LIST_ITEMS:,} were ignored",
+                       kind="refused", where=f"{pointer}{MAX_LIST_ITEMS}")
+        del items[MAX_LIST_ITEMS:]
 
 
 def _json_where(exc: orjson.JSONDecodeError) -> str | None:

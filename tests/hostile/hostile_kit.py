@@ -353,3 +353,29 @@ def measure_open(path: Path, **limits: int) -> Measured:
 def analyze_path(path: Path, limits: Limits | None = None) -> Report:
     with open_bundle(path, limits) as opened:
         return analyze(opened, discover().rules)
+
+
+# -- reports of the CLI, for the work-budget tests -----------------------------------------
+
+
+def analyse_json(path: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+    """``gpu-triage analyze PATH -f json --fail-on critical``: its exit code and report."""
+    import orjson
+
+    from gpu_triage.cli import main
+
+    out = tmp_path / f"{path.name}.report.json"
+    code = main(["analyze", str(path), "-f", "json", "-o", str(out), "--fail-on", "critical"])
+    return code, orjson.loads(out.read_bytes())
+
+
+def problems_of(report: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
+    return [(p["path"], p["kind"], p["where"], p["message"]) for p in report["problems"]]
+
+
+def statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {r["rule_id"]: r["status"] for r in report["rules"]}
+
+
+def assert_no_rule_errors(report: dict[str, Any]) -> None:
+    assert [(r["rule_id"], r["reason"]) for r in report["rules"] if r["status"] == "error"] == []

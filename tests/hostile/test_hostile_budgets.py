@@ -13,12 +13,18 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from bombs import deep_json, deep_toml, dotted_key, empty_pods, import_glob
-from hostile_kit import HOSTILE, valid_files
+from hostile_kit import (
+    HOSTILE,
+    analyse_json,
+    assert_no_rule_errors,
+    problems_of,
+    statuses,
+    valid_files,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from kit import kube_list, write_dir
@@ -35,7 +41,6 @@ from analyzers.facts.containerd_merge import (
 )
 from bundle import open_bundle
 from bundle.tomlsafe import MAX_TOML_BYTES, MAX_TOML_DEPTH, TomlRefused, loads, over_budget
-from gpu_triage.cli import main
 
 NODE = "nodes/gpu-a/"
 FILES = NODE + "containerd/files"
@@ -46,49 +51,31 @@ CRI = "io.containerd.grpc.v1.cri"
 MAIN = "/etc/containerd/config.toml"
 
 
-def _analyse(path: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / "report.json"
-    code = main(["analyze", str(path), "-f", "json", "-o", str(out), "--fail-on", "critical"])
-    return code, orjson.loads(out.read_bytes())
-
-
-def _problems(report: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
-    return [(p["path"], p["kind"], p["where"], p["message"]) for p in report["problems"]]
-
-
-def _status(report: dict[str, Any]) -> dict[str, str]:
-    return {r["rule_id"]: r["status"] for r in report["rules"]}
-
-
-def _no_errors(report: dict[str, Any]) -> None:
-    assert [(r["rule_id"], r["reason"]) for r in report["rules"] if r["status"] == "error"] == []
-
-
 # --------------------------------------------------------------------------- the bombs
 
 
 def test_dotted_key_bomb_is_refused(tmp_path: Path) -> None:
-    code, report = _analyse(dotted_key(tmp_path), tmp_path)
+    code, report = analyse_json(dotted_key(tmp_path), tmp_path)
     assert code == 0
-    assert _problems(report) == [
+    assert problems_of(report) == [
         (FILES + "/etc/containerd/conf.d/99-x.toml", "refused", "line 1", DEPTH)]
-    _no_errors(report)
+    assert_no_rule_errors(report)
     # The rules that read the copied files run on what remains and say that it was only
     # part of their input (analyzers/coverage.py): "passed" would read as checked.
-    status = _status(report)
+    status = statuses(report)
     assert (status["RT002"], status["RT003"]) == ("partial", "skipped")  # (no config dump)
 
 
 def test_deep_toml_bomb_is_refused(tmp_path: Path) -> None:
-    code, report = _analyse(deep_toml(tmp_path), tmp_path)
+    code, report = analyse_json(deep_toml(tmp_path), tmp_path)
     assert code == 0
-    assert _problems(report) == [
+    assert problems_of(report) == [
         (NODE + "containerd/config-dump.toml", "refused", None, DIGITS),
         (FILES + "/etc/containerd/conf.d/99-x.toml", "refused", "line 1", DEPTH)]
-    _no_errors(report)
+    assert_no_rule_errors(report)
     # Without a readable config dump nothing of the loaded configuration can be judged;
     # RT002 judged the copied files that remained.
-    status = _status(report)
+    status = statuses(report)
     assert [status[r] for r in ("RT001", "RT002", "RT003", "RT005")] == [
         "skipped", "partial", "skipped", "skipped"]
 
@@ -96,31 +83,31 @@ def test_deep_toml_bomb_is_refused(tmp_path: Path) -> None:
 def test_deep_json_cdi_spec_costs_nothing(tmp_path: Path) -> None:
     """CDI specs are only searched as text (RT006): a 100,000-deep array in one is no
     problem of this area (the journal line of the same bomb is another's)."""
-    code, report = _analyse(deep_json(tmp_path), tmp_path)
+    code, report = analyse_json(deep_json(tmp_path), tmp_path)
     assert code == 0
-    assert [p for p in _problems(report) if "/cdi/" in p[0]] == []
-    _no_errors(report)
+    assert [p for p in problems_of(report) if "/cdi/" in p[0]] == []
+    assert_no_rule_errors(report)
 
 
 @pytest.mark.parametrize("count", [4_000_000, 22_000_000])
 def test_empty_pods_bombs_are_refused_before_parsing(tmp_path: Path, count: int) -> None:
-    code, report = _analyse(empty_pods(tmp_path, count), tmp_path)
+    code, report = analyse_json(empty_pods(tmp_path, count), tmp_path)
     assert code == 0
     size = len(b'{"kind":"List","items":[]}') + 3 * count - 1
-    assert _problems(report) == [(
+    assert problems_of(report) == [(
         "cluster/pods.json", "refused", None,
         f"up to {count + 2:,} JSON objects and arrays in {size:,} bytes, over the limit of "
         "one per 16 bytes for a file over 1 MiB; not parsed")]
-    _no_errors(report)
-    status = _status(report)
+    assert_no_rule_errors(report)
+    status = statuses(report)
     assert status["SC001"] == "skipped"  # no pod could be read, so no pending GPU pod
 
 
 def test_import_glob_bomb_matches_in_linear_time(tmp_path: Path) -> None:
-    code, report = _analyse(import_glob(tmp_path), tmp_path)
+    code, report = analyse_json(import_glob(tmp_path), tmp_path)
     assert code == 0
-    assert _problems(report) == []
-    _no_errors(report)
+    assert problems_of(report) == []
+    assert_no_rule_errors(report)
 
 
 def test_import_glob_bomb_pattern_matches_like_a_regex() -> None:
@@ -328,10 +315,10 @@ def test_refused_dropin_stops_the_emulation_without_conclusions(tmp_path: Path) 
     bundle_files = {**valid_files(),
                     **{FILES + path: text for path, text in files.items()}}
     bundle_files[FILES + "/etc/containerd/conf.d/zz.toml"] = later
-    code, report = _analyse(write_dir(tmp_path / "b", bundle_files), tmp_path)
+    code, report = analyse_json(write_dir(tmp_path / "b", bundle_files), tmp_path)
     assert (FILES + "/etc/containerd/conf.d/zz.toml", "refused", "line 3", DEPTH) in \
-        _problems(report)
-    _no_errors(report)
+        problems_of(report)
+    assert_no_rule_errors(report)
     assert [f for f in report["findings"] if f["rule_id"] == "RT002"] == []
 
 

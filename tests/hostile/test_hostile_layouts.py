@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 from bombs import must_gather_yaml, nested_gzip
-from hostile_kit import HOSTILE
+from hostile_kit import HOSTILE, analyse_json, assert_no_rule_errors, problems_of, statuses
 from hypothesis import given
 from hypothesis import strategies as st
 from layouts_kit import (
@@ -44,28 +44,10 @@ RATIO = ("expands more than 200 times its size (a decompression bomb: over the r
          "not read")
 
 
-def _analyse(path: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / f"{path.name}.report.json"
-    code = main(["analyze", str(path), "-f", "json", "-o", str(out), "--fail-on", "critical"])
-    return code, orjson.loads(out.read_bytes())
-
-
-def _problems(report: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
-    return [(p["path"], p["kind"], p["where"], p["message"]) for p in report["problems"]]
-
-
-def _no_errors(report: dict[str, Any]) -> None:
-    assert [(r["rule_id"], r["reason"]) for r in report["rules"] if r["status"] == "error"] == []
-
-
-def _status(report: dict[str, Any]) -> dict[str, str]:
-    return {r["rule_id"]: r["status"] for r in report["rules"]}
-
-
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, Any]]:
     work = tmp_path_factory.mktemp("clean")
-    return _analyse(write(work / "must-gather", must_gather_files()), work)
+    return analyse_json(write(work / "must-gather", must_gather_files()), work)
 
 
 def _opened(root: Path, limits: Limits | None = None) -> tuple[list[tuple[str, str, Any, str]],
@@ -83,15 +65,15 @@ def _opened(root: Path, limits: Limits | None = None) -> tuple[list[tuple[str, s
 
 def test_must_gather_yaml_bomb_is_refused_at_the_node_cap(
         tmp_path: Path, clean: tuple[int, dict[str, Any]]) -> None:
-    code, report = _analyse(must_gather_yaml(tmp_path), tmp_path)
-    assert _problems(report) == [(
+    code, report = analyse_json(must_gather_yaml(tmp_path), tmp_path)
+    assert problems_of(report) == [(
         "gpu_operand_ds.yaml", "refused", None,
         "more than 1,000,000 YAML nodes, over the cap on the nodes of one YAML file; not read")]
-    _no_errors(report)
+    assert_no_rule_errors(report)
     assert code == clean[0]
     # Only the rules that read the DaemonSets can answer otherwise.
-    differ = {rule for rule, status in _status(report).items()
-              if status != _status(clean[1])[rule]}
+    differ = {rule for rule, status in statuses(report).items()
+              if status != statuses(clean[1])[rule]}
     assert differ <= {"BND002", "OP001", "OP002", "OP003", "OP004", "OP005", "OP006"}, differ
 
 
@@ -110,9 +92,9 @@ def test_max_yaml_nodes_sets_the_node_cap(tmp_path: Path) -> None:
 
 def test_nested_gzip_bomb_is_refused_at_the_ratio_cap(
         tmp_path: Path, clean: tuple[int, dict[str, Any]]) -> None:
-    code, report = _analyse(nested_gzip(tmp_path), tmp_path)
-    assert _problems(report) == [("nvidia-bug-report_gpu-a.log.gz", "refused", None, RATIO)]
-    _no_errors(report)
+    code, report = analyse_json(nested_gzip(tmp_path), tmp_path)
+    assert problems_of(report) == [("nvidia-bug-report_gpu-a.log.gz", "refused", None, RATIO)]
+    assert_no_rule_errors(report)
     # The clean must-gather's critical finding is the Xid 79 of its bug report, unread here.
     assert (code, clean[0]) == (0, 1)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 from bombs import deep_json, kernel_continuations, malformed_journal
-from hostile_kit import HOSTILE
+from hostile_kit import HOSTILE, analyse_json, assert_no_rule_errors, problems_of
 from hypothesis import given
 from hypothesis import strategies as st
 from kit import write_dir
@@ -41,7 +41,6 @@ from bundle.kernel import (
 )
 from bundle.layouts import bugreport
 from bundle.textfiles import JOURNAL_LISTED, journal_records, parse_journal
-from gpu_triage.cli import main
 
 NODE = "nodes/gpu-a/"
 GPU_AT = "[    1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-1"
@@ -54,20 +53,6 @@ def _cut(records: int, lines: int) -> str:
             f"per record were cut there{dropped}")
 
 
-def _analyse(path: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
-    out = tmp_path / "report.json"
-    code = main(["analyze", str(path), "-f", "json", "-o", str(out), "--fail-on", "critical"])
-    return code, orjson.loads(out.read_bytes())
-
-
-def _problems(report: dict[str, Any]) -> list[tuple[str, str, str | None, str]]:
-    return [(p["path"], p["kind"], p["where"], p["message"]) for p in report["problems"]]
-
-
-def _no_errors(report: dict[str, Any]) -> None:
-    assert [(r["rule_id"], r["reason"]) for r in report["rules"] if r["status"] == "error"] == []
-
-
 def _notes() -> tuple[list[tuple[str, str]], Any]:
     found: list[tuple[str, str]] = []
     return found, lambda message, where: found.append((message, where))
@@ -77,31 +62,31 @@ def _notes() -> tuple[list[tuple[str, str]], Any]:
 
 
 def test_kernel_continuation_bomb_is_cut_at_the_record_cap(tmp_path: Path) -> None:
-    code, report = _analyse(kernel_continuations(tmp_path), tmp_path)
+    code, report = analyse_json(kernel_continuations(tmp_path), tmp_path)
     assert code == 0
-    assert _problems(report) == [
+    assert problems_of(report) == [
         (NODE + "dmesg.txt", "refused", "line 1", _cut(1, 2_000_000 - 999))]
-    _no_errors(report)
+    assert_no_rule_errors(report)
 
 
 def test_malformed_journal_bomb_lists_twenty_lines_and_counts_the_rest(tmp_path: Path) -> None:
-    code, report = _analyse(malformed_journal(tmp_path), tmp_path)
+    code, report = analyse_json(malformed_journal(tmp_path), tmp_path)
     assert code == 0
     path = NODE + "journal/kubelet.jsonl"
-    assert _problems(report) == [
+    assert problems_of(report) == [
         *((path, "parse", f"line {n}", NOT_JSON) for n in range(1, 21)),
         (path, "parse", "line 21", "1,999,980 more line(s) are not JSON objects (only the "
                                    "first 20 of a journal are listed)")]
-    _no_errors(report)
+    assert_no_rule_errors(report)
 
 
 def test_a_deep_json_journal_line_is_one_parse_problem(tmp_path: Path) -> None:
-    code, report = _analyse(deep_json(tmp_path), tmp_path)
+    code, report = analyse_json(deep_json(tmp_path), tmp_path)
     assert code == 0
-    journal = [p for p in _problems(report) if p[0].endswith(".jsonl")]
+    journal = [p for p in problems_of(report) if p[0].endswith(".jsonl")]
     assert journal == [(NODE + "journal/containerd.jsonl", "parse", "line 1",
                         "not JSON (depth limit exceeded: line 1 column 1037 (char 1036))")]
-    _no_errors(report)
+    assert_no_rule_errors(report)
 
 
 def test_a_bug_report_within_the_ratio_is_read_under_the_kernel_caps(tmp_path: Path) -> None:
@@ -113,11 +98,11 @@ def test_a_bug_report_within_the_ratio_is_read_under_the_kernel_caps(tmp_path: P
            f"{SEP}\n"
     files = {**must_gather_files(), "nvidia-bug-report_gpu-a.log.gz": gzip.compress(text.encode())}
     root = write(tmp_path / "must-gather", files)
-    code, report = _analyse(root, tmp_path)
-    clean, _ = _analyse(write(tmp_path / "clean", must_gather_files()), tmp_path)
+    code, report = analyse_json(root, tmp_path)
+    clean, _ = analyse_json(write(tmp_path / "clean", must_gather_files()), tmp_path)
     assert code == clean == 1  # the must-gather's own finding (toolkit disabled)
-    assert _problems(report) == [(NODE + "dmesg.txt", "refused", "line 1", _cut(1, 5_000 - 999))]
-    _no_errors(report)
+    assert problems_of(report) == [(NODE + "dmesg.txt", "refused", "line 1", _cut(1, 5_000 - 999))]
+    assert_no_rule_errors(report)
     with open_bundle(root) as opened:
         lines_read = opened.node("gpu-a").dmesg
         assert [line.line for line in lines_read] == [1, 5_002]
