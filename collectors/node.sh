@@ -468,15 +468,15 @@ containerd_layout() {
         RT_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml
         c_sock=/run/k3s/containerd/containerd.sock
         RT_LOG=/var/lib/rancher/k3s/agent/containerd/containerd.log
-        c_bin=$(newest_executable "$R"/var/lib/rancher/k3s/data/current/bin/containerd \
-            "$R"/var/lib/rancher/k3s/data/*/bin/containerd)
+        c_bin=$(newest_executable "$R"/var/lib/rancher/k3s/data/current/bin/containerd)
+        [ -n "$c_bin" ] || c_bin=$(newest_executable "$R"/var/lib/rancher/k3s/data/*/bin/containerd)
         ;;
     rke2)
         RT_CONFIG=/var/lib/rancher/rke2/agent/etc/containerd/config.toml
         c_sock=/run/k3s/containerd/containerd.sock
         RT_LOG=/var/lib/rancher/rke2/agent/containerd/containerd.log
-        c_bin=$(newest_executable "$R"/var/lib/rancher/rke2/bin/containerd \
-            "$R"/var/lib/rancher/rke2/data/*/bin/containerd)
+        c_bin=$(newest_executable "$R"/var/lib/rancher/rke2/bin/containerd)
+        [ -n "$c_bin" ] || c_bin=$(newest_executable "$R"/var/lib/rancher/rke2/data/*/bin/containerd)
         ;;
     k0s)
         RT_CONFIG=/etc/k0s/containerd.toml
@@ -816,7 +816,8 @@ collect_cgroup() {
         q_driver=''
         while IFS= read -r q_file; do
             [ -f "$R$q_file" ] || continue
-            q_driver=$(sed -n -e 's/^cgroupDriver:[[:space:]]*//p' -e 's/^--cgroup-driver[= ]//p' "$R$q_file" |
+            q_driver=$(sed -n -e 's/^cgroupDriver:[[:space:]]*//p' -e 's/^--cgroup-driver[= ]//p' \
+                -e 's/.*"cgroupDriver":[[:space:]]*"\([A-Za-z]*\)".*/\1/p' "$R$q_file" |
                 head -n 1 | tr -d "\"' ")
             if [ -n "$q_driver" ]; then
                 printf 'kubelet-cgroup-driver: %s (%s)\n' "$q_driver" "$q_file"
@@ -870,7 +871,7 @@ exit 0'
 GPU_PROC_SCRIPT='for d in "$1"/proc/[0-9]*; do
 c=; { IFS= read -r c <"$d/comm"; } 2>/dev/null || continue
 case $c in nvidia-persiste* | nv-hostengine | nv-fabricmanage* | dcgm*)
-printf "%s\t%s\t%s\n" "${d##*/}" "$c" "$(tr "\000" " " <"$d/cmdline" 2>/dev/null)" ;;
+printf "%s\t%s\t%s\n" "${d##*/}" "$c" "$(tr "\000" " " <"$d/cmdline" 2>/dev/null | sed "s/ *\$//")" ;;
 esac
 done'
 

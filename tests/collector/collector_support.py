@@ -256,7 +256,10 @@ def make_node_root(base: Path, node: str, host_driver: bool = True) -> Path:
     put("proc/4242/comm", "kubelet\n")
     put("proc/4242/cmdline", "\0".join(KUBEADM_KUBELET_ARGS) + "\0")
     put("var/lib/kubelet/config.yaml", (src / "kubelet-config.yaml").read_text())
-    put("var/lib/kubelet/kubeadm-flags.env", "KUBELET_KUBEADM_ARGS=\"--pod-infra-container-image=registry.k8s.io/pause:3.9\"\n")
+    put(
+        "var/lib/kubelet/kubeadm-flags.env",
+        'KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.9"\n',
+    )
     put("proc/driver/nvidia/version", (src / "nvidia-driver-version").read_text())
     put("dev/nvidia0", "")
     put("dev/nvidiactl", "")
