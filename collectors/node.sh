@@ -19,6 +19,9 @@
 #   GPU_TRIAGE_SINCE           journal window, e.g. 168h, 7d                  (default 168h)
 #   GPU_TRIAGE_MAX_FILE_BYTES  cap per collected file; longer output is cut (default 52428800)
 #   GPU_TRIAGE_STEP_TIMEOUT    seconds per command, when timeout(1) exists   (default 60)
+#   GPU_TRIAGE_ONLY_IF_NVIDIA  1: run lspci first and stop when it shows no NVIDIA device
+#                              (set by the collector for nodes chosen without any GPU
+#                              label; the stop is a steps.tsv line with path ".") (default 0)
 #
 # steps.tsv columns, tab-separated:
 #   path exit_code started_at duration_ms bytes truncated(0|1) error command
@@ -54,11 +57,13 @@ ROOT=${GPU_TRIAGE_HOST_ROOT:-/}
 SINCE=${GPU_TRIAGE_SINCE:-168h}
 MAX_BYTES=${GPU_TRIAGE_MAX_FILE_BYTES:-52428800}
 STEP_TIMEOUT=${GPU_TRIAGE_STEP_TIMEOUT:-60}
+ONLY_IF_NVIDIA=${GPU_TRIAGE_ONLY_IF_NVIDIA:-0}
 
 case $ROOT in /*) ;; *) die "GPU_TRIAGE_HOST_ROOT must be an absolute path" ;; esac
 case $SINCE in '' | *[!0-9smhdw]* | [!0-9]*) die "GPU_TRIAGE_SINCE must look like 168h" ;; esac
 case $MAX_BYTES in '' | *[!0-9]*) die "GPU_TRIAGE_MAX_FILE_BYTES must be a number" ;; esac
 case $STEP_TIMEOUT in '' | *[!0-9]*) die "GPU_TRIAGE_STEP_TIMEOUT must be a number" ;; esac
+case $ONLY_IF_NVIDIA in 0 | 1) ;; *) die "GPU_TRIAGE_ONLY_IF_NVIDIA must be 0 or 1" ;; esac
 
 # R is the prefix put before host paths: empty for the real root.
 R=${ROOT%/}
@@ -880,7 +885,7 @@ collect_host() {
     run_step host/os-release cat "$R/etc/os-release"
     run_step host/cmdline cat "$R/proc/cmdline"
     run_step host/modules.txt cat "$R/proc/modules"
-    run_step host/lspci.txt lspci -nnk -d 10de:
+    [ "$LSPCI_DONE" = 1 ] || run_step host/lspci.txt lspci -nnk -d 10de:
     run_step host/nvidia-driver-version.txt cat "$R/proc/driver/nvidia/version"
     run_step host/secureboot.txt mokutil --sb-state
     collect_nvidia_ctk
@@ -908,8 +913,22 @@ collect_cdi() {
     done
 }
 
+# no_nvidia_device: true when lspci ran and listed no NVIDIA device.
+LSPCI_DONE=0
+no_nvidia_device() {
+    run_step host/lspci.txt lspci -nnk -d 10de:
+    LSPCI_DONE=1
+    [ "$rc" = 0 ] && ! grep -q . "$out/host/lspci.txt" 2>/dev/null
+}
+
 main() {
     log "collecting from root $ROOT (since $SINCE, cap $MAX_BYTES bytes, step timeout ${STEP_TIMEOUT}s)"
+    if [ "$ONLY_IF_NVIDIA" = 1 ] && no_nvidia_device; then
+        fail_step . "stopped early: lspci -nnk -d 10de: shows no NVIDIA device on this node" \
+            lspci -nnk -d 10de:
+        tar -cf - -C "$out" . >&3 || die "tar failed"
+        return 0
+    fi
     scan_procs
     collect_kubelet
     detect_runtime

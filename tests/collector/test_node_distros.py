@@ -365,8 +365,7 @@ def test_k3s_runtime_json(runs):
     assert "directory /var/lib/rancher/k3s" in signals
     assert (
         "containerd process (pid 901) --config "
-        "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
-        in signals
+        "/var/lib/rancher/k3s/agent/etc/containerd/config.toml" in signals
     )
 
 
@@ -637,3 +636,115 @@ def test_every_step_is_in_node_steps_and_has_its_file(runs, name):
         if row["error"] is None:
             assert row["bytes"] == len(files.get(path, b"")), path
     assert set(files) - {"steps.tsv"} <= set(steps)
+
+
+# --- node selection when GPU labelling is broken ---------------------------------------------
+
+
+def _node(name: str, labels: dict | None = None, capacity: dict | None = None) -> dict:
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {"capacity": capacity or {}},
+    }
+
+
+def test_gpu_nodes_by_label_or_nvidia_capacity():
+    from collectors.collect import gpu_node_names
+
+    nodes = {
+        "items": [
+            _node("labelled", {"nvidia.com/gpu.present": "true"}),
+            _node("nfd", {"feature.node.kubernetes.io/pci-10de.present": "true"}),
+            _node("capacity-only", capacity={"cpu": "8", "nvidia.com/gpu": "4"}),
+            _node("mig-only", capacity={"nvidia.com/mig-1g.10gb": "7"}),
+            _node("zero", capacity={"nvidia.com/gpu": "0"}),
+            _node("cpu", {"nvidia.com/gpu.present": "false"}, {"cpu": "8"}),
+        ]
+    }
+    assert gpu_node_names(nodes) == ["labelled", "nfd", "capacity-only", "mig-only"]
+
+
+def _unlabel_cluster(cluster) -> None:
+    """No GPU label and no nvidia.com capacity anywhere; cp-1 gets a root without a GPU."""
+    path = cluster.data / "cluster" / "nodes.json"
+    nodes = json.loads(path.read_text())
+    for node in nodes["items"]:
+        labels = node["metadata"]["labels"]
+        for key in [k for k in labels if "nvidia.com" in k or "10de" in k]:
+            del labels[key]
+        node["status"]["capacity"].pop("nvidia.com/gpu", None)
+        node["status"].get("allocatable", {}).pop("nvidia.com/gpu", None)
+    path.write_text(json.dumps(nodes))
+    from collector_support import make_node_root
+
+    cpu = make_node_root(cluster.tmp / "roots", "cp-1")
+    (cpu / "fake" / "lspci.txt").unlink()
+    cluster.roots["cp-1"] = cpu
+    cluster.scenario({})
+
+
+def _debug_argvs(cluster) -> dict:
+    return {a[a.index("debug") + 1]: a for a in cluster.invocations("kubectl") if "debug" in a}
+
+
+def test_without_gpu_labels_every_node_is_tried_and_cpu_nodes_stop_early(cluster, capsys):
+    from collector_support import by_path, read_bundle
+
+    _unlabel_cluster(cluster)
+    code, bundle = cluster.collect()
+    assert code == 0
+    _names, files, manifest = read_bundle(bundle)
+    top = _names[0].split("/")[0]
+    items = by_path(manifest)
+    assert manifest["options"]["nodes"] == ["cp-1", "gpu-a", "gpu-b"]
+    debug = _debug_argvs(cluster)
+    assert sorted(debug) == ["node/cp-1", "node/gpu-a", "node/gpu-b"]
+    assert all("GPU_TRIAGE_ONLY_IF_NVIDIA=1" in argv for argv in debug.values())
+    stop = items["nodes/cp-1"]
+    assert stop["error"] == "stopped early: lspci -nnk -d 10de: shows no NVIDIA device on this node"
+    assert stop["node"] == "cp-1"
+    cp1 = sorted(n for n in files if n.startswith(f"{top}/nodes/cp-1/"))
+    assert cp1 == [f"{top}/nodes/cp-1/host/lspci.txt"]
+    assert files[f"{top}/nodes/cp-1/host/lspci.txt"] == b""
+    for gpu in ("gpu-a", "gpu-b"):
+        assert f"{top}/nodes/{gpu}/runtime.json" in files
+        assert f"{top}/nodes/{gpu}/containerd/config-dump.toml" in files
+        assert items[f"nodes/{gpu}/host/lspci.txt"]["error"] is None
+    assert "no node has an NVIDIA GPU label or nvidia.com capacity" in capsys.readouterr().err
+
+
+def test_max_nodes_bounds_the_blind_search(cluster, capsys):
+    _unlabel_cluster(cluster)
+    code, bundle = cluster.collect("--max-nodes", "2")
+    assert code == 0
+    assert sorted(_debug_argvs(cluster)) == ["node/cp-1", "node/gpu-a"]
+    assert "1 more left out (--max-nodes)" in capsys.readouterr().err
+
+
+def test_labelled_nodes_are_collected_without_the_lspci_gate(cluster):
+    code, _bundle = cluster.collect()
+    assert code == 0
+    debug = _debug_argvs(cluster)
+    assert sorted(debug) == ["node/gpu-a", "node/gpu-b"]
+    assert not any("GPU_TRIAGE_ONLY_IF_NVIDIA=1" in argv for argv in debug.values())
+
+
+def test_a_node_with_a_gpu_is_collected_whole_under_the_gate(tmp_path):
+    from collector_support import make_node_root
+
+    root = make_node_root(tmp_path, "gpu-a")
+    files = tar_members(run_node_script(root, GPU_TRIAGE_ONLY_IF_NVIDIA="1").stdout)
+    from collectors.collect import parse_steps_tsv
+
+    rows = [row["path"] for row in parse_steps_tsv(files["steps.tsv"].decode())]
+    assert "." not in rows
+    assert rows.count("host/lspci.txt") == 1 and rows[0] == "host/lspci.txt"
+    assert "runtime.json" in files and files["host/lspci.txt"].startswith(b"17:00.0 3D controller")
+
+
+def test_a_bad_gate_value_is_refused(tmp_path):
+    from collector_support import make_node_root
+
+    proc = run_node_script(make_node_root(tmp_path, "gpu-a"), GPU_TRIAGE_ONLY_IF_NVIDIA="yes")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert "GPU_TRIAGE_ONLY_IF_NVIDIA must be 0 or 1" in proc.stderr.decode()
