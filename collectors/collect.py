@@ -391,8 +391,12 @@ class Redactor:
         return out
 
     def node_file(self, rel: str, data: bytes) -> bytes:
-        """Node files: containerd configs can hold registry credentials (`password = "..."`)."""
-        if not self.enabled or not (rel.startswith("containerd/") and rel.endswith(".toml")):
+        """Node files: runtime configs and templates can hold registry credentials
+        (`password = "..."`): containerd's TOML and templates, CRI-O's TOML files."""
+        runtime_config = rel.startswith(("containerd/", "crio/")) and rel.endswith(
+            (".toml", ".tmpl", ".conf")
+        )
+        if not self.enabled or not runtime_config:
             return data
         hits = [0]
 

@@ -748,3 +748,22 @@ def test_a_bad_gate_value_is_refused(tmp_path):
     proc = run_node_script(make_node_root(tmp_path, "gpu-a"), GPU_TRIAGE_ONLY_IF_NVIDIA="yes")
     assert proc.returncode == 2 and proc.stdout == b""
     assert "GPU_TRIAGE_ONLY_IF_NVIDIA must be 0 or 1" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "rel, redacted",
+    [
+        ("containerd/files/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl", True),
+        ("containerd/files/var/snap/microk8s/current/args/containerd-template.toml", True),
+        ("crio/files/etc/crio/crio.conf.d/10-registry.conf", True),
+        ("crio/config-dump.toml", True),
+        ("containerd/log.txt", False),
+        ("host/kubelet.txt", False),
+    ],
+)
+def test_registry_passwords_in_templates_and_crio_files_are_redacted(rel, redacted):
+    from collectors.collect import Redactor
+
+    text = b'[plugins.x.registry.configs."r.example".auth]\n  password = "PLANTED-tmpl-pass"\n'
+    out = Redactor(True).node_file(rel, text)
+    assert (b"PLANTED-tmpl-pass" not in out) == redacted
