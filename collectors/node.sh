@@ -262,9 +262,21 @@ procs_named() {
     awk -F "$TAB" -v re="^($1)\$" '$2 ~ re' "$work/procs"
 }
 
-# cmdline_of PID: the process's arguments joined by single spaces.
+# Flags whose value is a secret on a command line: k3s/RKE2 `--token`, `--agent-token`,
+# k3s' `--datastore-endpoint` (a database URL with its password), any password or secret.
+SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint)'
+
+# cmdline_of PID: the process's arguments joined by single spaces, the values of
+# secret-looking flags (--token=X, --token X) replaced by <redacted>.
 cmdline_of() {
-    tr '\000' ' ' <"$R/proc/$1/cmdline" 2>/dev/null | sed 's/ *$//'
+    tr '\000' '\n' <"$R/proc/$1/cmdline" 2>/dev/null | awk -v pat="$SECRET_FLAG_RE" '
+        hide && !/^-/ { print "<redacted>"; hide = 0; next }
+        { hide = 0; flag = $0; sub(/=.*/, "", flag) }
+        flag ~ /^-/ && tolower(flag) ~ pat {
+            if (index($0, "=")) { print flag "=<redacted>" } else { print; hide = 1 }
+            next
+        }
+        { print }' | tr '\n' ' ' | sed 's/ *$//'
 }
 
 # arg_value TEXT FLAG...: the value of the first FLAG in a space-joined command

@@ -184,7 +184,7 @@ class Root:
 def k3s_root(base: Path) -> Root:
     r = Root(base, "k3s")
     d = "var/lib/rancher/k3s"
-    r.process(812, "k3s-server", "/usr/local/bin/k3s", "server")
+    r.process(812, "k3s-server", "/usr/local/bin/k3s", "server", "--token", JOIN_TOKEN)
     r.process(
         901, "containerd", "containerd",
         "-c", f"/{d}/agent/etc/containerd/config.toml",
@@ -210,7 +210,7 @@ def k3s_root(base: Path) -> Root:
 def rke2_root(base: Path) -> Root:
     r = Root(base, "rke2")
     d = "var/lib/rancher/rke2"
-    r.process(700, "rke2", "/usr/local/bin/rke2", "server")
+    r.process(700, "rke2", "/usr/local/bin/rke2", "server", f"--token={JOIN_TOKEN}")
     r.process(
         760, "kubelet", f"/{d}/data/v1.31.4-rke2r1-0123/bin/kubelet",
         f"--config-dir=/{d}/agent/etc/kubelet.conf.d",
@@ -562,9 +562,13 @@ def test_a_missing_containerd_unit_says_not_found(runs, name):
 
 def test_kubelet_txt_holds_command_lines_and_configs_but_never_join_tokens(runs):
     k3s = runs["k3s"][0]["host/kubelet.txt"].decode()
-    assert "==> process 812 k3s-server: /proc/812/cmdline <==\n/usr/local/bin/k3s server\n" in k3s
+    assert (
+        "==> process 812 k3s-server: /proc/812/cmdline <==\n"
+        "/usr/local/bin/k3s server --token <redacted>\n"
+    ) in k3s
     assert "==> /var/lib/rancher/k3s/agent/etc/kubelet.conf.d/00-k3s-defaults.conf <==" in k3s
     rke2 = runs["rke2"][0]["host/kubelet.txt"].decode()
+    assert "/usr/local/bin/rke2 server --token=<redacted>\n" in rke2
     assert "==> /var/lib/rancher/rke2/agent/etc/kubelet.conf.d/00-rke2-defaults.conf <==" in rke2
     micro = runs["microk8s"][0]["host/kubelet.txt"].decode()
     assert "==> /var/snap/microk8s/current/args/kubelet <==" in micro
