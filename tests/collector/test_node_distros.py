@@ -129,6 +129,18 @@ VARIANT_ID=coreos
 OPENSHIFT_VERSION="4.16"
 """
 
+# `nvidia-ctk runtime configure --runtime=docker` output shape (NVIDIA Container Toolkit docs).
+DOCKER_DAEMON_JSON = """\
+{
+    "runtimes": {
+        "nvidia": {
+            "args": [],
+            "path": "nvidia-container-runtime"
+        }
+    }
+}
+"""
+
 JOIN_TOKEN = "K10PLANTEDjointoken::server:0123456789abcdef"
 
 
@@ -297,7 +309,22 @@ def openshift_root(base: Path) -> Root:
     return r
 
 
+def docker_root(base: Path) -> Root:
+    """A kubeadm node whose kubelet talks to Docker through cri-dockerd."""
+    r = Root(base, "docker")
+    r.process(
+        3100, "kubelet", "/usr/bin/kubelet", "--config=/var/lib/kubelet/config.yaml",
+        "--container-runtime-endpoint=unix:///run/cri-dockerd.sock",
+    )  # fmt: skip
+    r.put("var/lib/kubelet/config.yaml", (FIXTURES / "node" / "kubelet-config.yaml").read_text())
+    r.put("var/lib/kubelet/kubeadm-flags.env", 'KUBELET_KUBEADM_ARGS=""\n')
+    r.put("etc/docker/daemon.json", DOCKER_DAEMON_JSON)
+    r.units("docker", "kubelet")
+    return r
+
+
 BUILDERS = {
+    "docker": docker_root,
     "k3s": k3s_root,
     "rke2": rke2_root,
     "k0s": k0s_root,
@@ -521,6 +548,7 @@ def test_crio_status_config_is_preferred_when_crio_answers(tmp_path):
 # --- units: journals and systemctl show with LoadState ----------------------------------------
 
 UNITS = {
+    "docker": ["docker"],
     "k3s": ["k3s"],
     "rke2": ["rke2-server"],
     "k0s": ["k0sworker"],
@@ -771,3 +799,43 @@ def test_registry_passwords_in_templates_and_crio_files_are_redacted(rel, redact
     text = b'[plugins.x.registry.configs."r.example".auth]\n  password = "PLANTED-tmpl-pass"\n'
     out = Redactor(True).node_file(rel, text)
     assert (b"PLANTED-tmpl-pass" not in out) == redacted
+
+
+def test_docker_node(runs):
+    files, steps, root = runs["docker"]
+    got = runtime_json(runs, "docker")
+    assert (got["runtime"], got["distribution"]) == ("docker", "kubeadm")
+    assert (got["config_path"], got["socket"]) == (
+        "/etc/docker/daemon.json",
+        "/run/cri-dockerd.sock",
+    )
+    assert files["docker/files/etc/docker/daemon.json"] == DOCKER_DAEMON_JSON.encode()
+    # dockerd runs on containerd: its configuration is still read.
+    assert "containerd/config-dump.toml" in steps
+    assert "crio/config-dump.toml" not in steps
+
+
+def test_kubeadm_runtime_json_and_imports_with_the_real_containerd(tmp_path):
+    """The stock layout (collector_support's gpu-a root): what runtime.json says about it."""
+    from collector_support import make_node_root, node_env
+
+    root = make_node_root(tmp_path, "gpu-a")
+    files = tar_members(run_node_script(root).stdout)
+    got = json.loads(files["runtime.json"])
+    binary = shutil.which("containerd", path=node_env(root)["PATH"] + ":/usr/bin:/usr/sbin")
+    assert got == {
+        "runtime": "containerd",
+        "distribution": "kubeadm",
+        "config_path": "/etc/containerd/config.toml",
+        "socket": "/run/containerd/containerd.sock",
+        "binary": binary,
+        "signals": [
+            "file /var/lib/kubelet/kubeadm-flags.env",
+            "kubelet --container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+        ],
+    }
+    # The import glob names the drop-in; it is copied once, under its host path.
+    assert (
+        files["containerd/files/etc/containerd/conf.d/99-nvidia.toml"]
+        == (root / "etc/containerd/conf.d/99-nvidia.toml").read_bytes()
+    )
