@@ -107,24 +107,42 @@ CLUSTER_LISTS = tuple(
 
 # What node.sh writes under nodes/<node>/: (path, command in words, always written).
 # Used by --dry-run and for the failed items of a node that could not be reached.
+# "Always" is for a containerd node (a CRI-O node has crio/ instead of containerd/).
 NODE_STEPS = (
-    ("containerd/version.txt", "containerd --version", True),
-    ("containerd/config-dump.toml", "containerd config dump", True),
+    ("runtime.json", "detect the runtime and distribution (/proc, unit files, config paths)", True),
+    ("host/kubelet.txt", "kubelet (or k3s/rke2/kubelite/k0s) command line and config file", True),
+    ("containerd/version.txt", "<distribution's containerd> --version", True),
+    ("containerd/config-dump.toml", "<distribution's containerd> --config <its file> config dump",
+     True),
     ("containerd/files/etc/containerd/config.toml", "cat /etc/containerd/config.toml", True),
-    ("containerd/files/etc/containerd/conf.d/<file>", "cat /etc/containerd/conf.d/<file>", False),
+    ("containerd/files/<file>", "cat <config file, template, imports, conf.d/*>", False),
+    ("containerd/log.txt", "tail <k3s/RKE2 containerd.log>", False),
+    ("crio/version.txt", "crio --version", False),
+    ("crio/config-dump.toml", "crio status config (else crio config)", False),
+    ("crio/files/<file>", "cat /etc/crio/crio.conf{,.d/*}, OCI hooks.d/*", False),
+    ("docker/files/etc/docker/daemon.json", "cat /etc/docker/daemon.json", False),
     ("journal/containerd.jsonl", "journalctl -u containerd -o json --since -<since>", True),
     ("journal/kubelet.jsonl", "journalctl -u kubelet -o json --since -<since>", True),
-    ("journal/nvidia-fabricmanager.jsonl", "journalctl -u nvidia-fabricmanager ...", False),
-    ("dmesg.txt", "dmesg --time-format iso (else dmesg) | grep -iE 'NVRM|Xid|...'", True),
+    ("journal/<file>", "journalctl -u <k3s, rke2-*, k0s*, microk8s, crio, ... where present>",
+     False),
+    ("systemd/containerd.txt", "systemctl show containerd -p LoadState,Restart,...", True),
+    ("systemd/kubelet.txt", "systemctl show kubelet -p LoadState,Restart,...", True),
+    ("systemd/<file>", "systemctl show <runtime/kubelet unit where present> -p ...", False),
+    ("dmesg.txt", "dmesg --time-format iso (else dmesg)", True),
     ("nvidia-smi.xml", "nvidia-smi -q -x (else chroot /run/nvidia/driver nvidia-smi)", True),
-    ("systemd/containerd.txt", "systemctl show containerd -p Restart,NRestarts,...", True),
     ("host/uname.txt", "uname -a", True),
     ("host/os-release", "cat /etc/os-release", True),
     ("host/cmdline", "cat /proc/cmdline", True),
-    ("host/modules.txt", "grep -E '^(nvidia[a-z_]*|nouveau) ' /proc/modules", True),
+    ("host/modules.txt", "cat /proc/modules", True),
+    ("host/lspci.txt", "lspci -nnk -d 10de:", True),
+    ("host/nvidia-driver-version.txt", "cat /proc/driver/nvidia/version", True),
     ("host/secureboot.txt", "mokutil --sb-state", True),
     ("host/nvidia-ctk.txt", "command -v nvidia-ctk && nvidia-ctk --version", True),
     ("host/unattended-upgrades.txt", "cat /etc/apt/apt.conf.d/*-upgrades", True),
+    ("host/cgroup.txt", "stat -fc %T /sys/fs/cgroup; kubelet and runtime cgroup drivers", True),
+    ("host/selinux.txt", "getenforce (where SELinux exists)", False),
+    ("host/dev-nvidia.txt", "ls -l /dev/nvidia* /dev/char | grep nvidia", True),
+    ("host/gpu-processes.txt", "nvidia-persistenced, nv-hostengine, ... from /proc", True),
     ("cdi/<file>", "cat /var/run/cdi/<file> /etc/cdi/<file>", False),
 )
 
@@ -373,8 +391,12 @@ class Redactor:
         return out
 
     def node_file(self, rel: str, data: bytes) -> bytes:
-        """Node files: containerd configs can hold registry credentials (`password = "..."`)."""
-        if not self.enabled or not (rel.startswith("containerd/") and rel.endswith(".toml")):
+        """Node files: runtime configs and templates can hold registry credentials
+        (`password = "..."`): containerd's TOML and templates, CRI-O's TOML files."""
+        runtime_config = rel.startswith(("containerd/", "crio/")) and rel.endswith(
+            (".toml", ".tmpl", ".conf")
+        )
+        if not self.enabled or not runtime_config:
             return data
         hits = [0]
 
@@ -530,15 +552,20 @@ def log_argv(
 
 
 def node_transport_argv(
-    opts: argparse.Namespace, kubectl: Kubectl, node: str, address: str | None, run_id: str
+    opts: argparse.Namespace, kubectl: Kubectl, node: str, address: str | None, run_id: str,
+    probe: bool = False,
 ) -> list[str]:
-    """The command that runs node.sh (fed on stdin) on `node` and prints its tar on stdout."""
+    """The command that runs node.sh (fed on stdin) on `node` and prints its tar on stdout.
+
+    probe: the node was chosen without any GPU label; node.sh stops early when lspci shows
+    no NVIDIA device there."""
     remote = [
         "env",
         f"GPU_TRIAGE_RUN_ID={run_id}",
         f"GPU_TRIAGE_SINCE={opts.since}",
         f"GPU_TRIAGE_MAX_FILE_BYTES={opts.max_file_bytes}",
         f"GPU_TRIAGE_STEP_TIMEOUT={max(1, int(opts.step_timeout))}",
+        *(["GPU_TRIAGE_ONLY_IF_NVIDIA=1"] if probe else []),
         "sh",
         "-s",
     ]
@@ -771,11 +798,23 @@ def find_operator_namespace(pods: dict[str, Any] | None) -> str | None:
     return None
 
 
+def has_gpu_capacity(node: dict[str, Any]) -> bool:
+    """`nvidia.com/*` in the node's capacity or allocatable with a count above zero."""
+    status = node.get("status") or {}
+    for field in ("capacity", "allocatable"):
+        for name, value in (status.get(field) or {}).items():
+            if str(name).startswith("nvidia.com/") and str(value) not in ("", "0"):
+                return True
+    return False
+
+
 def gpu_node_names(nodes: dict[str, Any]) -> list[str]:
+    """Nodes with a GPU label (GPU Feature Discovery or NFD's PCI label) or NVIDIA capacity."""
     names = []
     for node in nodes.get("items") or []:
         meta = node.get("metadata") or {}
-        if any((meta.get("labels") or {}).get(label) == "true" for label in GPU_NODE_LABELS):
+        labelled = any((meta.get("labels") or {}).get(x) == "true" for x in GPU_NODE_LABELS)
+        if labelled or has_gpu_capacity(node):
             names.append(str(meta.get("name", "")))
     return names
 
@@ -889,6 +928,7 @@ class Collector:
         self.operator_ns: str | None = opts.namespace
         self.nodes: dict[str, Any] | None = None
         self.selected_nodes: list[str] = []
+        self.probing = False  # nodes chosen without a GPU label: node.sh checks lspci first
         self.interrupted = False
         self._debug_pods: dict[str, str] = {}  # pod name -> node
         self._deleted: set[str] = set()
@@ -1163,10 +1203,19 @@ class Collector:
             self.bundle.add("nodes", None, None, error=error)
             return []
         names = gpu_node_names(self.nodes)
-        if not names:
-            eprint("gpu-triage collect: no node has an NVIDIA GPU label; no node data collected "
-                   "(choose nodes with --nodes)")  # fmt: skip
-        return names
+        if names:
+            return names
+        # Labelling itself may be broken (no GFD, no NFD, no device plugin): try every node,
+        # each stopping early where lspci shows no NVIDIA device.
+        every = sorted(str(n) for n in known if n)
+        self.probing = bool(every)
+        chosen = every[: self.opts.max_nodes]
+        extra = len(every) - len(chosen)
+        left = f"; {extra} more left out (--max-nodes)" if extra else ""
+        eprint(f"gpu-triage collect: no node has an NVIDIA GPU label or nvidia.com capacity; "
+               f"trying {len(chosen)} node(s), each stopping early without an NVIDIA PCI "
+               f"device{left} (or choose nodes with --nodes)")  # fmt: skip
+        return chosen
 
     def _collect_node(self, node: str) -> None:
         if not is_dns1123(node):
@@ -1174,7 +1223,9 @@ class Collector:
             self.bundle.add("nodes", None, node, error=error)
             return self._node_done(node, False)
         address = node_addresses(self.nodes, node).get("InternalIP")
-        argv = node_transport_argv(self.opts, self.kubectl, node, address, self.run_id)
+        argv = node_transport_argv(
+            self.opts, self.kubectl, node, address, self.run_id, probe=self.probing
+        )
         tar_path = os.path.join(self.work, f"node-{node}.tar")
         debug = self.opts.node_mode == "debug-pod"
         result = self.runner.run(argv, self.opts.node_timeout, self.node_script, tar_path)
@@ -1465,7 +1516,9 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         return
     local = [socket.gethostname().lower()] if opts.node_mode == "local" else ["<node>"]
     nodes = opts.nodes or local
-    chosen = ", ".join(nodes) if opts.nodes else " or ".join(f"{x}=true" for x in GPU_NODE_LABELS)
+    labels = " or ".join(f"{x}=true" for x in GPU_NODE_LABELS)
+    blind = f"; if none: up to {opts.max_nodes} nodes, each stopping early without lspci 10de:"
+    chosen = ", ".join(nodes) if opts.nodes else f"{labels} or nvidia.com/* capacity{blind}"
     say(f"# nodes ({opts.node_mode}): {chosen}; node.sh goes to stdin, its tar comes on stdout")
     for node in nodes:
         address = "<InternalIP>" if opts.node_mode == "ssh" else None
@@ -1496,9 +1549,11 @@ node modes (how node.sh, next to this file, reaches each node as root):
   local      this machine is the node (run as root): sh -s here. Name it with --nodes.
   none       cluster objects and logs only.
 
-Collected by default: nodes labelled nvidia.com/gpu.present=true or carrying an NVIDIA PCI
-label from NFD; --nodes a,b chooses others. Nothing in the cluster is changed: kubectl runs
-only version, get, logs and debug (and deletes its own debug pods). Secrets are never written.
+Collected by default: nodes labelled nvidia.com/gpu.present=true, carrying an NVIDIA PCI
+label from NFD, or with nvidia.com/* capacity; when none has any of these, up to --max-nodes
+nodes, each stopping early where lspci shows no NVIDIA device; --nodes a,b chooses others.
+Nothing in the cluster is changed: kubectl runs only version, get, logs and debug (and
+deletes its own debug pods). Secrets are never written.
 
 exit codes:
   0    bundle written (failed steps are listed in its manifest and counted on stderr)
@@ -1548,6 +1603,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("-n", "--namespace", help="GPU Operator namespace (default: of the app=gpu-operator pod)")
     add("--nodes", metavar="A,B", action="append", default=[],
         help="nodes to collect, comma-separated, repeatable (default: the GPU nodes)")  # fmt: skip
+    add("--max-nodes", type=positive(int), default=20, metavar="N",
+        help="when no node has a GPU label or nvidia.com capacity, try at most N nodes, each "
+             "stopping early without an NVIDIA PCI device (default: 20)")  # fmt: skip
     add("--node-mode", choices=("debug-pod", "ssh", "local", "none"), default="debug-pod",
         help="how node.sh reaches the nodes (default: debug-pod; see below)")  # fmt: skip
     add("--debug-image", default="busybox:1.36", metavar="IMAGE", help="(default: busybox:1.36)")

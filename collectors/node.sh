@@ -1,5 +1,5 @@
 #!/bin/sh
-# gpu-triage node collector (bundle format 1, node part).
+# gpu-triage node collector (bundle format 1, revision 1.1, node part).
 #
 # Runs as root on one Kubernetes node and writes a tar stream to stdout holding
 # the files of nodes/<node-name>/ (paths relative to that directory) plus
@@ -7,6 +7,10 @@
 # manifest items and never puts steps.tsv itself into the bundle.
 #
 # It is read-only: it only runs commands that print state and copies files.
+# It first works out which runtime and distribution the node runs (runtime.json)
+# and then reads the configuration that runtime really runs with: k3s, RKE2,
+# k0s and MicroK8s bundle their own containerd with its own config file, and
+# OpenShift nodes run CRI-O.
 # It works fed on stdin (`sh -s`, as the collector does through kubectl debug,
 # ssh or locally) or as a file (`sh node.sh`).
 #
@@ -15,6 +19,9 @@
 #   GPU_TRIAGE_SINCE           journal window, e.g. 168h, 7d                  (default 168h)
 #   GPU_TRIAGE_MAX_FILE_BYTES  cap per collected file; longer output is cut (default 52428800)
 #   GPU_TRIAGE_STEP_TIMEOUT    seconds per command, when timeout(1) exists   (default 60)
+#   GPU_TRIAGE_ONLY_IF_NVIDIA  1: run lspci first and stop when it shows no NVIDIA device
+#                              (set by the collector for nodes chosen without any GPU
+#                              label; the stop is a steps.tsv line with path ".") (default 0)
 #
 # steps.tsv columns, tab-separated:
 #   path exit_code started_at duration_ms bytes truncated(0|1) error command
@@ -28,8 +35,15 @@
 set -u
 umask 077
 
-DMESG_PATTERN='NVRM|Xid|nvidia|nouveau|NVSwitch|AER|fallen off the bus|Lockdown|module verification'
-SYSTEMD_PROPS='Restart,RestartUSec,NRestarts,ActiveState,SubState,ExecMainPID,ExecMainStartTimestamp'
+# LoadState first: `systemctl show` of a unit that does not exist still exits 0
+# and prints Restart=no, which only LoadState=not-found tells apart.
+SYSTEMD_PROPS='LoadState,ActiveState,SubState,Restart,RestartUSec,NRestarts,ExecMainPID,ExecMainStartTimestamp'
+# Units whose journal is taken where they exist; containerd and kubelet always.
+JOURNAL_UNITS='k3s k3s-agent rke2-server rke2-agent k0sworker k0scontroller snap.microk8s.daemon-containerd snap.microk8s.daemon-kubelite crio docker nvidia-fabricmanager nvidia-persistenced'
+# Units of a runtime or a kubelet: systemd/<unit>.txt where they exist; containerd and kubelet always.
+RUNTIME_UNITS='crio docker k3s k3s-agent rke2-server rke2-agent k0sworker k0scontroller snap.microk8s.daemon-containerd snap.microk8s.daemon-kubelite'
+# Lines kept from the end of a containerd log file (k3s, RKE2), before the byte cap.
+LOG_TAIL_LINES=20000
 TAB=$(printf '\t')
 CR=$(printf '\r')
 US=$(printf '\037')
@@ -43,11 +57,13 @@ ROOT=${GPU_TRIAGE_HOST_ROOT:-/}
 SINCE=${GPU_TRIAGE_SINCE:-168h}
 MAX_BYTES=${GPU_TRIAGE_MAX_FILE_BYTES:-52428800}
 STEP_TIMEOUT=${GPU_TRIAGE_STEP_TIMEOUT:-60}
+ONLY_IF_NVIDIA=${GPU_TRIAGE_ONLY_IF_NVIDIA:-0}
 
 case $ROOT in /*) ;; *) die "GPU_TRIAGE_HOST_ROOT must be an absolute path" ;; esac
 case $SINCE in '' | *[!0-9smhdw]* | [!0-9]*) die "GPU_TRIAGE_SINCE must look like 168h" ;; esac
 case $MAX_BYTES in '' | *[!0-9]*) die "GPU_TRIAGE_MAX_FILE_BYTES must be a number" ;; esac
 case $STEP_TIMEOUT in '' | *[!0-9]*) die "GPU_TRIAGE_STEP_TIMEOUT must be a number" ;; esac
+case $ONLY_IF_NVIDIA in 0 | 1) ;; *) die "GPU_TRIAGE_ONLY_IF_NVIDIA must be 0 or 1" ;; esac
 
 # R is the prefix put before host paths: empty for the real root.
 R=${ROOT%/}
@@ -226,26 +242,474 @@ safe_rel() {
     return 0
 }
 
-collect_containerd() {
-    run_step containerd/version.txt containerd --version
-    if [ -n "$R" ] && [ -f "$R/etc/containerd/config.toml" ]; then
-        run_step containerd/config-dump.toml containerd --config "$R/etc/containerd/config.toml" config dump
-    else
-        run_step containerd/config-dump.toml containerd config dump
-    fi
-    run_step containerd/files/etc/containerd/config.toml cat "$R/etc/containerd/config.toml"
-    [ -d "$R/etc/containerd/conf.d" ] || return 0
-    find "$R/etc/containerd/conf.d" \( -type f -o -type l \) 2>/dev/null | sort |
-        while IFS= read -r cd_file; do
-            [ -f "$cd_file" ] || continue
-            cd_rel=${cd_file#"$R"/}
-            if safe_rel "$cd_rel"; then
-                run_step "containerd/files/$cd_rel" cat "$cd_file"
-            else
-                fail_step containerd/files "refused an unsafe file name: $cd_rel" cat "$cd_file"
-            fi
-        done
+# ---------------------------------------------------------------------------
+# Host processes: one pass over /proc, names only; command lines on demand.
+# ---------------------------------------------------------------------------
+
+# scan_procs: write "pid<TAB>comm" of every process to $work/procs.
+scan_procs() {
+    : >"$work/procs"
+    for p_dir in "$R"/proc/[0-9]*; do
+        [ -r "$p_dir/comm" ] || continue
+        p_comm=
+        { IFS= read -r p_comm <"$p_dir/comm"; } 2>/dev/null || continue
+        printf '%s\t%s\n' "${p_dir##*/}" "$p_comm" >>"$work/procs"
+    done
 }
+
+# procs_named REGEX: "pid<TAB>comm" lines whose comm matches REGEX (anchored).
+procs_named() {
+    awk -F "$TAB" -v re="^($1)\$" '$2 ~ re' "$work/procs"
+}
+
+# Flags whose value is a secret on a command line: k3s/RKE2 `--token`, `--agent-token`,
+# k3s' `--datastore-endpoint` (a database URL with its password), any password or secret.
+SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint)'
+
+# cmdline_of PID: the process's arguments joined by single spaces, the values of
+# secret-looking flags (--token=X, --token X) replaced by <redacted>.
+cmdline_of() {
+    tr '\000' '\n' <"$R/proc/$1/cmdline" 2>/dev/null | awk -v pat="$SECRET_FLAG_RE" '
+        hide && !/^-/ { print "<redacted>"; hide = 0; next }
+        { hide = 0; flag = $0; sub(/=.*/, "", flag) }
+        flag ~ /^-/ && tolower(flag) ~ pat {
+            if (index($0, "=")) { print flag "=<redacted>" } else { print; hide = 1 }
+            next
+        }
+        { print }' | tr '\n' ' ' | sed 's/ *$//'
+}
+
+# arg_value TEXT FLAG...: the value of the first FLAG in a space-joined command
+# line, written `FLAG=value` or `FLAG value`; empty when absent.
+arg_value() {
+    v_text=$1
+    shift
+    printf '%s\n' "$v_text" | tr ' ' '\n' | awk -v flags="$*" '
+        BEGIN { n = split(flags, f, " ") }
+        want { print; exit }
+        {
+            for (i = 1; i <= n; i++) {
+                if ($0 == f[i]) { want = 1; next }
+                if (index($0, f[i] "=") == 1) { print substr($0, length(f[i]) + 2); exit }
+            }
+        }'
+}
+
+# host_path PATH: PATH as seen on the host (a test root's prefix removed).
+host_path() {
+    if [ -n "$R" ]; then
+        case $1 in "$R"/*) printf '%s' "${1#"$R"}"; return 0 ;; esac
+    fi
+    printf '%s' "$1"
+}
+
+# ---------------------------------------------------------------------------
+# The kubelet: command line and config file (host/kubelet.txt)
+# ---------------------------------------------------------------------------
+
+# kubelet_config_files: host paths of the kubelet's config files, one a line.
+kubelet_config_files() {
+    procs_named 'kubelet' | while IFS="$TAB" read -r k_pid _k_comm; do
+        k_cmd=$(cmdline_of "$k_pid")
+        k_cfg=$(arg_value "$k_cmd" --config)
+        [ -z "$k_cfg" ] || printf '%s\n' "$k_cfg"
+        k_dir=$(arg_value "$k_cmd" --config-dir)
+        if [ -n "$k_dir" ] && [ -d "$R$k_dir" ]; then
+            for k_file in "$R$k_dir"/*; do
+                [ -f "$k_file" ] && host_path "$k_file" && echo
+            done
+        fi
+    done
+    for k_file in /var/lib/kubelet/config.yaml /var/snap/microk8s/current/args/kubelet \
+        /var/lib/k0s/kubelet-config.yaml; do
+        [ -f "$R$k_file" ] && printf '%s\n' "$k_file"
+    done
+    for k_dir in /var/lib/rancher/k3s/agent/etc/kubelet.conf.d /var/lib/rancher/rke2/agent/etc/kubelet.conf.d; do
+        for k_file in "$R$k_dir"/*; do
+            [ -f "$k_file" ] && printf '%s\n' "$k_dir/${k_file##*/}"
+        done
+    done
+}
+
+# The processes that run a kubelet: the kubelet itself, or the distribution's
+# single binary that embeds it. Their own config files (/etc/rancher/*/config.yaml)
+# can hold join tokens and are never read.
+KUBELET_PROCS='kubelet|kubelite|k3s|k3s-server|k3s-agent|rke2|k0s'
+
+collect_kubelet() {
+    b_t0=$(now_ms)
+    b_started=$(now_iso)
+    b_dest=$out/host/kubelet.txt
+    mkdir -p "$out/host"
+    : >"$b_dest"
+    rc=0
+    truncated=0
+    : >"$work/err"
+    set -- cat
+    procs_named "$KUBELET_PROCS" >"$work/kubelet-procs"
+    while IFS="$TAB" read -r b_pid b_comm; do
+        {
+            printf '==> process %s %s: /proc/%s/cmdline <==\n' "$b_pid" "$b_comm" "$b_pid"
+            cmdline_of "$b_pid"
+            echo
+        } >>"$b_dest"
+        set -- "$@" "$R/proc/$b_pid/cmdline"
+    done <"$work/kubelet-procs"
+    kubelet_config_files | awk '!seen[$0]++' >"$work/kubelet-configs"
+    while IFS= read -r b_file; do
+        [ -f "$R$b_file" ] || continue
+        printf '==> %s <==\n' "$b_file" >>"$b_dest"
+        exec_capture "$b_dest" cat "$R$b_file"
+        set -- "$@" "$R$b_file"
+        [ "$rc" = 0 ] || break
+    done <"$work/kubelet-configs"
+    if [ "$rc" = 0 ] && [ ! -s "$b_dest" ]; then
+        rc=1
+        printf 'no kubelet process and no kubelet config file found\n' >"$work/err"
+    fi
+    finish_step host/kubelet.txt "$b_started" "$b_t0" "$@"
+}
+
+# ---------------------------------------------------------------------------
+# Which runtime and distribution (runtime.json)
+# ---------------------------------------------------------------------------
+
+# Set by detect_runtime; host paths (without $R).
+RT_RUNTIME='' RT_DIST='' RT_CONFIG='' RT_SOCKET='' RT_BINARY='' RT_LOG='' RT_SIGNALS=''
+
+signal() { RT_SIGNALS=$RT_SIGNALS$1$NL; }
+
+# endpoint_runtime TEXT: the runtime a CRI endpoint names.
+endpoint_runtime() {
+    case $1 in
+    *crio.sock*) echo cri-o ;;
+    *cri-dockerd* | *dockershim*) echo docker ;;
+    *containerd*) echo containerd ;;
+    esac
+}
+
+detect_distribution() {
+    while IFS="$TAB" read -r d_pid d_comm; do
+        case $d_comm in
+        k3s | k3s-server | k3s-agent) d_found=k3s ;;
+        rke2) d_found=rke2 ;;
+        k0s) d_found=k0s ;;
+        kubelite) d_found=microk8s ;;
+        *) continue ;;
+        esac
+        signal "process $d_comm (pid $d_pid)"
+        [ -n "$RT_DIST" ] || RT_DIST=$d_found
+    done <"$work/kubelet-procs"
+    for d_pair in rke2:/var/lib/rancher/rke2 k3s:/var/lib/rancher/k3s k0s:/var/lib/k0s k0s:/etc/k0s \
+        microk8s:/var/snap/microk8s openshift:/etc/machine-config-daemon; do
+        if [ -d "$R${d_pair#*:}" ]; then
+            signal "directory ${d_pair#*:}"
+            [ -n "$RT_DIST" ] || RT_DIST=${d_pair%%:*}
+        fi
+    done
+    if [ -f "$R/etc/os-release" ] && grep -qE '^(ID="?rhcos"?|OPENSHIFT_VERSION=)' "$R/etc/os-release"; then
+        signal "/etc/os-release names RHCOS/OpenShift"
+        [ -n "$RT_DIST" ] || RT_DIST=openshift
+    fi
+    for d_file in /var/lib/kubelet/kubeadm-flags.env /etc/kubernetes/manifests/kube-apiserver.yaml; do
+        if [ -f "$R$d_file" ]; then
+            signal "file $d_file"
+            [ -n "$RT_DIST" ] || RT_DIST=kubeadm
+        fi
+    done
+}
+
+detect_runtime_kind() {
+    r_endpoint=''
+    while IFS="$TAB" read -r r_pid r_comm; do
+        r_endpoint=$(arg_value "$(cmdline_of "$r_pid")" --container-runtime-endpoint)
+        if [ -n "$r_endpoint" ]; then
+            signal "$r_comm --container-runtime-endpoint=$r_endpoint"
+            break
+        fi
+    done <"$work/kubelet-procs"
+    if [ -z "$r_endpoint" ]; then
+        while IFS= read -r r_file; do
+            [ -f "$R$r_file" ] || continue
+            r_endpoint=$(sed -n -e 's/^containerRuntimeEndpoint:[[:space:]]*//p' \
+                -e 's/^--container-runtime-endpoint[= ]//p' "$R$r_file" | head -n 1 | tr -d "\"'")
+            if [ -n "$r_endpoint" ]; then
+                signal "$r_file: container runtime endpoint $r_endpoint"
+                break
+            fi
+        done <"$work/kubelet-configs"
+    fi
+    RT_RUNTIME=$(endpoint_runtime "$r_endpoint")
+    case $r_endpoint in
+    unix://*) RT_SOCKET=${r_endpoint#unix://} ;;
+    /*) RT_SOCKET=$r_endpoint ;;
+    esac
+    # A socket given through a variable (MicroK8s' args files) is left to the layout below.
+    case $RT_SOCKET in *'$'*) RT_SOCKET='' ;; esac
+    [ -z "$RT_RUNTIME" ] || return 0
+    case $RT_DIST in
+    k3s | rke2 | k0s | microk8s) RT_RUNTIME=containerd; return 0 ;;
+    openshift) RT_RUNTIME=cri-o; return 0 ;;
+    esac
+    for r_pair in cri-o:crio containerd:containerd docker:dockerd; do
+        if [ -n "$(procs_named "${r_pair#*:}")" ]; then
+            signal "process ${r_pair#*:}"
+            RT_RUNTIME=${r_pair%%:*}
+            return 0
+        fi
+    done
+    for r_pair in cri-o:/etc/crio/crio.conf cri-o:/etc/crio/crio.conf.d containerd:/etc/containerd/config.toml; do
+        if [ -e "$R${r_pair#*:}" ]; then
+            signal "file ${r_pair#*:}"
+            RT_RUNTIME=${r_pair%%:*}
+            return 0
+        fi
+    done
+}
+
+# newest_executable GLOB...: the most recently modified executable among the matches.
+newest_executable() {
+    # shellcheck disable=SC2012 # names are the distribution's own hash directories
+    ls -td "$@" 2>/dev/null | while IFS= read -r n_file; do
+        if [ -x "$n_file" ]; then
+            printf '%s' "$n_file"
+            break
+        fi
+    done
+}
+
+containerd_layout() {
+    c_bin=''
+    case $RT_DIST in
+    k3s)
+        RT_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml
+        c_sock=/run/k3s/containerd/containerd.sock
+        RT_LOG=/var/lib/rancher/k3s/agent/containerd/containerd.log
+        c_bin=$(newest_executable "$R"/var/lib/rancher/k3s/data/current/bin/containerd)
+        [ -n "$c_bin" ] || c_bin=$(newest_executable "$R"/var/lib/rancher/k3s/data/*/bin/containerd)
+        ;;
+    rke2)
+        RT_CONFIG=/var/lib/rancher/rke2/agent/etc/containerd/config.toml
+        c_sock=/run/k3s/containerd/containerd.sock
+        RT_LOG=/var/lib/rancher/rke2/agent/containerd/containerd.log
+        c_bin=$(newest_executable "$R"/var/lib/rancher/rke2/bin/containerd)
+        [ -n "$c_bin" ] || c_bin=$(newest_executable "$R"/var/lib/rancher/rke2/data/*/bin/containerd)
+        ;;
+    k0s)
+        RT_CONFIG=/etc/k0s/containerd.toml
+        c_sock=/run/k0s/containerd.sock
+        c_bin=$(newest_executable "$R"/var/lib/k0s/bin/containerd)
+        ;;
+    microk8s)
+        RT_CONFIG=/var/snap/microk8s/current/args/containerd.toml
+        c_sock=/var/snap/microk8s/common/run/containerd.sock
+        c_bin=$(newest_executable "$R"/snap/microk8s/current/bin/containerd)
+        ;;
+    *)
+        RT_CONFIG=/etc/containerd/config.toml
+        c_sock=/run/containerd/containerd.sock
+        ;;
+    esac
+    # The running containerd's own flags beat the distribution's defaults.
+    c_pid=$(procs_named containerd | head -n 1 | cut -f 1)
+    if [ -n "$c_pid" ]; then
+        c_cmd=$(cmdline_of "$c_pid")
+        c_flag=$(arg_value "$c_cmd" --config -c)
+        if [ -n "$c_flag" ]; then
+            signal "containerd process (pid $c_pid) --config $c_flag"
+            RT_CONFIG=$c_flag
+        fi
+        c_flag=$(arg_value "$c_cmd" --address -a)
+        if [ -n "$c_flag" ]; then
+            signal "containerd process (pid $c_pid) --address $c_flag"
+            c_sock=$c_flag
+        fi
+    fi
+    [ -n "$RT_SOCKET" ] || RT_SOCKET=$c_sock
+    if [ -n "$c_bin" ]; then
+        RT_BINARY=$(host_path "$c_bin")
+        CTD_BIN=$c_bin
+    else
+        case $RT_DIST in
+        k3s | rke2 | k0s | microk8s) signal "no bundled containerd binary found; used containerd from PATH" ;;
+        esac
+        CTD_BIN=containerd
+        RT_BINARY=$(command -v containerd 2>/dev/null)
+    fi
+}
+
+detect_runtime() {
+    j_t0=$(now_ms)
+    j_started=$(now_iso)
+    detect_distribution
+    detect_runtime_kind
+    CTD_BIN=containerd
+    case $RT_RUNTIME in
+    cri-o)
+        RT_CONFIG=/etc/crio/crio.conf
+        [ -n "$RT_SOCKET" ] || RT_SOCKET=/var/run/crio/crio.sock
+        RT_BINARY=$(command -v crio 2>/dev/null)
+        ;;
+    docker)
+        RT_CONFIG=/etc/docker/daemon.json
+        [ -n "$RT_SOCKET" ] || RT_SOCKET=/run/cri-dockerd.sock
+        RT_BINARY=$(command -v dockerd 2>/dev/null)
+        ;;
+    *)
+        containerd_layout
+        ;;
+    esac
+    j_config=$RT_CONFIG j_socket=$RT_SOCKET j_binary=$RT_BINARY
+    if [ -z "$RT_RUNTIME" ]; then j_config='' j_socket='' j_binary=''; fi
+    j_sep=''
+    {
+        printf '{"runtime": %s, "distribution": %s, ' "$(json_or_null "$RT_RUNTIME")" "$(json_or_null "$RT_DIST")"
+        printf '"config_path": %s, "socket": %s, ' "$(json_or_null "$j_config")" "$(json_or_null "$j_socket")"
+        printf '"binary": %s, "signals": [' "$(json_or_null "$j_binary")"
+        printf '%s' "$RT_SIGNALS" | awk 'NF' | while IFS= read -r j_sig; do
+            printf '%s' "$j_sep$(json_str "$j_sig")"
+            j_sep=', '
+        done
+        printf ']}\n'
+    } >"$out/runtime.json"
+    rc=0
+    truncated=0
+    log "runtime ${RT_RUNTIME:-unknown}, distribution ${RT_DIST:-unknown}"
+    finish_step runtime.json "$j_started" "$j_t0" node.sh detect-runtime
+}
+
+# json_str TEXT: TEXT as a JSON string (control characters dropped).
+json_str() {
+    printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g')"
+}
+
+json_or_null() {
+    if [ -n "$1" ]; then json_str "$1"; else printf 'null'; fi
+}
+
+# ---------------------------------------------------------------------------
+# Runtime configuration
+# ---------------------------------------------------------------------------
+
+: >"$work/copied"
+
+# copy_file PREFIX HOSTPATH: PREFIX/files/<host path> from $R<host path>, once.
+copy_file() {
+    o_rel=${2#/}
+    if grep -qxF "$1/$o_rel" "$work/copied"; then return 0; fi
+    printf '%s\n' "$1/$o_rel" >>"$work/copied"
+    if safe_rel "$o_rel"; then
+        run_step "$1/files/$o_rel" cat "$R$2"
+    else
+        fail_step "$1/files" "refused an unsafe file name: $o_rel" cat "$R$2"
+    fi
+}
+
+# copy_dir PREFIX HOSTDIR: every file under $R<hostdir>.
+copy_dir() {
+    [ -d "$R$2" ] || return 0
+    find "$R$2" \( -type f -o -type l \) 2>/dev/null | sort >"$work/dir-list"
+    while IFS= read -r y_file; do
+        [ -f "$y_file" ] || continue
+        copy_file "$1" "${y_file#"$R"}"
+    done <"$work/dir-list"
+}
+
+# toml_imports FILE: the strings of the top-level `imports = [...]` array.
+toml_imports() {
+    awk '
+        /^[[:space:]]*\[/ { exit }
+        /^[[:space:]]*imports[[:space:]]*=/ { inside = 1 }
+        inside {
+            line = $0
+            sub(/#.*/, "", line)
+            while (match(line, /"[^"]*"|\047[^\047]*\047/)) {
+                print substr(line, RSTART + 1, RLENGTH - 2)
+                line = substr(line, RSTART + RLENGTH)
+            }
+            if (index($0, "]")) inside = 0
+        }' "$1" 2>/dev/null
+}
+
+# copy_imports TOMLFILE: copy every file the config's imports name (globs expanded).
+copy_imports() {
+    toml_imports "$1" >"$work/imports"
+    c_dir=$(dirname "$RT_CONFIG")
+    while IFS= read -r m_path; do
+        m_path=$(host_path "$m_path")
+        case $m_path in /*) ;; *) m_path=$c_dir/$m_path ;; esac
+        m_old_ifs=$IFS
+        IFS=$NL
+        # shellcheck disable=SC2086 # the import may be a glob: expanded on purpose
+        for m_file in $R$m_path; do
+            IFS=$m_old_ifs
+            [ -f "$m_file" ] && copy_file containerd "$(host_path "$m_file")"
+        done
+        IFS=$m_old_ifs
+    done <"$work/imports"
+}
+
+collect_containerd() {
+    run_step containerd/version.txt "$CTD_BIN" --version
+    if [ -f "$R$RT_CONFIG" ]; then
+        run_step containerd/config-dump.toml "$CTD_BIN" --config "$R$RT_CONFIG" config dump
+    else
+        run_step containerd/config-dump.toml "$CTD_BIN" config dump
+    fi
+    # The stock path always (the toolkit may have written there by mistake),
+    # then the file containerd runs with and the templates it is built from.
+    copy_file containerd /etc/containerd/config.toml
+    if [ -f "$R$RT_CONFIG" ]; then copy_file containerd "$RT_CONFIG"; fi
+    t_dir=$(dirname "$RT_CONFIG")
+    for t_name in config.toml.tmpl config-v3.toml.tmpl containerd-template.toml; do
+        if [ -f "$R$t_dir/$t_name" ]; then copy_file containerd "$t_dir/$t_name"; fi
+    done
+    # imports of the loaded configuration; of the file itself when the dump failed.
+    if [ -s "$out/containerd/config-dump.toml" ]; then
+        copy_imports "$out/containerd/config-dump.toml"
+    fi
+    copy_imports "$R$RT_CONFIG"
+    copy_dir containerd /etc/containerd/conf.d
+    if [ -n "$RT_LOG" ] && [ -f "$R$RT_LOG" ]; then
+        run_step containerd/log.txt tail -n "$LOG_TAIL_LINES" "$R$RT_LOG"
+    fi
+}
+
+collect_crio() {
+    run_step crio/version.txt crio --version
+    g_t0=$(now_ms)
+    g_started=$(now_iso)
+    mkdir -p "$out/crio"
+    : >"$out/crio/config-dump.toml"
+    exec_capture "$out/crio/config-dump.toml" crio status config
+    set -- crio status config
+    if [ "$rc" != 0 ] && command -v crio >/dev/null 2>&1; then
+        log "crio status config failed, trying crio config"
+        : >"$out/crio/config-dump.toml"
+        exec_capture "$out/crio/config-dump.toml" crio config
+        set -- crio config
+    fi
+    finish_step crio/config-dump.toml "$g_started" "$g_t0" "$@"
+    if [ -f "$R/etc/crio/crio.conf" ]; then copy_file crio /etc/crio/crio.conf; fi
+    for g_dir in /etc/crio/crio.conf.d /usr/share/containers/oci/hooks.d /etc/containers/oci/hooks.d; do
+        copy_dir crio "$g_dir"
+    done
+}
+
+collect_runtime() {
+    case $RT_RUNTIME in
+    cri-o) log "containerd: skipped, the node runs CRI-O" ;;
+    *) collect_containerd ;;
+    esac
+    if [ "$RT_RUNTIME" = cri-o ] || [ -d "$R/etc/crio" ]; then collect_crio; fi
+    if [ "$RT_RUNTIME" = docker ]; then
+        copy_file docker /etc/docker/daemon.json
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# systemd and journals
+# ---------------------------------------------------------------------------
 
 unit_exists() {
     if command -v systemctl >/dev/null 2>&1; then
@@ -253,7 +717,8 @@ unit_exists() {
         *LoadState=loaded*) return 0 ;;
         esac
     fi
-    for u_dir in /etc/systemd/system /lib/systemd/system /usr/lib/systemd/system; do
+    for u_dir in /etc/systemd/system /run/systemd/system /usr/local/lib/systemd/system \
+        /lib/systemd/system /usr/lib/systemd/system; do
         if [ -f "$R$u_dir/$1.service" ]; then return 0; fi
     done
     return 1
@@ -263,27 +728,41 @@ collect_journals() {
     for j_unit in containerd kubelet; do
         run_step "journal/$j_unit.jsonl" journalctl -u "$j_unit" -o json --since "-$SINCE"
     done
-    if unit_exists nvidia-fabricmanager; then
-        run_step journal/nvidia-fabricmanager.jsonl journalctl -u nvidia-fabricmanager -o json --since "-$SINCE"
-    else
-        log "journal/nvidia-fabricmanager.jsonl: skipped, no such unit"
-    fi
+    for j_unit in $JOURNAL_UNITS; do
+        if unit_exists "$j_unit"; then
+            run_step "journal/$j_unit.jsonl" journalctl -u "$j_unit" -o json --since "-$SINCE"
+        else
+            log "journal/$j_unit.jsonl: skipped, no such unit"
+        fi
+    done
 }
+
+collect_systemd() {
+    for s_unit in containerd kubelet; do
+        run_step "systemd/$s_unit.txt" systemctl show "$s_unit" -p "$SYSTEMD_PROPS"
+    done
+    for s_unit in $RUNTIME_UNITS; do
+        if unit_exists "$s_unit"; then
+            run_step "systemd/$s_unit.txt" systemctl show "$s_unit" -p "$SYSTEMD_PROPS"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------------------
+# Kernel and host
+# ---------------------------------------------------------------------------
 
 collect_dmesg() {
     d_t0=$(now_ms)
     d_started=$(now_iso)
-    : >"$work/dmesg.raw"
-    exec_capture "$work/dmesg.raw" dmesg --time-format iso
+    : >"$out/dmesg.txt"
+    exec_capture "$out/dmesg.txt" dmesg --time-format iso
     set -- dmesg --time-format iso
     if [ "$rc" != 0 ] && command -v dmesg >/dev/null 2>&1; then
         log "dmesg --time-format iso failed, trying plain dmesg"
-        : >"$work/dmesg.raw"
-        exec_capture "$work/dmesg.raw" dmesg
+        : >"$out/dmesg.txt"
+        exec_capture "$out/dmesg.txt" dmesg
         set -- dmesg
-    fi
-    if [ "$rc" = 0 ]; then
-        grep -iE "$DMESG_PATTERN" "$work/dmesg.raw" >"$out/dmesg.txt"
     fi
     finish_step dmesg.txt "$d_started" "$d_t0" "$@"
 }
@@ -333,15 +812,100 @@ collect_unattended_upgrades() {
     finish_step host/unattended-upgrades.txt "$a_started" "$a_t0" "$@"
 }
 
+# cgroup.txt: `key: value` lines; see docs/bundle-format.md.
+collect_cgroup() {
+    q_t0=$(now_ms)
+    q_started=$(now_iso)
+    q_dest=$out/host/cgroup.txt
+    : >"$q_dest"
+    exec_capture "$work/cgroup-fs" stat -fc %T "$R/sys/fs/cgroup"
+    q_fs=$(head -n 1 "$work/cgroup-fs" 2>/dev/null)
+    rm -f "$work/cgroup-fs"
+    q_version=unknown
+    if [ "$q_fs" = cgroup2fs ] || [ -f "$R/sys/fs/cgroup/cgroup.controllers" ]; then
+        q_version=2
+    elif [ "$q_fs" = tmpfs ] || [ -d "$R/sys/fs/cgroup/memory" ]; then
+        q_version=1
+    fi
+    {
+        printf 'fs-type: %s\n' "${q_fs:-unknown}"
+        printf 'version: %s\n' "$q_version"
+        q_driver=''
+        while IFS= read -r q_file; do
+            [ -f "$R$q_file" ] || continue
+            q_driver=$(sed -n -e 's/^cgroupDriver:[[:space:]]*//p' -e 's/^--cgroup-driver[= ]//p' \
+                -e 's/.*"cgroupDriver":[[:space:]]*"\([A-Za-z]*\)".*/\1/p' "$R$q_file" |
+                head -n 1 | tr -d "\"' ")
+            if [ -n "$q_driver" ]; then
+                printf 'kubelet-cgroup-driver: %s (%s)\n' "$q_driver" "$q_file"
+                break
+            fi
+        done <"$work/kubelet-configs"
+        if [ -z "$q_driver" ]; then
+            q_driver=$(cut -f 1 "$work/kubelet-procs" | while IFS= read -r q_pid; do
+                arg_value "$(cmdline_of "$q_pid")" --cgroup-driver
+            done | head -n 1)
+            printf 'kubelet-cgroup-driver: %s\n' "${q_driver:-not set}"
+        fi
+        if [ -s "$out/containerd/config-dump.toml" ]; then
+            awk '/^[[:space:]]*\[/ { table = $0; gsub(/^[[:space:]]+/, "", table) }
+                /^[[:space:]]*SystemdCgroup[[:space:]]*=/ {
+                    line = $0; gsub(/^[[:space:]]+/, "", line)
+                    print "containerd: " table " " line
+                }' "$out/containerd/config-dump.toml"
+        fi
+        if [ -s "$out/crio/config-dump.toml" ]; then
+            sed -n 's/^[[:space:]]*\(cgroup_manager[[:space:]]*=.*\)/crio: \1/p' "$out/crio/config-dump.toml"
+        fi
+    } >>"$q_dest"
+    rc=0
+    truncated=0
+    finish_step host/cgroup.txt "$q_started" "$q_t0" stat -fc %T /sys/fs/cgroup
+}
+
+collect_selinux() {
+    if command -v getenforce >/dev/null 2>&1; then
+        run_step host/selinux.txt getenforce
+    elif [ -f "$R/sys/fs/selinux/enforce" ]; then
+        run_step host/selinux.txt cat "$R/sys/fs/selinux/enforce"
+    else
+        log "host/selinux.txt: skipped, no SELinux (no getenforce, no /sys/fs/selinux)"
+    fi
+}
+
+# The lines of `ls -l /dev/nvidia* /dev/char` that name NVIDIA devices, the
+# paths shown as on the host. (These two run under `sh -c SCRIPT sh ROOT`, so
+# that the step timeout applies; $1 is expanded there.)
+# shellcheck disable=SC2016
+DEV_SCRIPT='cd "$1/dev" || exit 1
+echo "==> /dev/nvidia* <=="
+for f in nvidia*; do [ -e "$f" ] || [ -L "$f" ] || continue; ls -ld "$f"; done
+echo "==> /dev/char <=="
+[ -d char ] && ls -l char | grep -i nvidia
+exit 0'
+
+# shellcheck disable=SC2016
+GPU_PROC_SCRIPT='for d in "$1"/proc/[0-9]*; do
+c=; { IFS= read -r c <"$d/comm"; } 2>/dev/null || continue
+case $c in nvidia-persiste* | nv-hostengine | nv-fabricmanage* | dcgm*)
+printf "%s\t%s\t%s\n" "${d##*/}" "$c" "$(tr "\000" " " <"$d/cmdline" 2>/dev/null | sed "s/ *\$//")" ;;
+esac
+done'
+
 collect_host() {
     run_step host/uname.txt uname -a
     run_step host/os-release cat "$R/etc/os-release"
     run_step host/cmdline cat "$R/proc/cmdline"
-    ok_rcs='0 1'
-    run_step host/modules.txt grep -E '^(nvidia[a-z_]*|nouveau) ' "$R/proc/modules"
+    run_step host/modules.txt cat "$R/proc/modules"
+    [ "$LSPCI_DONE" = 1 ] || run_step host/lspci.txt lspci -nnk -d 10de:
+    run_step host/nvidia-driver-version.txt cat "$R/proc/driver/nvidia/version"
     run_step host/secureboot.txt mokutil --sb-state
     collect_nvidia_ctk
     collect_unattended_upgrades
+    collect_cgroup
+    collect_selinux
+    run_step host/dev-nvidia.txt sh -c "$DEV_SCRIPT" sh "$R"
+    run_step host/gpu-processes.txt sh -c "$GPU_PROC_SCRIPT" sh "$R"
 }
 
 collect_cdi() {
@@ -361,13 +925,30 @@ collect_cdi() {
     done
 }
 
+# no_nvidia_device: true when lspci ran and listed no NVIDIA device.
+LSPCI_DONE=0
+no_nvidia_device() {
+    run_step host/lspci.txt lspci -nnk -d 10de:
+    LSPCI_DONE=1
+    [ "$rc" = 0 ] && ! grep -q . "$out/host/lspci.txt" 2>/dev/null
+}
+
 main() {
     log "collecting from root $ROOT (since $SINCE, cap $MAX_BYTES bytes, step timeout ${STEP_TIMEOUT}s)"
-    collect_containerd
+    if [ "$ONLY_IF_NVIDIA" = 1 ] && no_nvidia_device; then
+        fail_step . "stopped early: lspci -nnk -d 10de: shows no NVIDIA device on this node" \
+            lspci -nnk -d 10de:
+        tar -cf - -C "$out" . >&3 || die "tar failed"
+        return 0
+    fi
+    scan_procs
+    collect_kubelet
+    detect_runtime
+    collect_runtime
     collect_journals
+    collect_systemd
     collect_dmesg
     collect_nvidia_smi
-    run_step systemd/containerd.txt systemctl show containerd -p "$SYSTEMD_PROPS"
     collect_host
     collect_cdi
     log "writing the tar stream"

@@ -208,6 +208,16 @@ def _script(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
+# The kubelet's command line on a kubeadm node (as /proc/<pid>/cmdline holds it, NUL-separated).
+KUBEADM_KUBELET_ARGS = (
+    "/usr/bin/kubelet",
+    "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+    "--kubeconfig=/etc/kubernetes/kubelet.conf",
+    "--config=/var/lib/kubelet/config.yaml",
+    "--container-runtime-endpoint=unix:///run/containerd/containerd.sock",
+)
+
+
 def make_node_root(base: Path, node: str, host_driver: bool = True) -> Path:
     """A directory standing in for `node`'s /.
 
@@ -241,6 +251,22 @@ def make_node_root(base: Path, node: str, host_driver: bool = True) -> Path:
     put("fake/systemd-containerd.txt", (src / "systemd-containerd.txt").read_text())
     put("fake/nvidia-smi.xml", (src / "nvidia-smi.xml").read_text())
     put("fake/calls.log", "")
+    # Bundle format 1.1 inputs: a running kubelet (kubeadm), the driver's /proc file, the
+    # device nodes (regular files here), cgroup v2, and one GPU for the fake lspci.
+    put("proc/4242/comm", "kubelet\n")
+    put("proc/4242/cmdline", "\0".join(KUBEADM_KUBELET_ARGS) + "\0")
+    put("var/lib/kubelet/config.yaml", (src / "kubelet-config.yaml").read_text())
+    put(
+        "var/lib/kubelet/kubeadm-flags.env",
+        'KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.9"\n',
+    )
+    put("proc/driver/nvidia/version", (src / "nvidia-driver-version").read_text())
+    put("dev/nvidia0", "")
+    put("dev/nvidiactl", "")
+    (root / "dev" / "char").mkdir(parents=True, exist_ok=True)
+    (root / "dev" / "char" / "195:0").symlink_to("../nvidia0")
+    put("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n")
+    put("fake/lspci.txt", (src / "lspci.txt").read_text())
     smi = 'cat "$GPU_TRIAGE_HOST_ROOT/fake/nvidia-smi.xml"\n'
     if host_driver:
         put("etc/apt/apt.conf.d/50unattended-upgrades", (src / "50unattended-upgrades").read_text())
