@@ -150,6 +150,15 @@ class DriverNotUsable(Rule):
             if problems.texts:
                 yield self._finding(name, problems)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule finds the driver unusable on ``name`` (for the findings that
+        link to it: OP001's driver stage, DRV009)."""
+        kernel = ctx.facts.kernel_events.get(name)
+        if kernel is None or not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return bool(cls()._problems(ctx, name, kernel).texts)
+
     def _problems(self, ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
         problems = _Problems()
         modules = read_modules(ctx, name)
@@ -289,27 +298,15 @@ class SecureBootRefusedModule(Rule):
     tags = ("driver", "kernel", "secure-boot")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        kernels = ctx.facts.kernel_events
-        gpu_nodes = set(ctx.facts.gpu_nodes)
         for name in ctx.bundle.node_names:
-            enabled, sb_line = secure_boot(ctx, name)
-            if not enabled or sb_line is None:
-                continue
-            signals = kernels[name].signals if name in kernels else ()
-            modules = read_modules(ctx, name)
-            loaded = modules is not None and modules.loaded("nvidia")
-            refused = [line_evidence(s.source) for s in signals
-                       if _refusal(s.kind, s.detail, s.source.message, loaded)]
-            refused += _blocked_in_logs(ctx, name)
-            unsigned = [line_evidence(s.source) for s in signals
-                        if s.kind == "module_verification" and s.detail.startswith("nvidia")]
-            if name not in gpu_nodes and not unsigned:
-                continue
-            absent = modules is not None and not loaded
-            dkms = absent and builds_module_on_node(ctx, name)
-            if not (refused or unsigned or dkms):
-                continue
-            yield self._finding(name, sb_line, refused, unsigned, absent, dkms)
+            judged = _refusal_on(ctx, name)
+            if judged is not None:
+                yield self._finding(*judged)
+
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule finds the module refused on ``name`` (see DriverNotUsable)."""
+        return _refusal_on(ctx, name) is not None
 
     def _finding(self, name: str, sb_line: Evidence, refused: list[Evidence],
                  unsigned: list[Evidence], absent: bool, dkms: bool) -> Finding:
@@ -330,10 +327,42 @@ class SecureBootRefusedModule(Rule):
         if absent:
             evidence.append(Evidence(path=f"nodes/{name}/host/modules.txt",
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
+        # The refusal is the root: the driver container's failed install (OP010) and the
+        # missing module (DRV003) follow from it.
+        causes = [f"DRV003:{name}"] if absent else []
+        if refused or absent:
+            causes.append(f"OP010:{name}")
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
-            evidence=evidence, causes=[f"DRV003:{name}"] if absent else [],
+            evidence=evidence, causes=causes,
         )
+
+
+_Refusal = tuple[str, Evidence, list[Evidence], list[Evidence], bool, bool]
+
+
+def _refusal_on(ctx: Context, name: str) -> _Refusal | None:
+    """DRV004's verdict on one node: (node, Secure Boot line, refusals, unsigned-module
+    lines, module absent, built on the node), or None when it has nothing to say."""
+    enabled, sb_line = secure_boot(ctx, name)
+    if not enabled or sb_line is None:
+        return None
+    kernels = ctx.facts.kernel_events
+    signals = kernels[name].signals if name in kernels else ()
+    modules = read_modules(ctx, name)
+    loaded = modules is not None and modules.loaded("nvidia")
+    refused = [line_evidence(s.source) for s in signals
+               if _refusal(s.kind, s.detail, s.source.message, loaded)]
+    refused += _blocked_in_logs(ctx, name)
+    unsigned = [line_evidence(s.source) for s in signals
+                if s.kind == "module_verification" and s.detail.startswith("nvidia")]
+    if name not in ctx.facts.gpu_node_set and not unsigned:
+        return None
+    absent = modules is not None and not loaded
+    dkms = absent and builds_module_on_node(ctx, name)
+    if not (refused or unsigned or dkms):
+        return None
+    return name, sb_line, refused, unsigned, absent, dkms
 
 
 def _refusal(kind: str, detail: str, message: str, nvidia_loaded: bool) -> bool:
