@@ -12,6 +12,7 @@ from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules import drv_smifail as smifail
 from analyzers.rules.common import event_evidence, node_ref
 from analyzers.rules.drv_common import capped, line_evidence, node_logs
 from bundle.evidence import clip
@@ -52,11 +53,15 @@ def read_modules(ctx: Context, name: str) -> Modules | None:
 
 
 def smi_failure(ctx: Context, name: str) -> str | None:
-    """Why nvidia-smi gave nothing on the node, or None when it listed GPUs."""
+    """Why nvidia-smi gave nothing on the node, or None when it listed GPUs: in
+    nvidia-smi's own words and exit code when they say the driver is not usable."""
     artifacts = ctx.bundle.node(name)
     smi = artifacts.nvidia_smi
     if smi is not None and smi.gpus:
         return None
+    said = smifail.smi_failure(ctx, name)
+    if said is not None:
+        return f"nvidia-smi failed: {clip(said.said, 160) or said.meaning}"
     item = ctx.bundle.manifest.item(artifacts.path("nvidia-smi.xml"))
     if item is not None and item.error:
         return f"nvidia-smi failed: {item.error}"
@@ -175,6 +180,9 @@ class DriverNotUsable(Rule):
                          nouveau, Severity.CRITICAL)
         mismatch = _mismatch_evidence(ctx, name, kernel)
         failure = smi_failure(ctx, name)
+        said = smifail.smi_failure(ctx, name)
+        if said is not None and said.meaning == smifail.MISMATCH_MEANING:
+            mismatch += said.evidence
         if mismatch:
             versions = next((s.detail for s in kernel.signals_of("api_mismatch")
                              if "client " in s.detail and "not on this line" not in s.detail),
@@ -186,6 +194,7 @@ class DriverNotUsable(Rule):
         if (modules is not None and gpu_node and failure and not modules.loaded("nvidia")):
             evidence = [Evidence(path=modules.path, excerpt="(no 'nvidia' module in "
                                  "/proc/modules)")]
+            evidence += said.evidence if said is not None else ()
             problems.add("not-loaded", f"the nvidia kernel module is not loaded ({failure})",
                          evidence, Severity.CRITICAL)
         return problems
