@@ -9,6 +9,7 @@ from __future__ import annotations
 from analyzers.rule import Rule
 from analyzers.rules import (
     op_components,
+    op_crd,
     op_dcgm,
     op_labels,
     op_lifecycle,
@@ -23,4 +24,5 @@ RULES: list[type[Rule]] = [
     *op_lifecycle.RULES,      # OP006, OP007, OP010
     *op_mig.RULES,            # OP009
     *op_dcgm.RULES,           # OP013
+    *op_crd.RULES,            # OP016
 ]
