@@ -93,7 +93,7 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     found = []
     if profiling_hits(ctx, exporter):
         found.append(Cause(f"OP013:{node}", "The DCGM exporter cannot collect profiling "
-                                            "metrics on this GPU (see OP013)."))
+                                            "metrics (see OP013)."))
     if exporter_hits(ctx, exporter):
         found.append(Cause(f"OP004:{node}", "The DCGM exporter cannot reach DCGM "
                                             "(see OP004)."))
