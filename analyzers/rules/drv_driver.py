@@ -114,8 +114,10 @@ class DriverNotUsable(Rule):
     Per node: the kernel's ``NVRM: API mismatch`` (both wordings) and NVML's
     ``Driver/library version mismatch`` in container logs, events and the kubelet or
     containerd journal; ``host/modules.txt`` without the ``nvidia`` module on a GPU
-    node whose nvidia-smi failed or was not collected; nouveau loaded
-    (``host/modules.txt``) or bound to the GPU, and nova_core bound (kernel lines).
+    node whose nvidia-smi failed or was not collected (nvidia-smi's own words and exit
+    code, from the manifest or the file it left, are quoted, and a version mismatch it
+    reports counts as one); nouveau loaded (``host/modules.txt``) or bound to the GPU,
+    and nova_core bound (kernel lines).
 
     Why it matters:
     Without a working driver nothing on the node can use a GPU: the operator's

@@ -67,7 +67,8 @@ class DcgmExporterNoDcgm(Rule):
     ``Failed to connect to remote hostengine``, ``Host engine connection invalid``) or
     cannot start its embedded DCGM. Matched through the signature knowledge base, so
     every exporter version's wording counts. The finding shows the configured host
-    engine address and the state of the ``nvidia-dcgm`` pod on the same node.
+    engine address and the state of the ``nvidia-dcgm`` pod on the same node. When the
+    same exporter cannot collect profiling metrics (OP013), that is its cause.
 
     Why it matters:
     GPU metrics (utilisation, memory, Xid counters) disappear from Prometheus on that
