@@ -40,6 +40,11 @@ def test_without_events_pods_without_a_sandbox_stop_at_the_toolkit_not_the_drive
     excerpts = [e.excerpt for e in op.evidence if e.path == "cluster/pods.json"]
     assert any("nvidia-operator-validator-gpu-a: Init:0/4 (it never got a pod sandbox"
                in e for e in excerpts)
+    # The device plugin's finding says the same and hangs under OP001.
+    plugin = of_rule(report, "OP008")["OP008:gpu-a"]
+    assert "it never got a pod sandbox" in plugin.summary
+    assert "stop at the toolkit stage" in plugin.summary
+    assert plugin.caused_by == ["OP001:gpu-a"]
 
 
 def test_a_pod_without_sandbox_and_runtime_class_is_at_the_sandbox_stage(
