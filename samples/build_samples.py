@@ -83,6 +83,7 @@ from scenarios_numbers import (
     sched_unhealthy,
     timeslicing,
 )
+from scenarios_rootcause import dcgm_profiling_crashloop
 from scenarios_runtime import dropin_clobber, helm_dropped_values
 
 HERE = Path(__file__).resolve().parent
@@ -472,6 +473,7 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "secureboot-dkms-refused": secureboot_dkms_refused,
     "hgx-no-fabricmanager": hgx_no_fabricmanager,
     "driver-upgrade-failed": driver_upgrade_failed,
+    "dcgm-profiling-crashloop": dcgm_profiling_crashloop,
 }
 
 

@@ -137,6 +137,12 @@ EXPECTED: dict[str, dict[str, str]] = {
         "SC001:default/cuda-smoke": "high",
         "SC001:ml/llm-eval-0": "medium",
     },
+    # issue 15: the profiling counters held by the node's own DCGM (dcgm-exporter#148, #7)
+    "dcgm-profiling-crashloop": {
+        "OP013:gpu-2": "medium",
+        "OP001:gpu-2": "medium",
+        "OP006:cluster-policy": "high",
+    },
 }
 
 
@@ -348,3 +354,28 @@ def test_mig_mixed() -> None:
     smoke = finding("mig-mixed", "SC001:default/cuda-smoke")
     assert "nvidia.com/mig-1g.5gb" in smoke.summary and mig in smoke.summary
     assert not [f for f in report("mig-mixed").findings if f.rule_id == "OP009"]
+
+
+# ------------------------------------------------------ dcgm-profiling-crashloop (issue 15)
+
+
+def test_dcgm_profiling_is_the_root_of_the_crashing_exporter() -> None:
+    op013 = finding("dcgm-profiling-crashloop", "OP013:gpu-2")
+    assert op013.caused_by == [] and op013.nodes == ["gpu-2"]
+    assert "another DCGM host engine or a profiler holds" in op013.summary
+    assert any(e.path.endswith("nvidia-dcgm-exporter.log")
+               and "third-party Profiling module" in e.excerpt for e in op013.evidence)
+    for fid in ("OP001:gpu-2", "OP006:cluster-policy"):
+        assert "OP013:gpu-2" in ancestors("dcgm-profiling-crashloop", fid), fid
+    op001 = finding("dcgm-profiling-crashloop", "OP001:gpu-2")
+    assert "No rule identified" not in op001.summary
+    assert not [f for f in report("dcgm-profiling-crashloop").findings
+                if f.rule_id.startswith(("OP", "DRV")) and "gpu-1" in f.nodes]
+
+
+def test_op013_stays_quiet_on_every_other_sample() -> None:
+    others = sorted(p.name for p in SAMPLES.iterdir()
+                    if (p / "manifest.json").is_file() and p.name != "dcgm-profiling-crashloop")
+    assert others
+    for sample in others:
+        assert not [f.id for f in report(sample).findings if f.rule_id == "OP013"], sample

@@ -11,6 +11,17 @@ container named ``driver-validation`` waits for the driver, whatever pod it is i
 a pod whose sandbox cannot be created because the ``nvidia`` runtime handler is
 missing is placed at the toolkit stage, since registering that handler is the
 toolkit's job.
+
+Events expire after an hour and some bundles (NVIDIA's must-gather) carry none, so a
+pod that never got a sandbox is also recognised from its own state: bound to a node,
+yet no container of it ever started (every status still ``waiting`` in
+``PodInitializing`` or ``ContainerCreating``, no restart, no earlier run), or the
+kubelet's ``PodReadyToStartContainers`` (earlier ``PodHasNetwork``) condition is
+``False``. Such a pod is never blamed on the container it would run first: its init
+container ``driver-validation`` never ran, so the driver stage is not what stops it.
+It is placed at the toolkit stage when it asks for a RuntimeClass (the handler is the
+toolkit's), else at the pod-sandbox stage (the node's runtime or network), which comes
+before every GPU stage.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from bundle.kube import ContainerStatus, Event, Pod
 
 
 class Stage(IntEnum):
+    SANDBOX = -1
     DRIVER = 0
     TOOLKIT = 1
     CUDA = 2
@@ -37,6 +49,7 @@ class Stage(IntEnum):
 
 
 _LABELS = {
+    Stage.SANDBOX: "pod sandbox",
     Stage.DRIVER: "driver",
     Stage.TOOLKIT: "toolkit",
     Stage.CUDA: "cuda",
@@ -76,6 +89,7 @@ STAGE_LOGS: Mapping[Stage, tuple[tuple[str, str], ...]] = {
     Stage.PLUGIN: (("validator", "plugin-validation"), ("device-plugin", "nvidia-device-plugin"),
                    ("device-plugin", "nvidia-device-plugin-ctr")),
     Stage.OPERANDS: (),
+    Stage.SANDBOX: (),
 }
 _ORDER = {component: index for index, (component, _) in enumerate(COMPONENTS)}
 
@@ -86,7 +100,8 @@ class Blocked:
 
     ``container`` is the container it is stuck in (None when it has none to name);
     ``pointer`` the JSON pointer parts of that container's status inside the pod;
-    ``sandbox`` the events saying its sandbox cannot get the ``nvidia`` runtime.
+    ``sandbox`` the events saying its sandbox cannot get the ``nvidia`` runtime;
+    ``no_sandbox`` whether the pod's own state shows it never got a sandbox.
     """
 
     operand: OperandPod
@@ -95,10 +110,16 @@ class Blocked:
     init: bool
     pointer: tuple[str | int, ...]
     sandbox: tuple[Event, ...]
+    no_sandbox: bool = False
 
     @property
     def pod(self) -> Pod:
         return self.operand.pod
+
+    @property
+    def sandboxless(self) -> bool:
+        """The pod has no sandbox: events say so, or its own state does."""
+        return bool(self.sandbox) or self.no_sandbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +139,41 @@ class NodeStages:
 
     @property
     def sandbox(self) -> tuple[Blocked, ...]:
-        return tuple(b for b in self.blocked if b.sandbox)
+        return tuple(b for b in self.blocked if b.sandboxless)
 
 
 def sandbox_errors(pod: Pod, events: list[Event]) -> tuple[Event, ...]:
     """Events of ``pod`` saying the runtime handler it needs is not configured."""
     return tuple(e for e in events if e.message and any(
         "RT001" in m.signature.rules for m in signatures.match(e.message, "event")))
+
+
+# Waiting reasons of a container the kubelet has not created yet (no sandbox to put it in).
+_NOT_CREATED = frozenset({"", "PodInitializing", "ContainerCreating"})
+# The kubelet's condition saying the sandbox and its network are up (1.29+; 1.25-1.28).
+_SANDBOX_CONDITIONS = ("PodReadyToStartContainers", "PodHasNetwork")
+_OTHER_SANDBOX_REASONS = frozenset({"FailedCreatePodSandBox"})
+
+
+def never_got_sandbox(pod: Pod) -> bool:
+    """The pod's own state shows it never got a sandbox (see the module docstring)."""
+    if not pod.spec.node_name or pod.status.phase not in ("Pending", ""):
+        return False
+    for condition in pod.status.conditions:
+        if condition.type in _SANDBOX_CONDITIONS and condition.status in ("True", "False"):
+            return condition.status == "False"
+    statuses = [*pod.status.init_container_statuses, *pod.status.container_statuses]
+    if not statuses:
+        return False  # nothing to judge by: a pod the kubelet has not reported on yet
+    for status in statuses:
+        state, last = status.state, status.last_state
+        if status.restart_count or state.running is not None or state.terminated is not None:
+            return False
+        if last.running is not None or last.terminated is not None:
+            return False
+        if state.waiting is not None and (state.waiting.reason or "") not in _NOT_CREATED:
+            return False  # ImagePullBackOff and the like come after the sandbox
+    return True
 
 
 def _stuck(pod: Pod) -> tuple[str | None, bool, tuple[str | int, ...]]:
@@ -157,13 +206,17 @@ def blocked_at(operand: OperandPod, events: list[Event]) -> Blocked:
     pod = operand.pod
     container, init, pointer = _stuck(pod)
     sandbox = sandbox_errors(pod, events)
+    no_sandbox = never_got_sandbox(pod)
     if sandbox:
         stage = Stage.TOOLKIT
+    elif no_sandbox:
+        other = any(e.reason in _OTHER_SANDBOX_REASONS for e in events)
+        stage = Stage.TOOLKIT if pod.spec.runtime_class_name and not other else Stage.SANDBOX
     elif container is not None and container in CONTAINER_STAGE:
         stage = CONTAINER_STAGE[container]
     else:
         stage = COMPONENT_STAGE.get(operand.component, Stage.OPERANDS)
-    return Blocked(operand, stage, container, init, pointer, sandbox)
+    return Blocked(operand, stage, container, init, pointer, sandbox, no_sandbox)
 
 
 def node_stages(node: str, row: Mapping[str, OperandPod],

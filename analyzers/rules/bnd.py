@@ -9,6 +9,7 @@ from fnmatch import fnmatchcase
 
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
+from analyzers.rules.drv_smifail import recognised as smi_failed
 from bundle.manifest import ManifestItem
 
 # (category, what it means, pattern over the error text); first match wins. Newer collectors
@@ -38,13 +39,18 @@ _GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("other", "failed for another reason", re.compile(r".")),
 )
 _MEANINGS = {name: meaning for name, meaning, _pattern in _GAP_KINDS}
+# nvidia-smi ran on the node and said its driver or GPU is not usable: a finding (DRV009,
+# which this group links to), not something the collector failed to do.
+SMI_FAILED = "nvidia-smi-failed"
+_MEANINGS[SMI_FAILED] = "ran nvidia-smi, which failed on the node (a finding, see DRV009)"
 # klog lines (`E1201 18:58:57.180923 23949 memcache.go:265] ...`): kubectl's discovery noise,
 # which older collectors kept in place of kubectl's own error.
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 # Gaps where nothing was lost: no rule is "left without" its input.
 _NOTHING_LOST = ("not-started", "previous-log-missing")
-_SEVERITY = {"not-started": Severity.INFO, "previous-log-missing": Severity.INFO,
-             "missing-command": Severity.LOW, "not-found": Severity.LOW}
+_SEVERITY = {"not-started": Severity.INFO, SMI_FAILED: Severity.INFO,
+             "previous-log-missing": Severity.INFO, "missing-command": Severity.LOW,
+             "not-found": Severity.LOW}
 # What to do about each kind of gap: the first line is the first step shown.
 _REMEDIATION = {
     "unauthorized": "kubectl get --raw /version   # as the collecting identity: are its "
@@ -65,6 +71,8 @@ _REMEDIATION = {
                  "nothing to collect",
     "missing-command": "# the command or file does not exist on the node: nothing more to "
                        "collect;\n# the rules named above could not check what it shows",
+    SMI_FAILED: "# nvidia-smi ran and reported the driver or GPU unusable: follow DRV009 "
+                "on each node named",
     "not-started": "kubectl get pods -A --field-selector=status.phase=Pending   # the "
                    "containers have not started\n# collect again once they run to get "
                    "their logs",
@@ -72,7 +80,10 @@ _REMEDIATION = {
 
 
 def _kind(item: ManifestItem) -> tuple[str, str]:
-    """The collector's error_kind when it recorded one we know, else a pattern's verdict."""
+    """The collector's error_kind when it recorded one we know, else a pattern's verdict;
+    an nvidia-smi failure DRV009 explains is its own kind."""
+    if smi_failed(item):
+        return SMI_FAILED, _MEANINGS[SMI_FAILED]
     recorded = (item.model_extra or {}).get("error_kind")
     if isinstance(recorded, str) and recorded in _MEANINGS:
         return recorded, _MEANINGS[recorded]
@@ -136,6 +147,8 @@ class CollectionGaps(Rule):
             # A container that never started, or a previous run's log the kubelet dropped,
             # has no log to collect: nothing was lost.
             affected = [] if kind in _NOTHING_LOST else _affected_rules(ctx, items)
+            if kind == SMI_FAILED:  # DRV009 reads the failure itself
+                affected = [rule for rule in affected if rule != "DRV009"]
             nodes = sorted({item.node for item in items if item.node})
             paths = ", ".join(item.path for item in items[:4])
             more = f" and {len(items) - 4} more" if len(items) > 4 else ""
@@ -150,6 +163,7 @@ class CollectionGaps(Rule):
                 evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
                 remediation=_REMEDIATION.get(kind),  # None: the rule's general advice
+                caused_by=[f"DRV009:{n}" for n in nodes] if kind == SMI_FAILED else [],
             )
 
 

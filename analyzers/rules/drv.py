@@ -26,3 +26,8 @@ RULES: list[type[Rule]] = [
 from analyzers.rules.drv_idle import IdleButNotEmpty  # noqa: E402
 
 RULES.append(IdleButNotEmpty)
+
+# DRV009 (issue 15): nvidia-smi's own failure, linked to what explains it.
+from analyzers.rules.drv_smi import NvidiaSmiFailed  # noqa: E402
+
+RULES.append(NvidiaSmiFailed)

@@ -12,6 +12,7 @@ from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules import drv_smifail as smifail
 from analyzers.rules.common import event_evidence, node_ref
 from analyzers.rules.drv_common import capped, line_evidence, node_logs
 from bundle.evidence import clip
@@ -52,11 +53,15 @@ def read_modules(ctx: Context, name: str) -> Modules | None:
 
 
 def smi_failure(ctx: Context, name: str) -> str | None:
-    """Why nvidia-smi gave nothing on the node, or None when it listed GPUs."""
+    """Why nvidia-smi gave nothing on the node, or None when it listed GPUs: in
+    nvidia-smi's own words and exit code when they say the driver is not usable."""
     artifacts = ctx.bundle.node(name)
     smi = artifacts.nvidia_smi
     if smi is not None and smi.gpus:
         return None
+    said = smifail.smi_failure(ctx, name)
+    if said is not None:
+        return f"nvidia-smi failed: {clip(said.said, 160) or said.meaning}"
     item = ctx.bundle.manifest.item(artifacts.path("nvidia-smi.xml"))
     if item is not None and item.error:
         return f"nvidia-smi failed: {item.error}"
@@ -109,8 +114,10 @@ class DriverNotUsable(Rule):
     Per node: the kernel's ``NVRM: API mismatch`` (both wordings) and NVML's
     ``Driver/library version mismatch`` in container logs, events and the kubelet or
     containerd journal; ``host/modules.txt`` without the ``nvidia`` module on a GPU
-    node whose nvidia-smi failed or was not collected; nouveau loaded
-    (``host/modules.txt``) or bound to the GPU, and nova_core bound (kernel lines).
+    node whose nvidia-smi failed or was not collected (nvidia-smi's own words and exit
+    code, from the manifest or the file it left, are quoted, and a version mismatch it
+    reports counts as one); nouveau loaded (``host/modules.txt``) or bound to the GPU,
+    and nova_core bound (kernel lines).
 
     Why it matters:
     Without a working driver nothing on the node can use a GPU: the operator's
@@ -150,6 +157,15 @@ class DriverNotUsable(Rule):
             if problems.texts:
                 yield self._finding(name, problems)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule finds the driver unusable on ``name`` (for the findings that
+        link to it: OP001's driver stage, DRV009)."""
+        kernel = ctx.facts.kernel_events.get(name)
+        if kernel is None or not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return bool(cls()._problems(ctx, name, kernel).texts)
+
     def _problems(self, ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
         problems = _Problems()
         modules = read_modules(ctx, name)
@@ -166,6 +182,9 @@ class DriverNotUsable(Rule):
                          nouveau, Severity.CRITICAL)
         mismatch = _mismatch_evidence(ctx, name, kernel)
         failure = smi_failure(ctx, name)
+        said = smifail.smi_failure(ctx, name)
+        if said is not None and said.meaning == smifail.MISMATCH_MEANING:
+            mismatch += said.evidence
         if mismatch:
             versions = next((s.detail for s in kernel.signals_of("api_mismatch")
                              if "client " in s.detail and "not on this line" not in s.detail),
@@ -177,6 +196,7 @@ class DriverNotUsable(Rule):
         if (modules is not None and gpu_node and failure and not modules.loaded("nvidia")):
             evidence = [Evidence(path=modules.path, excerpt="(no 'nvidia' module in "
                                  "/proc/modules)")]
+            evidence += said.evidence if said is not None else ()
             problems.add("not-loaded", f"the nvidia kernel module is not loaded ({failure})",
                          evidence, Severity.CRITICAL)
         return problems
@@ -289,27 +309,15 @@ class SecureBootRefusedModule(Rule):
     tags = ("driver", "kernel", "secure-boot")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        kernels = ctx.facts.kernel_events
-        gpu_nodes = set(ctx.facts.gpu_nodes)
         for name in ctx.bundle.node_names:
-            enabled, sb_line = secure_boot(ctx, name)
-            if not enabled or sb_line is None:
-                continue
-            signals = kernels[name].signals if name in kernels else ()
-            modules = read_modules(ctx, name)
-            loaded = modules is not None and modules.loaded("nvidia")
-            refused = [line_evidence(s.source) for s in signals
-                       if _refusal(s.kind, s.detail, s.source.message, loaded)]
-            refused += _blocked_in_logs(ctx, name)
-            unsigned = [line_evidence(s.source) for s in signals
-                        if s.kind == "module_verification" and s.detail.startswith("nvidia")]
-            if name not in gpu_nodes and not unsigned:
-                continue
-            absent = modules is not None and not loaded
-            dkms = absent and builds_module_on_node(ctx, name)
-            if not (refused or unsigned or dkms):
-                continue
-            yield self._finding(name, sb_line, refused, unsigned, absent, dkms)
+            judged = _refusal_on(ctx, name)
+            if judged is not None:
+                yield self._finding(*judged)
+
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule finds the module refused on ``name`` (see DriverNotUsable)."""
+        return _refusal_on(ctx, name) is not None
 
     def _finding(self, name: str, sb_line: Evidence, refused: list[Evidence],
                  unsigned: list[Evidence], absent: bool, dkms: bool) -> Finding:
@@ -330,10 +338,42 @@ class SecureBootRefusedModule(Rule):
         if absent:
             evidence.append(Evidence(path=f"nodes/{name}/host/modules.txt",
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
+        # The refusal is the root: the driver container's failed install (OP010) and the
+        # missing module (DRV003) follow from it.
+        causes = [f"DRV003:{name}"] if absent else []
+        if refused or absent:
+            causes.append(f"OP010:{name}")
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
-            evidence=evidence, causes=[f"DRV003:{name}"] if absent else [],
+            evidence=evidence, causes=causes,
         )
+
+
+_Refusal = tuple[str, Evidence, list[Evidence], list[Evidence], bool, bool]
+
+
+def _refusal_on(ctx: Context, name: str) -> _Refusal | None:
+    """DRV004's verdict on one node: (node, Secure Boot line, refusals, unsigned-module
+    lines, module absent, built on the node), or None when it has nothing to say."""
+    enabled, sb_line = secure_boot(ctx, name)
+    if not enabled or sb_line is None:
+        return None
+    kernels = ctx.facts.kernel_events
+    signals = kernels[name].signals if name in kernels else ()
+    modules = read_modules(ctx, name)
+    loaded = modules is not None and modules.loaded("nvidia")
+    refused = [line_evidence(s.source) for s in signals
+               if _refusal(s.kind, s.detail, s.source.message, loaded)]
+    refused += _blocked_in_logs(ctx, name)
+    unsigned = [line_evidence(s.source) for s in signals
+                if s.kind == "module_verification" and s.detail.startswith("nvidia")]
+    if name not in ctx.facts.gpu_node_set and not unsigned:
+        return None
+    absent = modules is not None and not loaded
+    dkms = absent and builds_module_on_node(ctx, name)
+    if not (refused or unsigned or dkms):
+        return None
+    return name, sb_line, refused, unsigned, absent, dkms
 
 
 def _refusal(kind: str, detail: str, message: str, nvidia_loaded: bool) -> bool:

@@ -7,7 +7,15 @@ The rules live in ``op_*`` modules by theme; this module only lists them for the
 from __future__ import annotations
 
 from analyzers.rule import Rule
-from analyzers.rules import op_components, op_labels, op_lifecycle, op_mig, op_stack
+from analyzers.rules import (
+    op_components,
+    op_crd,
+    op_dcgm,
+    op_labels,
+    op_lifecycle,
+    op_mig,
+    op_stack,
+)
 
 RULES: list[type[Rule]] = [
     *op_stack.RULES,          # OP001
@@ -15,4 +23,6 @@ RULES: list[type[Rule]] = [
     *op_components.RULES,     # OP004, OP005, OP008
     *op_lifecycle.RULES,      # OP006, OP007, OP010
     *op_mig.RULES,            # OP009
+    *op_dcgm.RULES,           # OP013
+    *op_crd.RULES,            # OP016
 ]

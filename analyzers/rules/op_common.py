@@ -69,6 +69,8 @@ def blocked_evidence(blocked: Blocked) -> Evidence:
     where = ""
     if blocked.sandbox:
         where = " (its sandbox cannot be created)"
+    elif blocked.no_sandbox:
+        where = " (it never got a pod sandbox: no container has started)"
     elif blocked.container:
         kind = "init container" if blocked.init else "container"
         where = f" (in {kind} {blocked.container})"

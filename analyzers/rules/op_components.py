@@ -44,6 +44,21 @@ def _restarts(operand: OperandPod) -> int:
 # ----------------------------------------------------------------------------- OP004
 
 
+def exporter_logs(ctx: Context, exporter: OperandPod) -> tuple[ContainerLog, ...]:
+    """The exporter's logs that tell its present: an earlier run's log only when it
+    is failing or has restarted."""
+    logs = ctx.facts.pod_logs.of(exporter.pod)
+    if exporter.healthy and not _restarts(exporter):
+        logs = tuple(log for log in logs if not log.previous)
+    return logs
+
+
+def exporter_hits(ctx: Context, exporter: OperandPod) -> list[Locator]:
+    """OP004's error lines in the exporter's logs (it cannot reach or start DCGM)."""
+    return [log.locate(m) for log in exporter_logs(ctx, exporter)
+            for m in log.matches("OP004", errors_only=True)]
+
+
 class DcgmExporterNoDcgm(Rule):
     """DCGM exporter cannot reach DCGM.
 
@@ -52,7 +67,8 @@ class DcgmExporterNoDcgm(Rule):
     ``Failed to connect to remote hostengine``, ``Host engine connection invalid``) or
     cannot start its embedded DCGM. Matched through the signature knowledge base, so
     every exporter version's wording counts. The finding shows the configured host
-    engine address and the state of the ``nvidia-dcgm`` pod on the same node.
+    engine address and the state of the ``nvidia-dcgm`` pod on the same node. When the
+    same exporter cannot collect profiling metrics (OP013), that is its cause.
 
     Why it matters:
     GPU metrics (utilisation, memory, Xid counters) disappear from Prometheus on that
@@ -76,10 +92,8 @@ class DcgmExporterNoDcgm(Rule):
             exporter = row.get("dcgm-exporter")
             if exporter is None:
                 continue
-            logs = ctx.facts.pod_logs.of(exporter.pod)
-            if exporter.healthy and not _restarts(exporter):
-                logs = tuple(log for log in logs if not log.previous)
-            hits = [log.locate(m) for log in logs for m in log.matches(self.id, errors_only=True)]
+            logs = exporter_logs(ctx, exporter)
+            hits = exporter_hits(ctx, exporter)
             if hits:
                 yield self._finding(ctx, name, exporter, row.get("dcgm"), hits, logs)
 
@@ -342,6 +356,13 @@ class DevicePluginUnhealthy(Rule):
                                        "'nvidia' runtime handler (see RT001)")
                 picture.causes.append(f"RT001:{name}")
                 picture.evidence += events_evidence(blocked.sandbox, 2)
+            elif blocked.no_sandbox:
+                first = stages.first if stages is not None else None
+                label = (first if first is not None else blocked.stage).label
+                picture.reasons.append(f"it never got a pod sandbox (no container has "
+                                       f"started); the node's operands stop at the {label} "
+                                       "stage (see OP001)")
+                picture.causes.append(f"OP001:{name}")
             elif blocked.stage < Stage.PLUGIN:
                 first = stages.first if stages is not None else None
                 label = (first if first is not None else blocked.stage).label

@@ -13,6 +13,7 @@ from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import field, node_ref
+from analyzers.rules.drv_driver import SecureBootRefusedModule
 from analyzers.rules.op_common import (
     LOGS,
     as_evidence,
@@ -429,6 +430,11 @@ class DriverKernelMismatch(Rule):
                          f"{kernel}: {quote(driver.build_errors[-1].excerpt, 160)}")
         summary = f"On {name}, the driver pod {pod.name}{state} cannot install: " \
                   f"{'; '.join(parts)}. Every other operand on the node waits for it."
+        causes: list[str] = []
+        if SecureBootRefusedModule.explains(ctx, name):
+            summary += (" Secure Boot refuses the module for its signature: that is the "
+                        "cause, not the kernel match (see DRV004).")
+            causes.append(f"DRV004:{name}")
         evidence: list[Evidence] = capped([p.where for p in driver.pulls], 2)
         image_index = next((i for i, c in enumerate(pod.spec.containers)
                             if c.image == driver.image), None)
@@ -465,7 +471,8 @@ class DriverKernelMismatch(Rule):
                                  nodes=[sh.node(n) for n in others[:4]], more=sh.raw(more)))
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation=sh.lines(lines), causes=[f"OP001:{name}"])
+                            remediation=sh.lines(lines), causes=[f"OP001:{name}"],
+                            caused_by=causes)
 
 
 RULES = [ClusterPolicyNotReady, DriverUpgradeStuck, DriverKernelMismatch]

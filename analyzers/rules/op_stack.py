@@ -11,6 +11,7 @@ from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import names, node_ref
+from analyzers.rules.op_causes import stage_causes, unexplained
 from analyzers.rules.op_common import (
     LOGS,
     POD_CAP,
@@ -26,6 +27,8 @@ from analyzers.rules.op_common import (
 from bundle.evidence import Locator
 
 _STAGE_HINT = {
+    Stage.SANDBOX: "the node cannot create pod sandboxes for them (container runtime or "
+                   "network), before any GPU stage runs",
     Stage.DRIVER: "the driver is not usable on the node (driver pod, host driver, "
                   "kernel module)",
     Stage.TOOLKIT: "the container runtime does not inject the driver (toolkit, nvidia "
@@ -35,6 +38,8 @@ _STAGE_HINT = {
     Stage.OPERANDS: "an operand that no other stage waits for is failing",
 }
 _STAGE_LOOK = {
+    Stage.SANDBOX: ["# on the node: crictl pods --state NotReady; journalctl -u kubelet "
+                    "--since -1h | grep -i sandbox | tail"],
     Stage.DRIVER: ["# on the node: lsmod | grep -E '^nvidia|nouveau'; "
                    "dmesg --time-format iso | grep -iE 'NVRM|Xid' | tail -20"],
     Stage.TOOLKIT: ["# on the node: containerd config dump | grep -c 'runtimes.nvidia'   "
@@ -89,9 +94,14 @@ class OperandsStuck(Rule):
     the validator's order — driver → toolkit → cuda → plugin, then the other operands
     — and quotes that stage's log lines (init containers ``driver-validation``,
     ``toolkit-validation``, ``cuda-validation``, ``plugin-validation`` included) and
-    the pods' events. Pods stuck because their sandbox cannot get the ``nvidia``
-    runtime are explained by RT001; a validator reporting ``system not yet
-    initialized`` by OP005; a driver container that cannot match the kernel by OP010.
+    the pods' events. Without events (expired, or a must-gather bundle) the stage comes
+    from the pods' own state: a pod that never got a sandbox (no container ever
+    started) is never blamed on the driver stage — it is placed at the toolkit stage
+    when it asks for the ``nvidia`` RuntimeClass, else at a pod-sandbox stage before
+    every GPU stage. Each finding links the findings that explain its stage — RT001
+    (no ``nvidia`` runtime handler), OP010, DRV003, DRV004 (driver), OP005 (``system
+    not yet initialized``), OP008 (device plugin), OP004, OP013 (DCGM exporter) — or
+    says plainly that no rule identified the cause and what to read next.
 
     Why it matters:
     The operator enforces the order with init containers, so one broken layer leaves
@@ -125,8 +135,12 @@ class OperandsStuck(Rule):
         logs = _stage_logs(ctx, stages)
         causes, cause_text = self._causes(ctx, node_name, stages)
         matrix = operand_facts.summary(stages.row)
-        described = [_describe(b) for b in at_first if not b.sandbox]
+        described = [_describe(b) for b in at_first if not b.sandboxless]
         sandboxed = [b.pod.name for b in at_first if b.sandbox]
+        never = [b.pod.name for b in at_first if b.no_sandbox and not b.sandbox]
+        if never:
+            described.insert(0, f"{len(never)} pod(s) never got a pod sandbox: none of their "
+                                f"containers ever started ({names(never)})")
         if sandboxed:
             described.insert(0, f"{len(sandboxed)} pod(s) cannot create their sandbox "
                                 f"({names(sandboxed)})")
@@ -157,37 +171,14 @@ class OperandsStuck(Rule):
 
     @staticmethod
     def _causes(ctx: Context, node_name: str, stages: NodeStages) -> tuple[list[str], str]:
-        facts = ctx.facts
+        """The findings that explain the stage (see op_causes), and the summary's sentence:
+        what explains it, or plainly that nothing does and what to read next."""
         first = stages.first
-        causes: list[str] = []
-        text = ""
-        sandbox = stages.sandbox
-        if sandbox or facts.runtime(node_name).has_nvidia is False:
-            causes.append(f"RT001:{node_name}")
-            if sandbox:
-                text += " Their sandboxes fail because containerd has no 'nvidia' runtime " \
-                        "handler (see RT001)."
-            else:
-                text += " containerd on the node has no 'nvidia' runtime loaded (see RT001)."
-        fabric = facts.nvlink_fabric.get(node_name)
-        if fabric is not None and fabric.not_initialized:
-            causes.append(f"OP005:{node_name}")
-            text += (" CUDA reports 'system not yet initialized': the NVLink fabric is not "
-                     "set up (Fabric Manager, see OP005).")
-        driver = facts.driver_kernel.get(node_name)
-        if first is Stage.DRIVER and driver is not None and driver.broken:
-            causes.append(f"OP010:{node_name}")
-            text += " The driver container cannot match the node's kernel (see OP010)."
-        if first is Stage.DRIVER:
-            # The driver itself is unusable on the node (nouveau bound, module refused by
-            # Secure Boot, version mismatch): those findings, when present, explain it.
-            causes += [f"DRV003:{node_name}", f"DRV004:{node_name}"]
-        components = {b.operand.component for b in stages.at_first}
-        if first is Stage.PLUGIN and "device-plugin" in components:
-            causes.append(f"OP008:{node_name}")
-        if first is Stage.OPERANDS and "dcgm-exporter" in components:
-            causes.append(f"OP004:{node_name}")
-        return causes, text
+        assert first is not None
+        found = stage_causes(ctx, node_name, stages)
+        if not found:
+            return [], unexplained(first)
+        return [c.finding for c in found], "".join(f" {c.text}" for c in found)
 
     @staticmethod
     def _remediation(node_name: str, ns: str, stages: NodeStages,
@@ -206,7 +197,7 @@ class OperandsStuck(Rule):
                 lines.append(logs_cmd(ns, log))
         if not shown:
             for blocked in stages.at_first[:2]:
-                if blocked.container and not blocked.sandbox:
+                if blocked.container and not blocked.sandboxless:
                     lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "logs",
                                         sh.pod(blocked.pod.name), "-c",
                                         sh.container(blocked.container), "--tail=50"))

@@ -13,9 +13,11 @@ from analyzers.rules.sc_capacity import InsufficientGPU
 from analyzers.rules.sc_placement import PlacementBlocked
 from analyzers.rules.sc_quota import GpuQuotaExhausted
 from analyzers.rules.sc_sharing import SharedGpuMisuse
+from analyzers.rules.sc_visibility import GpusSeenNotAllocated
 
 RULES: list[type[Rule]] = [InsufficientGPU, PlacementBlocked, GpuAccessOutsideScheduler,
-                           GpuQuotaExhausted, AdmissionAllocateFailed, SharedGpuMisuse]
+                           GpuQuotaExhausted, AdmissionAllocateFailed, SharedGpuMisuse,
+                           GpusSeenNotAllocated]
 
 __all__ = ["RULES", "AdmissionAllocateFailed", "GpuAccessOutsideScheduler", "GpuQuotaExhausted",
-           "InsufficientGPU", "PlacementBlocked", "SharedGpuMisuse"]
+           "GpusSeenNotAllocated", "InsufficientGPU", "PlacementBlocked", "SharedGpuMisuse"]

@@ -29,17 +29,17 @@ HIDDEN_VALUES = frozenset({"void", "none", ""})
 _IMAGE_HINTS = ("nvidia", "nvcr.io", "cuda")
 
 
-def _nvidia_image(image: str) -> bool:
+def nvidia_image(image: str) -> bool:
     lowered = image.lower()
     return any(hint in lowered for hint in _IMAGE_HINTS)
 
 
-def _privileged(container: Container) -> bool:
+def is_privileged(container: Container) -> bool:
     context = container.security_context
     return isinstance(context, dict) and context.get("privileged") is True
 
 
-def _is_operand(facts: Facts, pod: Pod) -> bool:
+def is_operand(facts: Facts, pod: Pod) -> bool:
     """The operator's own pods in its namespace (they see GPUs on purpose)."""
     if pod.namespace != (facts.operator_namespace or "gpu-operator"):
         return False
@@ -80,7 +80,7 @@ class GpuAccessOutsideScheduler(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.bundle.cluster.pods
-                 if not pod.terminated and not _is_operand(ctx.facts, pod))
+                 if not pod.terminated and not is_operand(ctx.facts, pod))
         for subject, group in by_workload(found):
             yield self._finding(subject, group)
 
@@ -103,7 +103,7 @@ class GpuAccessOutsideScheduler(Rule):
                        obj_field(pod, f"{where}: NVIDIA_VISIBLE_DEVICES={shown}, no "
                                       "nvidia.com limit",
                                  "spec", section, index, "env", env_index))
-            if _privileged(container) and _nvidia_image(container.image):
+            if is_privileged(container) and nvidia_image(container.image):
                 yield ("runs privileged from an NVIDIA image without a GPU limit",
                        obj_field(pod, f"{where}: privileged, image {container.image}, no "
                                       "nvidia.com limit",

@@ -1,0 +1,107 @@
+"""DRV009: nvidia-smi itself failed on the node, and why (read in drv_smifail)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers import commands as sh
+from analyzers.facts.stages import Stage
+from analyzers.models import Finding, Severity
+from analyzers.rule import Context, Input, Rule, cluster, node
+from analyzers.rules.common import node_ref
+from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
+from analyzers.rules.drv_smifail import SMI_FILE, SmiFailure, smi_failure, smi_items
+from bundle.evidence import clip
+
+
+def _explanations(ctx: Context, name: str) -> list[tuple[str, str]]:
+    """(finding id, sentence) of the findings that explain the failure."""
+    found: list[tuple[str, str]] = []
+    if SecureBootRefusedModule.explains(ctx, name):
+        found.append((f"DRV004:{name}", "Secure Boot refuses the unsigned nvidia module "
+                                        "(see DRV004)"))
+    if DriverNotUsable.explains(ctx, name):
+        found.append((f"DRV003:{name}", "the driver is not usable on the node (see DRV003)"))
+    driver = ctx.facts.driver_kernel.get(name)
+    if driver is not None and driver.broken:
+        found.append((f"OP010:{name}", "the driver container cannot install for the node's "
+                                       "kernel (see OP010)"))
+    stages = ctx.facts.operand_stages.get(name)
+    if stages is not None and stages.first is Stage.DRIVER:
+        found.append((f"OP001:{name}", "the operator's driver stage is failing on the node "
+                                       "(see OP001)"))
+    return found
+
+
+class NvidiaSmiFailed(Rule):
+    """nvidia-smi itself failed on the node.
+
+    The collector's ``nvidia-smi -q -x`` ended with an error that says the driver or
+    GPU is not usable: ``NVIDIA-SMI has failed because it couldn't communicate with the
+    NVIDIA driver`` (exit code 9), ``No devices were found`` (6),
+    ``Failed to initialize NVML: Driver/library version mismatch``, or another of
+    nvidia-smi's documented exit codes (12 NVML missing, 14 infoROM, 15 GPU lost). The
+    words come from the manifest's recorded error or from ``nvidia-smi.xml`` itself
+    (nvidia-smi prints them on stdout). The finding links the one that explains it —
+    DRV004 (Secure Boot), DRV003 (driver not usable), OP010 (driver container cannot
+    install), OP001 (the operator's driver stage) — and is then of low severity, a
+    symptom listed under its cause; or it says that none does, and stays high.
+
+    Why it matters:
+    nvidia-smi failing is the node telling you its driver does not work: no GPU
+    operand, device plugin or workload can use a GPU there. It is not a gap in the
+    bundle; the collector saw the failure.
+
+    Remediation:
+    On the node: ``nvidia-smi; echo $?``, ``lsmod | grep -E '^(nvidia|nouveau)'``,
+    ``dmesg --time-format iso | grep -iE 'NVRM|nouveau|Lockdown'``; then follow the
+    linked finding.
+    """
+
+    id = "DRV009"
+    slug = "nvidia-smi-failed"
+    severity = Severity.HIGH
+    inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
+              cluster("pods.json", optional=True))
+    tags = ("driver", "nvidia-smi")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        items = smi_items(ctx.bundle.manifest)
+        names = {item.node for _, item in items.values() if item.node}
+        names |= set(ctx.bundle.node_names)
+        for name in sorted(names):
+            failure = smi_failure(ctx, name, items)
+            if failure is not None:
+                yield self._finding(ctx, failure)
+
+    def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
+        name = failure.node
+        links = _explanations(ctx, name)
+        code = f" (exit code {failure.exit_code})" if failure.exit_code is not None else ""
+        summary = (f"On {name}, nvidia-smi failed{code}: {failure.meaning}. It said: "
+                   f"{clip(failure.said, 160).rstrip(' .') or '(nothing)'}.")
+        if links:
+            summary += " Why: " + "; ".join(text for _, text in links) + "."
+        else:
+            summary += (" No rule identified why; look at the node's loaded modules "
+                        "(lsmod), its kernel log (NVRM, nouveau, Lockdown lines) and "
+                        "whether a driver is installed at all.")
+        node_arg = sh.node(name)
+        remediation = sh.lines(
+            sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
+                    "bash):", node=node_arg),
+            "nvidia-smi; echo \"exit code $?\"",
+            "lsmod | grep -E '^(nvidia|nouveau)'; cat /proc/driver/nvidia/version",
+            "dmesg --time-format iso | grep -iE 'NVRM|nouveau|Lockdown' | tail -30",
+            "# then follow the linked finding (DRV003, DRV004, OP010, OP001) for the fix",
+        )
+        # Explained, it restates its cause's effect and stands below it; unexplained, it
+        # is the best the bundle says about the node.
+        severity = Severity.LOW if links else self.severity
+        return self.finding(name, summary, severity=severity, nodes=[name],
+                            objects=[node_ref(name)],
+                            evidence=list(failure.evidence), remediation=remediation,
+                            caused_by=[finding for finding, _ in links])
+
+
+RULES = [NvidiaSmiFailed]

@@ -1,0 +1,118 @@
+"""Why a node's first failing operand stage fails: the findings that explain it.
+
+OP001 names the stage; the cause is another rule's finding (RT001 for a missing
+runtime handler, OP010/DRV003/DRV004 for an unusable driver, OP005 for the fabric,
+OP008 for the device plugin, OP004/OP013 for the DCGM exporter). A rule cannot see
+another rule's findings, so each explanation here asks the same facts (or the same
+judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
+exactly the findings that exist, and says plainly when none does and what to read next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from analyzers.facts.stages import NodeStages, Stage
+from analyzers.rule import Context
+from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
+from analyzers.rules.op_components import exporter_hits
+from analyzers.rules.op_dcgm import profiling_hits
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """A finding that explains the stage: its id and one sentence for OP001's summary."""
+
+    finding: str
+    text: str
+
+
+# What to read next, per stage, when no rule identified the cause.
+NEXT_LOOK: dict[Stage, str] = {
+    Stage.SANDBOX: "the pods' FailedCreatePodSandBox events (kubectl describe pod) and the "
+                   "node's container runtime and CNI logs",
+    Stage.DRIVER: "the driver pod's nvidia-driver-ctr log, the validator's driver-validation "
+                  "log and the node's kernel log (dmesg | grep NVRM)",
+    Stage.TOOLKIT: "the toolkit pod's nvidia-container-toolkit-ctr log and the runtime "
+                   "configuration the node really loads",
+    Stage.CUDA: "the cuda-validation log of the nvidia-cuda-validator pod",
+    Stage.PLUGIN: "the device plugin's log and the node's nvidia.com/gpu capacity",
+    Stage.OPERANDS: "the failing operand's own log (--previous for a crash loop)",
+}
+
+
+def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    if ctx.facts.runtime(node).has_nvidia is not False:
+        return []
+    if stages.sandbox:
+        text = ("Their sandboxes cannot be created because the node's runtime has no "
+                "'nvidia' handler (see RT001).")
+    else:
+        text = "The node's containerd has no 'nvidia' runtime loaded (see RT001)."
+    return [Cause(f"RT001:{node}", text)]
+
+
+def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    fabric = ctx.facts.nvlink_fabric.get(node)
+    if fabric is None or not fabric.not_initialized:
+        return []
+    return [Cause(f"OP005:{node}", "CUDA reports 'system not yet initialized': the NVLink "
+                                   "fabric is not set up (Fabric Manager, see OP005).")]
+
+
+def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    if stages.first is not Stage.DRIVER:
+        return []
+    found = []
+    driver = ctx.facts.driver_kernel.get(node)
+    if driver is not None and driver.broken:
+        found.append(Cause(f"OP010:{node}", "The driver container cannot match the node's "
+                                            "kernel (see OP010)."))
+    if SecureBootRefusedModule.explains(ctx, node):
+        found.append(Cause(f"DRV004:{node}", "Secure Boot refuses the unsigned nvidia module "
+                                             "(see DRV004)."))
+    if DriverNotUsable.explains(ctx, node):
+        found.append(Cause(f"DRV003:{node}", "The NVIDIA driver is not usable on the node "
+                                             "(see DRV003)."))
+    return found
+
+
+def _plugin(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    components = {b.operand.component for b in stages.at_first}
+    if stages.first is Stage.PLUGIN and "device-plugin" in components:
+        return [Cause(f"OP008:{node}", "The device plugin itself is failing (see OP008).")]
+    return []
+
+
+def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    components = {b.operand.component for b in stages.at_first}
+    if stages.first is not Stage.OPERANDS or "dcgm-exporter" not in components:
+        return []
+    exporter = stages.row["dcgm-exporter"]
+    found = []
+    if profiling_hits(ctx, exporter):
+        found.append(Cause(f"OP013:{node}", "The DCGM exporter cannot collect profiling "
+                                            "metrics (see OP013)."))
+    if exporter_hits(ctx, exporter):
+        found.append(Cause(f"OP004:{node}", "The DCGM exporter cannot reach DCGM "
+                                            "(see OP004)."))
+    return found
+
+
+_EXPLAINERS: tuple[Callable[[Context, str, NodeStages], list[Cause]], ...] = (
+    _runtime, _fabric, _driver, _plugin, _operands)
+
+
+def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    """The findings that explain why ``node``'s operand stack stops where it does."""
+    found: list[Cause] = []
+    for explainer in _EXPLAINERS:
+        found += explainer(ctx, node, stages)
+    return found
+
+
+def unexplained(stage: Stage) -> str:
+    """OP001's sentence when no rule identified the cause of ``stage``."""
+    return (f" No rule identified why the {stage.label} stage fails; read next "
+            f"{NEXT_LOOK[stage]}.")
