@@ -20,7 +20,7 @@ from analyzers.signatures import Example, Signature, SignatureMatch
 ALL = sigs.load()
 BY_ID = {s.id: s for s in ALL}
 CATALOG_RULE = re.compile(
-    r"^(RT00[1-7]|SC00[1-6]|OP0(0[1-9]|10)|DRV00[1-7]|CFG00[1-4]|HELM00[12]|BND00[12])$"
+    r"^(RT0(0[1-9]|10)|SC00[1-6]|OP0(0[1-9]|10)|DRV00[1-7]|CFG00[1-4]|HELM00[12]|BND00[12])$"
 )
 
 
