@@ -22,6 +22,7 @@ from analyzers.facts import (
     gpu,
     mig,
     operands,
+    operator_presence,
     podlogs,
     runtimes,
     scheduling,
@@ -96,6 +97,16 @@ class Facts:
     def operator_namespace(self) -> str | None:
         return operands.operator_namespace(self.bundle.cluster.pods,
                                            self.bundle.manifest.operator_namespace)
+
+    @cached_property
+    def operator_signs(self) -> list[str]:
+        """What says the GPU Operator is installed or meant to run (empty: a cluster that
+        runs GPUs without it, e.g. a standalone device plugin)."""
+        return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+
+    @property
+    def operator_expected(self) -> bool:
+        return bool(self.operator_signs)
 
     @cached_property
     def operands(self) -> dict[str, dict[str, operands.OperandPod]]:

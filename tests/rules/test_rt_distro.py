@@ -401,3 +401,47 @@ def test_rt010_quiet_without_users(tmp_path: Path) -> None:
     files = bundle_files([ocp("gpu-crio")], {"gpu-crio": {"crio/config-dump.toml": CRIO_DUMP}})
     report = run(tmp_path, files)
     assert status(report, "RT010")[0] == RuleStatus.PASSED.value
+
+
+# -- a cluster without the GPU Operator --------------------------------------------------
+
+NO_CRD = 'error: the server doesn\'t have a resource type "clusterpolicies"'
+
+
+def standalone_files(*, operator: bool) -> dict[str, Any]:
+    nodes = [node("gpu-a", gpus=4, gpu_label=False), node("gpu-b", gpus=4, gpu_label=False)]
+    plugins = [pod(f"nvidia-device-plugin-{n}", n, namespace="kube-system",
+                   app="nvidia-device-plugin-ds") for n in ("gpu-a", "gpu-b")]
+    deployments = []
+    if operator:
+        deployments = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"},
+                        "spec": {"template": {"metadata": {}, "spec": {"containers": []}}}}]
+    files = lists(nodes=nodes, pods=plugins, events=[], runtimeclasses=[],
+                  deployments=deployments)
+    default_nvidia = DUMP_WITH_NVIDIA.replace('default_runtime_name = "runc"',
+                                              'default_runtime_name = "nvidia"')
+    for name in ("gpu-a", "gpu-b"):
+        files[f"nodes/{name}/containerd/config-dump.toml"] = default_nvidia
+    return files
+
+
+def test_standalone_device_plugin_gets_no_operator_findings(tmp_path: Path) -> None:
+    path = write_dir(tmp_path / "bundle", standalone_files(operator=False),
+                     [{"path": "cluster/clusterpolicies.json", "error": NO_CRD}])
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, discover().rules)
+    assert sorted(f.id for f in report.findings) == ["BND001:not-found"]
+    for rule_id in ("OP003", "OP006"):
+        state, reason = status(report, rule_id)
+        assert state == "skipped" and reason is not None
+        assert reason.startswith("the GPU Operator is not installed")
+
+
+def test_operator_meant_to_run_keeps_operator_findings(tmp_path: Path) -> None:
+    path = write_dir(tmp_path / "bundle", standalone_files(operator=True),
+                     [{"path": "cluster/clusterpolicies.json", "error": NO_CRD}])
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, discover().rules)
+    found = sorted(f.id for f in report.findings if f.rule_id in ("OP003", "OP006"))
+    assert found == ["OP003:gpu-a", "OP003:gpu-b", "OP006:missing"]
