@@ -17,6 +17,7 @@ from kit import write_dir
 from scenario import (
     DUMP_WITH_NVIDIA,
     DUMP_WITHOUT_NVIDIA,
+    NVIDIA_DROPIN,
     cluster_policy,
     event,
     lists,
@@ -445,3 +446,43 @@ def test_operator_meant_to_run_keeps_operator_findings(tmp_path: Path) -> None:
         report = analyze(bundle, discover().rules)
     found = sorted(f.id for f in report.findings if f.rule_id in ("OP003", "OP006"))
     assert found == ["OP003:gpu-a", "OP003:gpu-b", "OP006:missing"]
+
+
+# -- RT003 on distribution layouts -------------------------------------------------------
+
+NVIDIA_DROPIN_FILE = "containerd/files/etc/containerd/conf.d/99-nvidia.toml"
+
+
+def test_rt003_on_k3s_advises_the_template(tmp_path: Path) -> None:
+    policy = policy_env(CONTAINERD_CONFIG=K3S_DIR + "/config.toml.tmpl",
+                        CONTAINERD_SOCKET="/run/k3s/containerd/containerd.sock")
+    files = bundle_files([k3s("gpu-k3s")], {"gpu-k3s": {
+        "containerd/config-dump.toml": K3S_GENERATED, f"{K3S_FILES}/config.toml": K3S_GENERATED,
+        NVIDIA_DROPIN_FILE: NVIDIA_DROPIN}}, policy=policy)
+    found = run(tmp_path, files).by_id()
+    rt003 = found["RT003:gpu-k3s"]
+    assert rt003.evidence[0].path == f"nodes/gpu-k3s/{NVIDIA_DROPIN_FILE}"
+    assert f"# add (or extend) at the top of {K3S_DIR}/config.toml.tmpl:" in rt003.remediation
+    assert f"# ({K3S_CONFIG} is rebuilt from it at every start)" in rt003.remediation
+    assert "systemctl restart containerd" not in rt003.remediation
+    assert found["RT001:gpu-k3s"].caused_by == ["RT003:gpu-k3s"]
+
+
+def test_rt003_on_k0s_moves_the_dropin_into_its_directory(tmp_path: Path) -> None:
+    k0s_main = ('version = 2\nimports = ["/etc/k0s/containerd.d/*.toml"]\n'
+                '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+                '  default_runtime_name = "runc"\n')
+    policy = policy_env(CONTAINERD_CONFIG="/etc/k0s/containerd.d/nvidia.toml",
+                        CONTAINERD_SOCKET="/run/k0s/containerd.sock")
+    files = bundle_files(
+        [info(node("gpu-k0s"), "v1.31.2+k0s", "containerd://1.7.22")],
+        {"gpu-k0s": {"containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA.replace(
+            "imports = []", 'imports = ["/etc/k0s/containerd.toml"]'),
+            "containerd/files/etc/k0s/containerd.toml": k0s_main,
+            NVIDIA_DROPIN_FILE: NVIDIA_DROPIN}}, policy=policy)
+    found = run(tmp_path, files).by_id()
+    rt003 = found["RT003:gpu-k0s"]
+    assert ("# on gpu-k0s: /etc/k0s/containerd.toml is generated and imports "
+            "/etc/k0s/containerd.d/*.toml") in rt003.remediation
+    assert "cp /etc/containerd/conf.d/99-nvidia.toml /etc/k0s/containerd.d/" in rt003.remediation
+    assert "RT008:gpu-k0s" not in found
