@@ -101,4 +101,10 @@ def config_used(path: str, layout: Layout, main: str) -> bool:
 
 
 def socket_used(path: str, layout: Layout, socket: str | None) -> bool:
-    return posixpath.normpath(path) in {layout.socket, socket or layout.socket}
+    return _run(path) in {_run(layout.socket), _run(socket or layout.socket)}
+
+
+def _run(path: str) -> str:
+    """``/var/run`` is a link to ``/run`` on every systemd host."""
+    path = posixpath.normpath(path)
+    return "/run" + path[len("/var/run"):] if path.startswith("/var/run/") else path

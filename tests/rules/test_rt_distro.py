@@ -486,3 +486,13 @@ def test_rt003_on_k0s_moves_the_dropin_into_its_directory(tmp_path: Path) -> Non
             "/etc/k0s/containerd.d/*.toml") in rt003.remediation
     assert "cp /etc/containerd/conf.d/99-nvidia.toml /etc/k0s/containerd.d/" in rt003.remediation
     assert "RT008:gpu-k0s" not in found
+
+
+def test_rt008_var_run_socket_is_the_run_socket(tmp_path: Path) -> None:
+    policy = policy_env(CONTAINERD_CONFIG="/etc/containerd/config.toml",
+                        CONTAINERD_SOCKET="/var/run/containerd/containerd.sock")
+    files = bundle_files([stock("gpu-a")], {"gpu-a": {
+        "containerd/config-dump.toml": DUMP_WITH_NVIDIA}}, policy=policy)
+    found = run(tmp_path, files).by_id()
+    assert not any(k.startswith(("RT001", "RT008")) for k in found)
+    assert status(run(tmp_path / "again", files), "RT008")[0] == "passed"
