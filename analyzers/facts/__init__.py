@@ -221,7 +221,8 @@ class Facts:
             if enabled:
                 misdirected = gate.misdirection(
                     where, target, runtime_setting.value if runtime_setting else None,
-                    self.toolkit_log_hits(name, "toolkit-containerd-not-on-path"))
+                    self.toolkit_log_hits(name, "toolkit-containerd-not-on-path"),
+                    self.runtime(name).has_nvidia if has_dir else None)
             if enabled and has_dir and where.containerd:
                 template = gate.template_loss(
                     where, self.bundle.node(name), self.runtime(name), target,

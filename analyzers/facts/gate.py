@@ -72,10 +72,15 @@ class NodeGate:
 
 
 def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str | None,
-                 dump_failures: tuple[LogHit, ...]) -> Misdirection | None:
+                 dump_failures: tuple[LogHit, ...],
+                 has_nvidia: bool | None = None) -> Misdirection | None:
     """Judged on containerd nodes whose layout is known (runtime.json or a distribution
-    in nodeInfo), and on any containerd node where the paths were set explicitly."""
+    in nodeInfo), and on any containerd node where the paths were set explicitly. A node
+    whose loaded configuration has the runtime anyway (k3s and RKE2 add it themselves
+    when they find nvidia-container-runtime on the host) is not harmed: no finding."""
     if runtime_setting not in (None, "containerd") or not where.containerd:
+        return None
+    if has_nvidia is True and not dump_failures:
         return None
     explicit = target.config_setting is not None or target.socket_setting is not None
     if where.distribution is None and not (explicit and where.runtime == CONTAINERD) \

@@ -206,11 +206,14 @@ def test_rt004_skipped_when_no_node_has_a_unit_to_judge(tmp_path: Path) -> None:
 
 def test_rt008_default_toolkit_paths_on_k3s_explain_rt001(tmp_path: Path) -> None:
     files = bundle_files(
-        [stock("gpu-a"), k3s("gpu-k3s")],
+        [stock("gpu-a"), k3s("gpu-k3s"), k3s("gpu-auto")],
         {"gpu-a": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA},
          "gpu-k3s": {"runtime.json": runtime_json("k3s"),
                      "containerd/config-dump.toml": K3S_GENERATED,
-                     f"{K3S_FILES}/config.toml": K3S_GENERATED}})
+                     f"{K3S_FILES}/config.toml": K3S_GENERATED},
+         # k3s found nvidia-container-runtime on this host and added the runtime itself
+         "gpu-auto": {"containerd/config-dump.toml": K3S_WITH_NVIDIA,
+                      f"{K3S_FILES}/config.toml": K3S_WITH_NVIDIA}})
     found = run(tmp_path, files).by_id()
     assert sorted(k for k in found if k[:5] in ("RT001", "RT008")) == [
         "RT001:gpu-k3s", "RT008:gpu-k3s"]
@@ -232,13 +235,17 @@ def test_rt008_quiet_when_the_policy_names_the_distribution_paths(tmp_path: Path
     policy = policy_env(CONTAINERD_CONFIG=K3S_DIR + "/config.toml.tmpl",
                         CONTAINERD_SOCKET="/run/k3s/containerd/containerd.sock")
     files = bundle_files(
-        [k3s("gpu-k3s"), stock("gpu-a")],
+        [k3s("gpu-k3s"), stock("gpu-a"), stock("gpu-b")],
         {"gpu-k3s": {"containerd/config-dump.toml": K3S_WITH_NVIDIA},
-         "gpu-a": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}}, policy=policy)
+         "gpu-a": {"containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA},
+         "gpu-b": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}}, policy=policy)
     report = run(tmp_path, files)
     found = report.by_id()
-    # the stock node is judged too (explicit values): it uses /etc/containerd
-    assert sorted(k for k in found if k[:5] in ("RT001", "RT008")) == ["RT008:gpu-a"]
+    # the stock nodes are judged too (explicit values): they use /etc/containerd; gpu-b
+    # has the runtime anyway, so the values do not hurt it
+    assert sorted(k for k in found if k[:5] in ("RT001", "RT008")) == [
+        "RT001:gpu-a", "RT008:gpu-a"]
+    assert found["RT001:gpu-a"].caused_by == ["RT008:gpu-a"]
     assert "ClusterPolicy cluster-policy sets CONTAINERD_CONFIG=" in found["RT008:gpu-a"].summary
     assert found["RT008:gpu-a"].evidence[0].pointer == "/items/0/spec/toolkit/env/0"
 
