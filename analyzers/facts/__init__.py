@@ -163,6 +163,12 @@ class Facts:
         return {name: distro.detect(self.bundle.node(name) if name in self.node_dirs else None,
                                     self.nodes.get(name), name) for name in names}
 
+    @cached_property
+    def _dump_commands(self) -> dict[str, object]:
+        """Manifest item path → command, for the nodes' containerd config dumps."""
+        return {item.path: item.command for item in self.bundle.manifest.items
+                if item.path.endswith("/containerd/config-dump.toml")}
+
     def node_runtime(self, node: str) -> distro.NodeRuntime:
         found = self.node_runtimes.get(node)
         return found if found is not None else distro.detect(None, None, node)
@@ -170,7 +176,9 @@ class Facts:
     def runtime(self, node: str) -> runtimes.RuntimeState:
         state = self._runtime.get(node)
         if state is None:
-            state = runtimes.runtime_state(self.bundle.node(node), self.node_runtime(node))
+            state = runtimes.runtime_state(
+                self.bundle.node(node), self.node_runtime(node),
+                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
             self._runtime[node] = state
         return state
 

@@ -18,6 +18,8 @@ from analyzers.facts.runtimes import NVIDIA_HANDLER, RuntimeState, is_template
 from analyzers.facts.toolkit_env import ToolkitTarget, config_used, socket_used
 from analyzers.signatures import SignatureMatch
 from bundle import NodeArtifacts
+from bundle.reader import toml_refused
+from bundle.tomlsafe import TomlRefused
 from bundle.tomlsafe import loads as toml_loads
 
 LogHit = tuple[ContainerLog, SignatureMatch]
@@ -140,6 +142,8 @@ def crio_state(artifacts: NodeArtifacts) -> CrioState:
     if text is not None:
         try:
             data = toml_loads(text)
+        except TomlRefused as exc:
+            toml_refused(artifacts.bundle, dump_path, exc)
         except tomllib.TOMLDecodeError as exc:
             artifacts.bundle.problem(dump_path, f"invalid TOML: {exc}", lost=True)
         else:

@@ -62,20 +62,22 @@ class RuntimeState:
         return None
 
 
-def runtime_state(artifacts: NodeArtifacts, where: NodeRuntime | None = None) -> RuntimeState:
+def runtime_state(artifacts: NodeArtifacts, where: NodeRuntime | None = None,
+                  dump_command: object = None) -> RuntimeState:
     """The node's runtime state. It depends only on the node's containerd texts, which
     repeat across a cluster's nodes, so it is computed once per distinct set of texts
     (the merge emulation parses every file again) and renamed for each node.
 
     ``where`` says which distribution's layout the node has: the merge starts at the file
     containerd really runs with (k3s, RKE2, k0s and MicroK8s keep it elsewhere than
-    ``/etc/containerd/config.toml``), and that file's templates are no drop-ins."""
+    ``/etc/containerd/config.toml``), and that file's templates are no drop-ins.
+    ``dump_command`` is the manifest item's command of the node's config dump."""
     files = artifacts.containerd_files
     config = artifacts.config_dump  # parsed here (memoized) so its problem is recorded
     artifacts.containerd_refused  # noqa: B018 - checked here so that each node records its own
     main = where.config if where is not None else DEFAULT_MAIN
     templates = where.layout.templates if where is not None else ()
-    wrong = _wrong_dump(artifacts, main) if main != DEFAULT_MAIN else None
+    wrong = _wrong_dump(dump_command, main) if main != DEFAULT_MAIN else None
     key = (artifacts.config_dump_text, tuple(sorted(files.items())),
            artifacts.containerd_version, main, wrong)
     known = _STATES.get(key)
@@ -96,13 +98,11 @@ _STATES: dict[tuple[str | None, tuple[tuple[str, str], ...], str | None, str, st
 _STATES_LIMIT = 64
 
 
-def _wrong_dump(artifacts: NodeArtifacts, main: str) -> str | None:
+def _wrong_dump(command: object, main: str) -> str | None:
     """Why the collected dump is not the configuration containerd runs with on a
     distribution node, or None. A collector before format 1.1 ran ``containerd config
     dump`` with no ``--config``: that reads ``/etc/containerd/config.toml`` (or built-in
     defaults), not the distribution's file. The manifest item's command tells."""
-    item = artifacts.bundle.manifest.item(artifacts.path("containerd/config-dump.toml"))
-    command = item.command if item is not None else None
     if not isinstance(command, list) or "dump" not in command:
         return None
     if any(str(arg).endswith(main) for arg in command):

@@ -286,7 +286,12 @@ class CrioNoNvidiaHandler(Rule):
                  f"{', '.join(sorted(loaded)) or 'none'})" if loaded is not None else
                  "CRI-O refuses the nvidia handler (its loaded configuration was not collected)")
         hooks = ""
-        if crio is not None and crio.hooks:
+        if crio is not None and crio.nvidia_files and loaded is not None:
+            hooks = (f"; {crio.nvidia_files[0]} defines the handler but the running CRI-O has "
+                     "not loaded it (restarted since?)")
+            evidence.append(Evidence(path=ctx.bundle.node(node_name).path(
+                "crio/files" + crio.nvidia_files[0]), excerpt="[crio.runtime.runtimes.nvidia]"))
+        elif crio is not None and crio.hooks:
             hooks = (f"; the NVIDIA OCI hook is installed ({crio.hooks[0]}), so GPUs are "
                      "injected without a handler and these pods should not name the nvidia "
                      "RuntimeClass")

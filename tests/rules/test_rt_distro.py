@@ -503,3 +503,30 @@ def test_rt008_var_run_socket_is_the_run_socket(tmp_path: Path) -> None:
     found = run(tmp_path, files).by_id()
     assert not any(k.startswith(("RT001", "RT008")) for k in found)
     assert status(run(tmp_path / "again", files), "RT008")[0] == "passed"
+
+
+def test_rt010_handler_in_a_dropin_crio_did_not_load(tmp_path: Path) -> None:
+    pods = [pod("cuda-a", "gpu-crio", namespace="ml", runtime_class="nvidia", phase="Pending")]
+    dropin = ('[crio.runtime.runtimes.nvidia]\nruntime_path = '
+              '"/usr/local/nvidia/toolkit/nvidia-container-runtime"\n')
+    files = bundle_files(
+        [ocp("gpu-crio")],
+        {"gpu-crio": {"crio/config-dump.toml": CRIO_DUMP,
+                      "crio/files/etc/crio/crio.conf.d/99-nvidia.conf": dropin}},
+        pods=pods)
+    rt010 = run(tmp_path, files).by_id()["RT010:gpu-crio"]
+    assert ("/etc/crio/crio.conf.d/99-nvidia.conf defines the handler but the running CRI-O "
+            "has not loaded it") in rt010.summary
+    assert "nodes/gpu-crio/crio/files/etc/crio/crio.conf.d/99-nvidia.conf" in [
+        e.path for e in rt010.evidence]
+
+
+def test_rt010_refused_dump_is_a_recorded_problem(tmp_path: Path) -> None:
+    pods = [pod("cuda-a", "gpu-crio", namespace="ml", runtime_class="nvidia", phase="Pending")]
+    refused = event("cuda-a", "FailedCreatePodSandBox", REFUSED, namespace="ml")
+    files = bundle_files([ocp("gpu-crio")], {"gpu-crio": {"crio/config-dump.toml": "[crio\n"}},
+                         pods=pods, events=[refused])
+    report = run(tmp_path, files)
+    rt010 = report.by_id()["RT010:gpu-crio"]
+    assert "its loaded configuration was not collected" in rt010.summary
+    assert [p.path for p in report.problems] == ["nodes/gpu-crio/crio/config-dump.toml"]
