@@ -530,3 +530,14 @@ def test_rt010_refused_dump_is_a_recorded_problem(tmp_path: Path) -> None:
     rt010 = report.by_id()["RT010:gpu-crio"]
     assert "its loaded configuration was not collected" in rt010.summary
     assert [p.path for p in report.problems] == ["nodes/gpu-crio/crio/config-dump.toml"]
+
+
+def test_rt007_reads_crio_handlers_on_crio_nodes(tmp_path: Path) -> None:
+    files = bundle_files([ocp("gpu-crio")], {"gpu-crio": {"crio/config-dump.toml": CRIO_DUMP}})
+    files.update(lists(runtimeclasses=[runtime_class("nvidia"), runtime_class("fast", "crun"),
+                                       runtime_class("kata", "kata-qemu")]))
+    found = run(tmp_path, files).by_id()
+    assert sorted(k for k in found if k.startswith("RT007")) == ["RT007:handler/kata-qemu"]
+    rt007 = found["RT007:handler/kata-qemu"]
+    assert "no GPU node's loaded runtime configuration defines it (gpu-crio)" in rt007.summary
+    assert rt007.evidence[1].path == "nodes/gpu-crio/crio/config-dump.toml"
