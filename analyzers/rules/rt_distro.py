@@ -314,5 +314,8 @@ class CrioNoNvidiaHandler(Rule):
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in users[:10]]
+        # RT001's place in the chain on a CRI-O node: operands stuck at the sandbox, the
+        # device plugin not registered (links to absent findings are dropped)
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
-                            evidence=evidence, remediation=remediation)
+                            evidence=evidence, remediation=remediation,
+                            causes=[f"OP001:{node_name}", f"OP008:{node_name}"])

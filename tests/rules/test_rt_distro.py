@@ -541,3 +541,17 @@ def test_rt007_reads_crio_handlers_on_crio_nodes(tmp_path: Path) -> None:
     rt007 = found["RT007:handler/kata-qemu"]
     assert "no GPU node's loaded runtime configuration defines it (gpu-crio)" in rt007.summary
     assert rt007.evidence[1].path == "nodes/gpu-crio/crio/config-dump.toml"
+
+
+def test_rt010_explains_the_stuck_operands(tmp_path: Path) -> None:
+    plugin = pod("nvidia-device-plugin-daemonset-x1", "gpu-crio",
+                 app="nvidia-device-plugin-daemonset", runtime_class="nvidia", phase="Pending",
+                 init=1)
+    refused = event("nvidia-device-plugin-daemonset-x1", "FailedCreatePodSandBox", REFUSED)
+    files = bundle_files([ocp("gpu-crio")], {"gpu-crio": {"crio/config-dump.toml": CRIO_DUMP}},
+                         pods=[plugin], events=[refused])
+    found = run(tmp_path, files).by_id()
+    assert found["RT010:gpu-crio"].causes == ["OP001:gpu-crio", "OP008:gpu-crio"]
+    assert "RT010:gpu-crio" in found["OP001:gpu-crio"].caused_by
+    assert "RT010:gpu-crio" in found["OP008:gpu-crio"].caused_by
+    assert not any(k.startswith("RT001") for k in found)
