@@ -233,7 +233,7 @@ class Facts:
                     self.runtime(name).has_nvidia if has_dir else None)
             if enabled and has_dir and where.containerd:
                 template = gate.template_loss(
-                    where, self.bundle.node(name), self.runtime(name), target,
+                    where, self.bundle.node(name), target,
                     self.toolkit_log_hits(name, "toolkit-template-parsed-as-toml"))
             result[name] = gate.NodeGate(misdirected, template, crio)
         return result

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from analyzers.facts.containerd_merge import runtimes_in
 from analyzers.facts.distro import CONTAINERD, CRIO, NodeRuntime
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.facts.runtimes import NVIDIA_HANDLER, RuntimeState, is_template
+from analyzers.facts.runtimes import NVIDIA_HANDLER, is_template
 from analyzers.facts.toolkit_env import ToolkitTarget, config_used, socket_used
 from analyzers.signatures import SignatureMatch
 from bundle import NodeArtifacts
@@ -70,7 +70,6 @@ class NodeGate:
     misdirection: Misdirection | None = None
     template: TemplateLoss | None = None
     crio: CrioState | None = None
-    notes: tuple[str, ...] = field(default=())
 
 
 def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str | None,
@@ -96,9 +95,8 @@ def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str
     return found if found.wrong else None
 
 
-def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, state: RuntimeState,
-                  target: ToolkitTarget, parse_failures: tuple[LogHit, ...]
-                  ) -> TemplateLoss | None:
+def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitTarget,
+                  parse_failures: tuple[LogHit, ...]) -> TemplateLoss | None:
     layout = where.layout
     files = artifacts.containerd_files
     templates = [t for t in layout.templates if t in files]
