@@ -555,3 +555,23 @@ def test_rt010_explains_the_stuck_operands(tmp_path: Path) -> None:
     assert "RT010:gpu-crio" in found["OP001:gpu-crio"].caused_by
     assert "RT010:gpu-crio" in found["OP008:gpu-crio"].caused_by
     assert not any(k.startswith("RT001") for k in found)
+
+
+def test_rt008_reads_helm_values_when_the_policy_has_no_env(tmp_path: Path) -> None:
+    values = {"toolkit": {"env": [
+        {"name": "CONTAINERD_CONFIG", "value": "/etc/containerd/config.toml"},
+        {"name": "CONTAINERD_SOCKET", "value": "/run/containerd/containerd.sock"}]}}
+    files = bundle_files([k3s("gpu-k3s")], {"gpu-k3s": {
+        "containerd/config-dump.toml": K3S_GENERATED}})
+    files["cluster/helm/gpu-operator.json"] = [
+        {"revision": 1, "status": "superseded", "chart": "gpu-operator-v24.9.0",
+         "app_version": "v24.9.0", "updated": "2026-11-01T00:00:00Z", "description": "x",
+         "values": {}},
+        {"revision": 2, "status": "deployed", "chart": "gpu-operator-v24.9.0",
+         "app_version": "v24.9.0", "updated": "2026-11-02T00:00:00Z", "description": "y",
+         "values": values}]
+    rt008 = run(tmp_path, files).by_id()["RT008:gpu-k3s"]
+    assert ("Helm release gpu-operator revision 2 sets CONTAINERD_CONFIG="
+            "/etc/containerd/config.toml") in rt008.summary
+    assert rt008.evidence[0].path == "cluster/helm/gpu-operator.json"
+    assert rt008.evidence[0].pointer == "/1/values/toolkit/env/0"
