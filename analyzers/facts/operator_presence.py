@@ -27,6 +27,9 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
     empty for a cluster that runs GPUs without it."""
     cluster = bundle.cluster
     found: list[str] = []
+    if not bundle.has("cluster/pods.json"):
+        # without the pods nothing rules the operator out: judge as for an operator cluster
+        found.append("the pods were not collected, so the operator cannot be ruled out")
     if operator_pods:
         found.append(f"operator pod {operator_pods[0].namespace}/{operator_pods[0].name}")
     if bundle.has("cluster/clusterpolicies.json") and cluster.clusterpolicies:
@@ -43,6 +46,9 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
             break
     if any(key.startswith(_DEPLOY_LABEL) for node in cluster.nodes for key in node.labels):
         found.append("nodes carry nvidia.com/gpu.deploy.* labels")
+    namespace = bundle.manifest.operator_namespace
+    if namespace and bundle.paths_under(f"logs/{namespace}/"):
+        found.append(f"pod logs were collected from the {namespace} namespace")
     if _crd_listed(bundle):
         found.append(f"the {POLICY_CRD} CRD exists")
     return found
