@@ -9,7 +9,7 @@ from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
     event_evidence,
@@ -131,9 +131,13 @@ class NoNvidiaRuntime(Rule):
         handlers = {rc.metadata.name: rc.handler for rc in classes}
         nvidia_classes = [rc for rc in classes if rc.handler == NVIDIA_HANDLER]
         namespace = facts.operator_namespace or "gpu-operator"
-        for node_name in facts.gpu_nodes:
-            if not facts.node_runtime(node_name).containerd:
-                continue  # CRI-O and Docker nodes: RT010 judges CRI-O's handlers
+        judged = [n for n in facts.gpu_nodes if facts.node_runtime(n).containerd]
+        wrong = {n: why for n in judged if (why := facts.runtime(n).wrong_dump) is not None}
+        if wrong and all(n in wrong or facts.runtime(n).loaded is None for n in judged):
+            first = sorted(wrong)[0]
+            raise CannotJudge(f"no GPU node's dump is of the file its containerd runs with; "
+                              f"on {first}, {wrong[first]}")
+        for node_name in judged:
             state = facts.runtime(node_name)
             if state.has_nvidia is not False:
                 continue

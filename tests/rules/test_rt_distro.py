@@ -575,3 +575,14 @@ def test_rt008_reads_helm_values_when_the_policy_has_no_env(tmp_path: Path) -> N
             "/etc/containerd/config.toml") in rt008.summary
     assert rt008.evidence[0].path == "cluster/helm/gpu-operator.json"
     assert rt008.evidence[0].pointer == "/1/values/toolkit/env/0"
+
+
+def test_rt001_skipped_when_every_dump_is_of_the_wrong_file(tmp_path: Path) -> None:
+    files = bundle_files([k3s("gpu-k3s")],
+                         {"gpu-k3s": {"containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA}})
+    report = run(tmp_path, files, {
+        "nodes/gpu-k3s/containerd/config-dump.toml": ["containerd", "config", "dump"]})
+    assert status(report, "RT001") == (
+        "skipped", "no GPU node's dump is of the file its containerd runs with; on gpu-k3s, the "
+                   "dump was made with 'containerd config dump', which does not read "
+                   f"{K3S_CONFIG}, the file this node's containerd runs with")
