@@ -586,3 +586,15 @@ def test_rt001_skipped_when_every_dump_is_of_the_wrong_file(tmp_path: Path) -> N
         "skipped", "no GPU node's dump is of the file its containerd runs with; on gpu-k3s, the "
                    "dump was made with 'containerd config dump', which does not read "
                    f"{K3S_CONFIG}, the file this node's containerd runs with")
+
+
+def test_hostile_config_path_from_runtime_json_is_never_offered(tmp_path: Path) -> None:
+    hostile = K3S_CONFIG + "$(reboot)"
+    files = bundle_files([k3s("gpu-k3s")], {"gpu-k3s": {
+        "runtime.json": runtime_json("k3s", hostile),
+        "containerd/config-dump.toml": K3S_GENERATED}})
+    found = run(tmp_path, files).by_id()
+    for finding_id in ("RT001:gpu-k3s", "RT008:gpu-k3s"):
+        lines = found[finding_id].remediation.splitlines()
+        assert any(line.startswith("# not offered: ") for line in lines)
+        assert not any("$(reboot)" in line for line in lines if not line.startswith("#"))
