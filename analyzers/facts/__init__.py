@@ -15,16 +15,20 @@ from functools import cached_property
 
 from analyzers import signatures
 from analyzers.facts import (
+    distro,
     driverkernel,
     fabric,
+    gate,
     gpu,
     mig,
     operands,
+    operator_presence,
     podlogs,
     runtimes,
     scheduling,
     sharing,
     stages,
+    toolkit_env,
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
@@ -95,6 +99,16 @@ class Facts:
                                            self.bundle.manifest.operator_namespace)
 
     @cached_property
+    def operator_signs(self) -> list[str]:
+        """What says the GPU Operator is installed or meant to run (empty: a cluster that
+        runs GPUs without it, e.g. a standalone device plugin)."""
+        return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+
+    @property
+    def operator_expected(self) -> bool:
+        return bool(self.operator_signs)
+
+    @cached_property
     def operands(self) -> dict[str, dict[str, operands.OperandPod]]:
         return operands.operands_by_node(self.bundle.cluster.pods, self.operator_namespace)
 
@@ -141,10 +155,30 @@ class Facts:
         bundle, without matching its message again."""
         return self._event_signatures.get(event.message or "", ())
 
+    @cached_property
+    def node_runtimes(self) -> dict[str, distro.NodeRuntime]:
+        """Per node (with a Node object or a node directory): its container runtime and
+        Kubernetes distribution, from ``runtime.json`` or else the Node object."""
+        names = sorted(set(self.nodes) | self.node_dirs)
+        return {name: distro.detect(self.bundle.node(name) if name in self.node_dirs else None,
+                                    self.nodes.get(name), name) for name in names}
+
+    @cached_property
+    def _dump_commands(self) -> dict[str, object]:
+        """Manifest item path → command, for the nodes' containerd config dumps."""
+        return {item.path: item.command for item in self.bundle.manifest.items
+                if item.path.endswith("/containerd/config-dump.toml")}
+
+    def node_runtime(self, node: str) -> distro.NodeRuntime:
+        found = self.node_runtimes.get(node)
+        return found if found is not None else distro.detect(None, None, node)
+
     def runtime(self, node: str) -> runtimes.RuntimeState:
         state = self._runtime.get(node)
         if state is None:
-            state = runtimes.runtime_state(self.bundle.node(node))
+            state = runtimes.runtime_state(
+                self.bundle.node(node), self.node_runtime(node),
+                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
             self._runtime[node] = state
         return state
 
@@ -156,11 +190,53 @@ class Facts:
 
     def runtime_cause(self, node: str) -> runtimes.Cause:
         toolkit = self.operands.get(node, {}).get("toolkit")
+        found = self.runtime_gate.get(node, gate.NodeGate())
         return runtimes.missing_cause(
             self.runtime(node),
             toolkit_enabled=self.toolkit_enabled(),
             toolkit_running=toolkit is not None and toolkit.healthy,
+            misdirected=found.misdirection is not None,
+            template_broken=found.template is not None,
         )
+
+    @cached_property
+    def toolkit_settings(self) -> dict[str, toolkit_env.Setting]:
+        """The toolkit's env values (host paths) from the ClusterPolicy and Helm values."""
+        return toolkit_env.settings(self.cluster_policy, self.bundle.cluster.helm)
+
+    def toolkit_log_hits(self, node: str, signature_id: str) -> tuple[gate.LogHit, ...]:
+        """Lines of the toolkit pod on ``node`` that match the signature ``signature_id``."""
+        toolkit = self.operands.get(node, {}).get("toolkit")
+        if toolkit is None:
+            return ()
+        return tuple((log, hit) for log in self.pod_logs.of(toolkit.pod)
+                     for hit in log.matches() if hit.signature.id == signature_id)
+
+    @cached_property
+    def runtime_gate(self) -> dict[str, gate.NodeGate]:
+        """Per GPU node: the toolkit aimed at the wrong file or socket (RT008), a
+        regenerated configuration that lost the runtime (RT009), CRI-O's handlers (RT010)."""
+        target = toolkit_env.target(self.toolkit_settings)
+        runtime_setting = self.toolkit_settings.get("RUNTIME")
+        enabled = self.toolkit_enabled()
+        result = {}
+        for name in self.gpu_nodes:
+            where = self.node_runtime(name)
+            has_dir = name in self.node_dirs
+            crio = gate.crio_state(self.bundle.node(name)) \
+                if has_dir and gate.is_crio(where) else None
+            misdirected = template = None
+            if enabled:
+                misdirected = gate.misdirection(
+                    where, target, runtime_setting.value if runtime_setting else None,
+                    self.toolkit_log_hits(name, "toolkit-containerd-not-on-path"),
+                    self.runtime(name).has_nvidia if has_dir else None)
+            if enabled and has_dir and where.containerd:
+                template = gate.template_loss(
+                    where, self.bundle.node(name), target,
+                    self.toolkit_log_hits(name, "toolkit-template-parsed-as-toml"))
+            result[name] = gate.NodeGate(misdirected, template, crio)
+        return result
 
     @cached_property
     def kernel_events(self) -> dict[str, NodeKernel]:

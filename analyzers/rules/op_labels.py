@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from analyzers import commands as sh
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
+from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import field, node_ref
 from analyzers.rules.op_common import capped, logs_cmd, namespace
 from bundle.evidence import Locator, clip
@@ -333,6 +334,8 @@ class NfdNotLabelling(Rule):
     tags = ("operator", "nfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.facts.operator_expected:
+            raise CannotJudge(STANDALONE)
         workers = _nfd_workers(ctx.bundle.cluster.pods)
         nfd_ds = _nfd_daemonset(ctx.bundle.cluster.daemonsets)
         operator_lines = self._operator_lines(ctx)

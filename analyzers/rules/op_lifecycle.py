@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from analyzers import commands as sh
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
+from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Input, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
 from analyzers.rules.common import field, node_ref
 from analyzers.rules.drv_driver import SecureBootRefusedModule
 from analyzers.rules.op_common import (
@@ -90,6 +91,9 @@ class ClusterPolicyNotReady(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = namespace(ctx)
+        if not ctx.facts.operator_expected and not (
+                ctx.bundle.has(POLICIES) and ctx.bundle.cluster.clusterpolicies):
+            raise CannotJudge(STANDALONE)
         if not ctx.bundle.has(POLICIES):
             crd = missing_crd(ctx.bundle)
             if crd is not None:

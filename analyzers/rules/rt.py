@@ -6,9 +6,10 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts import Facts
+from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
     event_evidence,
@@ -27,6 +28,10 @@ _CAUSE_TEXT = {
                                "it (see RT003)",
     Cause.DROPIN_CLOBBERED: "a later drop-in replaced the whole CRI plugin table and dropped "
                             "the runtime (see RT002)",
+    Cause.TOOLKIT_MISDIRECTED: "the Container Toolkit edits a file or socket this node's "
+                                 "containerd does not use (see RT008)",
+    Cause.TEMPLATE_BROKEN: "the distribution's template lost the runtime or broke the toolkit "
+                           "(see RT009)",
     Cause.TOOLKIT_NOT_RUNNING: "the Container Toolkit pod is not running on this node, so "
                                "the drop-in was never written (or was removed when it exited)",
     Cause.UNKNOWN: "the copied containerd files do not explain it; compare them with the "
@@ -42,16 +47,35 @@ def _uses_nvidia(pod: Pod, handlers: dict[str, str]) -> bool:
 def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[str]:
     if cause is Cause.TOOLKIT_DISABLED and facts.cluster_policy is not None:
         return [f"CFG004:{facts.cluster_policy.metadata.name}"]
-    if cause in (Cause.DROPIN_NOT_IMPORTED, Cause.DROPIN_CLOBBERED):
+    if cause in (Cause.DROPIN_NOT_IMPORTED, Cause.DROPIN_CLOBBERED, Cause.TOOLKIT_MISDIRECTED,
+                 Cause.TEMPLATE_BROKEN):
         return [f"{cause.value}:{node_name}"]
     return []
 
 
-def _remediation(node_name: str, cause: Cause, namespace: str) -> str:
-    look = [sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- "
-                    "chroot /host sh):", node=sh.node(node_name)),
-            "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms",
-            "ls -l /etc/containerd/conf.d/"]
+def _look(node_name: str, where: NodeRuntime) -> list[str]:
+    """Read-first commands that show the configuration this node's containerd runs with."""
+    head = sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- "
+                   "chroot /host sh):", node=sh.node(node_name))
+    layout = where.layout
+    if layout.stock:
+        return [head, "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms",
+                "ls -l /etc/containerd/conf.d/"]
+    config = sh.path(where.config)
+    look = [head, sh.note("# {distribution} runs its own containerd with {config}",
+                          distribution=sh.word(layout.distribution, "distribution"),
+                          config=config),
+            sh.cmd(sh.path(layout.binary), "--config", config, "config", "dump",
+                   tail=" | grep -c 'runtimes.nvidia'   # 0 confirms")]
+    if layout.templates:
+        look.append(sh.cmd("ls", "-l", sh.path(layout.templates[0]), tail=" 2>/dev/null"))
+    if layout.dropin_dir is not None:
+        look.append(sh.cmd("ls", "-l", sh.path(layout.dropin_dir)))
+    return look
+
+
+def _remediation(node_name: str, cause: Cause, namespace: str, where: NodeRuntime) -> str:
+    look = _look(node_name, where)
     if cause is Cause.TOOLKIT_DISABLED:
         return sh.lines(look, "# then follow CFG004: enable the toolkit with helm --reuse-values")
     if cause is Cause.TOOLKIT_NOT_RUNNING:
@@ -63,6 +87,8 @@ def _remediation(node_name: str, cause: Cause, namespace: str) -> str:
             sh.cmd("kubectl", "-n", ns, "logs", "-l", "app=nvidia-container-toolkit-daemonset",
                    "-c", "nvidia-container-toolkit-ctr", "--tail=100")])
     if cause is Cause.UNKNOWN:
+        if not where.layout.stock:
+            return sh.lines(look, "# compare the copied files with the dump of that file")
         return sh.lines(look, "# compare /etc/containerd/config.toml and conf.d/* with the dump")
     return sh.lines(look, f"# then follow {cause.value} for the fix")
 
@@ -105,7 +131,13 @@ class NoNvidiaRuntime(Rule):
         handlers = {rc.metadata.name: rc.handler for rc in classes}
         nvidia_classes = [rc for rc in classes if rc.handler == NVIDIA_HANDLER]
         namespace = facts.operator_namespace or "gpu-operator"
-        for node_name in facts.gpu_nodes:
+        judged = [n for n in facts.gpu_nodes if facts.node_runtime(n).containerd]
+        wrong = {n: why for n in judged if (why := facts.runtime(n).wrong_dump) is not None}
+        if wrong and all(n in wrong or facts.runtime(n).loaded is None for n in judged):
+            first = sorted(wrong)[0]
+            raise CannotJudge(f"no GPU node's dump is of the file its containerd runs with; "
+                              f"on {first}, {wrong[first]}")
+        for node_name in judged:
             state = facts.runtime(node_name)
             if state.has_nvidia is not False:
                 continue
@@ -146,21 +178,31 @@ class NoNvidiaRuntime(Rule):
                      if users else "the operator's RuntimeClass points at it")
         failing = (f"; {len(sandbox_events)} sandbox creation failure event(s) confirm it"
                    if sandbox_events else "")
-        summary = (f"On {node_name}, containerd's loaded configuration has no "
+        where = facts.node_runtime(node_name)
+        on = node_name if where.layout.stock else \
+            f"{node_name} ({where.describe()}: containerd runs with {where.config})"
+        summary = (f"On {on}, containerd's loaded configuration has no "
                    f"'{NVIDIA_HANDLER}' runtime (loaded: {loaded}), yet {pods_text}{failing}. "
                    f"Cause: {_CAUSE_TEXT[cause]}.")
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in users[:10]]
         return self.finding(
             node_name, summary, nodes=[node_name], objects=objects, evidence=evidence,
-            remediation=_remediation(node_name, cause, namespace),
+            remediation=_remediation(node_name, cause, namespace,
+                                     facts.node_runtime(node_name)),
             caused_by=_cause_link(facts, node_name, cause),
         )
 
 
+from analyzers.rules.rt_distro import (  # noqa: E402
+    CrioNoNvidiaHandler,
+    TemplateLostRuntime,
+    ToolkitMisdirected,
+)
 from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported  # noqa: E402
 from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing  # noqa: E402
 from analyzers.rules.rt_service import ContainerdRestarts, CriPluginDisabled  # noqa: E402
 
 RULES = [NoNvidiaRuntime, DropInClobber, DropInNotImported, ContainerdRestarts,
-         CriPluginDisabled, CdiSpecMissing, BrokenRuntimeReference]
+         CriPluginDisabled, CdiSpecMissing, BrokenRuntimeReference, ToolkitMisdirected,
+         TemplateLostRuntime, CrioNoNvidiaHandler]

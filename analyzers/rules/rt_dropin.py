@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
+from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -98,12 +99,22 @@ class DropInClobber(Rule):
                         overridden=sh.path(clobber.overridden), keep=sh.raw(keep)),
                 merged,
                 "# restart on this node only, then check before moving to the next",
-                "systemctl restart containerd && containerd config dump | grep -c "
-                "'runtimes.nvidia'",
+                _restart_line(ctx.facts.node_runtime(node_name)),
             )
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
                                causes=[f"RT001:{node_name}"])
+
+
+def _restart_line(where: NodeRuntime) -> str:
+    """How to restart containerd on the node and check that it loaded the runtime."""
+    if where.layout.stock:
+        return "systemctl restart containerd && containerd config dump | grep -c 'runtimes.nvidia'"
+    layout = where.layout
+    return sh.note("# restart {units} (the service that runs containerd), then: {binary} "
+                   "--config {config} config dump | grep -c runtimes.nvidia",
+                   units=sh.raw(" or ".join(layout.units)), binary=sh.path(layout.binary),
+                   config=sh.path(where.config))
 
 
 def _merged_dropin(files: dict[str, str], clobber: Clobber) -> list[str]:
@@ -158,7 +169,7 @@ class DropInNotImported(Rule):
             evidence = [_file_evidence(ctx, node_name, dropin, f"runtimes.{NVIDIA_HANDLER}"),
                         Evidence(path=state.dump_path, line=dump_line.line if dump_line else None,
                                  excerpt=dump_line.excerpt if dump_line else "(no imports)")]
-            main = "/etc/containerd/config.toml"
+            main = state.main
             if main in ctx.bundle.node(node_name).containerd_files:
                 evidence.append(_file_evidence(ctx, node_name, main, "version"))
             summary = (f"On {node_name}, {dropin} defines the nvidia runtime but containerd "
@@ -170,14 +181,31 @@ class DropInNotImported(Rule):
                             "directory (/ under systemd), not /etc/containerd — use an absolute "
                             "path.")
             glob = posixpath.dirname(dropin) + "/*.toml"
+            where = ctx.facts.node_runtime(node_name)
+            # k3s, RKE2 and MicroK8s rebuild the file from a template at every start
+            edit = where.layout.templates[0] if where.layout.regenerated else main
+            if not where.layout.stock and where.layout.dropin_dir is not None:
+                # k0s generates its file and imports its own drop-in directory
+                directory = where.layout.dropin_dir
+                yield self.finding(
+                    node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
+                    evidence=evidence, causes=[f"RT001:{node_name}"], remediation=sh.lines(
+                        sh.note("# on {node}: {main} is generated and imports {dir}/*.toml",
+                                node=sh.node(node_name), main=sh.path(main),
+                                dir=sh.path(directory)),
+                        sh.cmd("ls", "-l", sh.path(directory)),
+                        sh.cmd("cp", sh.path(dropin), sh.path(directory + "/")),
+                        _restart_line(where)))
+                continue
             remediation = sh.lines(
                 sh.note("# on {node}", node=sh.node(node_name)),
-                sh.cmd("grep", "-n", "^imports", main, tail=" || echo 'no imports line'"),
-                f"# add (or extend) at the top of {main}:",
+                sh.cmd("grep", "-n", "^imports", sh.path(main), tail=" || echo 'no imports line'"),
+                sh.note("# add (or extend) at the top of {file}:", file=sh.path(edit)),
+                sh.note("# ({main} is rebuilt from it at every start)", main=sh.path(main))
+                if edit != main else [],
                 sh.commented(f'imports = ["{glob}"]') if sh.path(glob).ok
                 else sh.path(glob).refusal(),
-                "systemctl restart containerd && containerd config dump | grep -c "
-                "'runtimes.nvidia'",
+                _restart_line(where),
             )
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,

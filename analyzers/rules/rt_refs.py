@@ -51,6 +51,24 @@ def _cause_link(ctx: Context, node_name: str) -> list[str]:
     return []
 
 
+def _loaded_handlers(ctx: Context, node_name: str) -> tuple[frozenset[str], str] | None:
+    """The runtime handlers a node's runtime has loaded, and the file that says so: CRI-O's
+    loaded configuration on CRI-O nodes, containerd's on the others (None: not known)."""
+    if ctx.facts.node_runtime(node_name).runtime == "cri-o":
+        found = ctx.facts.runtime_gate.get(node_name)
+        crio = found.crio if found is not None else None
+        if crio is None or crio.handlers is None:
+            return None
+        return crio.handlers, crio.dump_path
+    state = ctx.facts.runtime(node_name)
+    return (state.loaded, state.dump_path) if state.loaded is not None else None
+
+
+def _runtime_word(ctx: Context, nodes: list[str]) -> str:
+    crio = any(ctx.facts.node_runtime(n).runtime == "cri-o" for n in nodes)
+    return "runtime" if crio else "containerd"
+
+
 class CdiSpecMissing(Rule):
     """CDI is enabled but a GPU node has no NVIDIA CDI spec, or a stale one.
 
@@ -170,25 +188,27 @@ class BrokenRuntimeReference(Rule):
 
     def _missing_handlers(self, ctx: Context,
                           classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
-        judged = [n for n in ctx.facts.gpu_nodes if ctx.facts.runtime(n).loaded is not None]
+        loaded = {n: found for n in ctx.facts.gpu_nodes
+                  if (found := _loaded_handlers(ctx, n)) is not None}
+        judged = list(loaded)
         if not judged:
             return
         for name, rc in sorted(classes.items()):
             handler = rc.handler
             if handler == NVIDIA_HANDLER:
-                continue  # RT001 judges the nvidia handler node by node
-            lacking = [n for n in judged if handler not in (ctx.facts.runtime(n).loaded or ())]
+                continue  # RT001 (containerd) and RT010 (CRI-O) judge it node by node
+            lacking = [n for n in judged if handler not in loaded[n][0]]
             if len(lacking) < len(judged):
                 continue
             links = sorted({link for n in lacking for link in _cause_link(ctx, n)})
             yield self.finding(
                 f"handler/{handler}",
                 f"RuntimeClass {name} uses handler '{handler}', but no GPU node's loaded "
-                f"containerd configuration defines it ({names(lacking)}); pods using it "
-                "cannot start anywhere.",
+                f"{_runtime_word(ctx, lacking)} configuration defines it ({names(lacking)}); "
+                "pods using it cannot start anywhere.",
                 nodes=lacking, objects=[ObjectRef(kind="RuntimeClass", name=name)]
                 + [node_ref(n) for n in lacking[:10]],
                 evidence=[field(rc, f"RuntimeClass {name} handler: {handler}", "handler")]
-                + [Evidence(path=ctx.facts.runtime(n).dump_path,
-                            excerpt=f"(no runtimes.{handler} table)") for n in lacking[:2]],
+                + [Evidence(path=loaded[n][1], excerpt=f"(no runtimes.{handler} table)")
+                   for n in lacking[:2]],
                 caused_by=links)

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
 from analyzers.models import Evidence, Finding, Severity
-from analyzers.rule import Context, Rule, node
+from analyzers.rule import CannotJudge, Context, Rule, node
 from analyzers.rules.common import node_ref
-from bundle.textfiles import JournalEntry
+from bundle.textfiles import JournalEntry, parse_key_values
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
 # the description suffix newer systemd versions add ("Started containerd.service - ...").
@@ -131,21 +131,33 @@ class ContainerdRestarts(Rule):
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        units: dict[str, _Unit] = {}
+        unjudged: dict[str, str] = {}
+        for node_name in ctx.facts.gpu_nodes:
+            unit, why = _unit(ctx, node_name)
+            if unit is None:
+                unjudged[node_name] = why
+            else:
+                units[node_name] = unit
+        if not units and unjudged:
+            reasons = sorted(set(unjudged.values()))
+            raise CannotJudge(f"no GPU node runs containerd under a unit that exists: "
+                              f"{'; '.join(reasons[:3])}")
         # restarts() reads life-cycle lines only: the shared scan keeps those (facts/journals)
         seen = {n: restarts(list(journal_scan(ctx.bundle, n, "containerd").lifecycle))
-                for n in ctx.facts.gpu_nodes}
+                if u.name == "containerd" else ([], []) for n, u in units.items()}
         moments = _Moments(seen)
-        for node_name in ctx.facts.gpu_nodes:
-            finding = self._node(ctx, node_name, seen[node_name], moments)
+        for node_name, unit in units.items():
+            finding = self._node(ctx, node_name, seen[node_name], moments, unit)
             if finding is not None:
                 yield finding
 
     def _node(self, ctx: Context, node_name: str, seen: tuple[list[Restart], list[JournalEntry]],
-              moments: _Moments) -> Finding | None:
+              moments: _Moments, judged: _Unit) -> Finding | None:
         artifacts = ctx.bundle.node(node_name)
         journal_path = artifacts.path("journal/containerd.jsonl")
         found, failures = seen
-        unit = artifacts.systemd_containerd or {}
+        unit = judged.show or {}
         policy = unit.get("Restart")
         state = unit.get("ActiveState")
         restart_times = [r.entry.time for r in found if r.entry.time is not None]
@@ -183,11 +195,15 @@ class ContainerdRestarts(Rule):
                          "minutes: a restart loop")
         if failures:
             parts.append(f"systemd reported failure: {failures[0].message}")
+        name = judged.name
         if weak_policy:
-            parts.append(f"the unit has Restart={policy}, so a SIGHUP from the toolkit would "
+            subject = "the unit" if name == "containerd" else f"the {name} unit, which runs " \
+                "containerd,"
+            parts.append(f"{subject} has Restart={policy}, so a SIGHUP from the toolkit would "
                          "leave containerd dead")
         if dead:
-            parts.append(f"containerd is {state} ({unit.get('SubState', '?')}) at collection "
+            what = "containerd" if name == "containerd" else f"{name} (it runs containerd)"
+            parts.append(f"{what} is {state} ({unit.get('SubState', '?')}) at collection "
                          "time")
         evidence = []
         for restart in (hups or found[1:])[:3]:
@@ -198,10 +214,16 @@ class ContainerdRestarts(Rule):
                                      excerpt=restart.entry.message))
         evidence += [Evidence(path=journal_path, line=e.line, excerpt=e.message)
                      for e in failures[:2]]
-        systemd_path = artifacts.path("systemd/containerd.txt")
+        systemd_path = artifacts.path(f"systemd/{name}.txt")
         if weak_policy or dead:
             evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
                                      f"ActiveState={state}"))
+        if name != "containerd":
+            return self.finding(node_name, f"On {node_name}, " + "; ".join(parts) + ".",
+                                severity=severity, nodes=[node_name],
+                                objects=[node_ref(node_name)], evidence=evidence,
+                                remediation=_distribution_remediation(node_name, name,
+                                                                      weak_policy, dead))
         remediation = sh.lines(
             sh.note("# on {node}", node=sh.node(node_name)),
             "systemctl show containerd -p Restart,RestartUSec,NRestarts,ActiveState\n"
@@ -217,6 +239,49 @@ class ContainerdRestarts(Rule):
         return self.finding(node_name, f"On {node_name}, " + "; ".join(parts) + ".",
                             severity=severity, nodes=[node_name], objects=[node_ref(node_name)],
                             evidence=evidence, remediation=remediation)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """The systemd unit whose process runs containerd on a node, and its ``show`` output."""
+
+    name: str
+    show: dict[str, str] | None
+
+
+def _unit(ctx: Context, node_name: str) -> tuple[_Unit | None, str]:
+    """The unit to judge on a node, or why there is none. ``systemctl show`` of a unit that
+    does not exist prints ``Restart=no`` with ``LoadState=not-found``: such a unit is no
+    evidence. On k3s, RKE2, k0s and MicroK8s containerd is a child of the distribution's
+    own service, which is what restarts it."""
+    where = ctx.facts.node_runtime(node_name)
+    artifacts = ctx.bundle.node(node_name)
+    if not where.containerd:
+        return None, f"{node_name} runs {where.runtime}, not containerd"
+    if where.non_stock_containerd:
+        for name in where.layout.units:
+            text = artifacts.text(f"systemd/{name}.txt")
+            show = parse_key_values(text) if text is not None else None
+            if show is not None and show.get("LoadState", "loaded") != "not-found":
+                return _Unit(name, show), ""
+        return None, (f"{node_name} runs {where.layout.distribution}, whose units "
+                      f"({', '.join(where.layout.units)}) were not collected")
+    show = artifacts.systemd_containerd
+    if show is not None and show.get("LoadState") == "not-found":
+        return None, f"{node_name} has no containerd unit (LoadState=not-found)"
+    return _Unit("containerd", show), ""
+
+
+def _distribution_remediation(node_name: str, unit: str, weak: bool, dead: bool) -> str:
+    name = sh.word(unit, "systemd unit")
+    return sh.lines(
+        sh.note("# on {node}: {unit} runs containerd as its child", node=sh.node(node_name),
+                unit=name),
+        sh.cmd("systemctl", "show", name, "-p", "Restart,RestartUSec,NRestarts,ActiveState"),
+        sh.cmd("systemctl", "edit", name, tail="   # add: [Service] Restart=always") if weak
+        else [],
+        sh.cmd("systemctl", "start", name) if dead else [],
+        "# roll toolkit changes (time-slicing, upgrades) out one node at a time")
 
 
 _CRI_NAMES = ("cri", "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",

@@ -1,0 +1,65 @@
+"""Whether the GPU Operator is evidently meant to run in the cluster.
+
+A cluster without the operator — a standalone NVIDIA device plugin (Helm chart
+``nvidia-device-plugin``, any namespace), with or without NFD — is a supported setup,
+not a broken one. Findings that only make sense for the operator (a missing
+ClusterPolicy or CRD, NFD labels the operator would need) ask this first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from analyzers.facts.operands import OperandPod
+from bundle import Bundle
+from bundle.kube import Pod
+
+POLICY_CRD = "clusterpolicies.nvidia.com"
+STANDALONE = ("the GPU Operator is not installed (no operator pod, ClusterPolicy, operand, "
+              "chart or CRD): a cluster without it, such as a standalone device plugin, "
+              "needs no ClusterPolicy or NFD labels")
+_DEPLOY_LABEL = "nvidia.com/gpu.deploy."
+
+
+def signs(bundle: Bundle, operator_pods: Sequence[Pod],
+          operands: Mapping[str, Mapping[str, OperandPod]]) -> list[str]:
+    """What in the bundle says the operator is installed or meant to be, first first;
+    empty for a cluster that runs GPUs without it."""
+    cluster = bundle.cluster
+    found: list[str] = []
+    if not bundle.has("cluster/pods.json"):
+        # without the pods nothing rules the operator out: judge as for an operator cluster
+        found.append("the pods were not collected, so the operator cannot be ruled out")
+    if operator_pods:
+        found.append(f"operator pod {operator_pods[0].namespace}/{operator_pods[0].name}")
+    if bundle.has("cluster/clusterpolicies.json") and cluster.clusterpolicies:
+        found.append(f"ClusterPolicy {cluster.clusterpolicies[0].metadata.name}")
+    if any(operands.values()):
+        found.append("operand pods of the operator")
+    for release, revisions in sorted(cluster.helm.items()):
+        if revisions and revisions[-1].chart.startswith("gpu-operator"):
+            found.append(f"Helm release {release} ({revisions[-1].chart})")
+            break
+    for deployment in cluster.deployments:
+        if deployment.metadata.name == "gpu-operator":
+            found.append(f"Deployment {deployment.metadata.namespace}/gpu-operator")
+            break
+    if any(key.startswith(_DEPLOY_LABEL) for node in cluster.nodes for key in node.labels):
+        found.append("nodes carry nvidia.com/gpu.deploy.* labels")
+    namespace = bundle.manifest.operator_namespace
+    if namespace and bundle.paths_under(f"logs/{namespace}/"):
+        found.append(f"pod logs were collected from the {namespace} namespace")
+    if _crd_listed(bundle):
+        found.append(f"the {POLICY_CRD} CRD exists")
+    return found
+
+
+def _crd_listed(bundle: Bundle) -> bool:
+    if not bundle.has("cluster/crds.json"):
+        return False
+    data = bundle.read_json("cluster/crds.json")
+    items = data.get("items") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return False
+    return any(isinstance(item, dict) and isinstance(item.get("metadata"), dict)
+               and item["metadata"].get("name") == POLICY_CRD for item in items)

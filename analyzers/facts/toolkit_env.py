@@ -1,0 +1,110 @@
+"""Which host file and socket the Container Toolkit was told to edit, and whether that is
+the file and socket the node's runtime really uses.
+
+The toolkit reads ``CONTAINERD_CONFIG`` / ``RUNTIME_CONFIG`` and ``CONTAINERD_SOCKET`` /
+``RUNTIME_SOCKET`` from its environment. The operator fills that environment from the
+ClusterPolicy's ``spec.toolkit.env`` (Helm values ``toolkit.env`` end up there) and
+rewrites the paths to container paths (``/runtime/config-dir/…``) before the pod starts,
+so the *host* paths are read here from the ClusterPolicy and the Helm values, never from
+the pod's own env. Unset, the toolkit edits ``/etc/containerd/config.toml`` and talks to
+``/run/containerd/containerd.sock``: the stock layout.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from analyzers.facts.distro import STOCK, Layout
+from analyzers.models import Evidence
+from bundle.evidence import clip, join_pointer
+from bundle.kube import ClusterPolicy, HelmRevision
+
+CONFIG_KEYS = ("CONTAINERD_CONFIG", "RUNTIME_CONFIG")
+SOCKET_KEYS = ("CONTAINERD_SOCKET", "RUNTIME_SOCKET")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    value: str
+    origin: str          # "ClusterPolicy cluster-policy" / "Helm release gpu-operator rev 3"
+    evidence: Evidence
+
+
+@dataclass(frozen=True, slots=True)
+class ToolkitTarget:
+    """The host config file and socket the toolkit edits, and where each was set
+    (None: the toolkit's default)."""
+
+    config: str
+    socket: str
+    config_setting: Setting | None
+    socket_setting: Setting | None
+
+
+def _env_list(env: object, origin: str, path: str, pointer: str) -> dict[str, Setting]:
+    found: dict[str, Setting] = {}
+    if not isinstance(env, list):
+        return found
+    for index, entry in enumerate(env):
+        if not isinstance(entry, dict):
+            continue
+        name, value = entry.get("name"), entry.get("value")
+        if isinstance(name, str) and isinstance(value, str) and value:
+            found[name] = Setting(name, value, origin, Evidence(
+                path=path, pointer=join_pointer(pointer, index),
+                excerpt=clip(f"{name}={value}")))
+    return found
+
+
+def settings(policy: ClusterPolicy | None,
+             helm: dict[str, list[HelmRevision]]) -> dict[str, Setting]:
+    """Toolkit env values by name: the ClusterPolicy's win over the Helm values (the
+    operator reads the policy; Helm values only reach it through an upgrade)."""
+    found: dict[str, Setting] = {}
+    for release, revisions in sorted(helm.items()):
+        if not revisions:
+            continue
+        latest = revisions[-1]
+        env = latest.value("toolkit.env")
+        if env is not None:
+            found.update(_env_list(env, f"Helm release {release} revision {latest.revision}",
+                                   latest.source_path,
+                                   join_pointer(latest.source_pointer, "values", "toolkit",
+                                                "env")))
+    if policy is not None:
+        toolkit: Any = policy.spec.get("toolkit")
+        env = toolkit.get("env") if isinstance(toolkit, dict) else None
+        found.update(_env_list(env, f"ClusterPolicy {policy.metadata.name}",
+                               policy.source_path,
+                               join_pointer(policy.source_pointer, "spec", "toolkit", "env")))
+    return found
+
+
+def target(found: dict[str, Setting]) -> ToolkitTarget:
+    config = next((found[k] for k in CONFIG_KEYS if k in found), None)
+    socket = next((found[k] for k in SOCKET_KEYS if k in found), None)
+    return ToolkitTarget(config.value if config else STOCK.config,
+                         socket.value if socket else STOCK.socket, config, socket)
+
+
+def config_used(path: str, layout: Layout, main: str) -> bool:
+    """Whether an edit of ``path`` reaches the runtime of a node with ``layout``: the file
+    it runs with, a template it is rebuilt from, or a file in its drop-in directory."""
+    path = posixpath.normpath(path)
+    if path in (main, layout.config, layout.toolkit_config, *layout.templates):
+        return True
+    directory = layout.dropin_dir
+    return directory is not None and posixpath.dirname(path) == directory
+
+
+def socket_used(path: str, layout: Layout, socket: str | None) -> bool:
+    return _run(path) in {_run(layout.socket), _run(socket or layout.socket)}
+
+
+def _run(path: str) -> str:
+    """``/var/run`` is a link to ``/run`` on every systemd host."""
+    path = posixpath.normpath(path)
+    return "/run" + path[len("/var/run"):] if path.startswith("/var/run/") else path
