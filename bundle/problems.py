@@ -95,6 +95,21 @@ class ProblemLog:
         lost the whole file (``lost``) if there is one, else the first."""
         return dict(self._damaged)
 
+    def withdraw(self, path: str, kind: str) -> list[Problem]:
+        """Take back the problems of ``kind`` held for ``path`` and return them: for a
+        reader that learns later that what it refused was expected (a layout's own
+        symbolic links), so it is no problem the engineer must act on."""
+        taken = [p for p in self._items if p.path == path and p.kind == kind]
+        if not taken:
+            return []
+        self._items = [p for p in self._items if p not in taken]
+        self._seen.difference_update(taken)
+        rest = [p for p in self._items if p.path == path]
+        self._damaged.pop(path, None)
+        for problem in rest:
+            self._speak_for(problem)
+        return taken
+
     def mark(self) -> ProblemMark:
         return ProblemMark(len(self._items), dict(self._unkept))
 
