@@ -347,3 +347,18 @@ def test_a_format_v1_bundle_has_no_layout_report(tmp_path: Path) -> None:
     assert (report.bundle.layout, report.bundle.layout_missing, report.bundle.layout_notes) \
         == ("gpu-triage v1", [], [])
 
+
+
+def test_thousands_of_own_links_are_all_notes(tmp_path: Path) -> None:
+    # a large cluster has a log link per container: more than the problems listed
+    files = troubleshoot_files()
+    links = {}
+    for n in range(1500):
+        pod = f"worker-{n:04d}"
+        log = f"cluster-resources/pods/logs/default/{pod}/main.log"
+        files[log] = "ok\n"
+        links[f"all-logs/{pod}/main.log"] = f"../../{log}"
+    with open_bundle(tar(tmp_path / "sb.tar.gz", TOP, files, links)) as opened:
+        assert opened.problems == ()
+        assert opened.layout_report is not None
+        assert len(opened.layout_report.notes) == 1500

@@ -513,9 +513,9 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
             logs.setdefault((parts[4], parts[5]), name)
             logs.setdefault((parts[4] + ".log", ""), name)  # run-pod: <c>/<pod>.log
     present = set(paths)
-    skipped = []
-    for problem in problems.items:
-        if problem.kind != "refused" or not problem.message.startswith(LINK_REFUSAL):
+    expected: dict[str, str] = {}  # link → the file it repeats
+    for problem in problems.held("refused"):
+        if not problem.message.startswith(LINK_REFUSAL):
             continue
         parts = problem.path.split("/")
         read: str | None = None
@@ -525,7 +525,8 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
         elif parts[0] not in ("cluster-resources", "cluster-info", "host-collectors") \
                 and len(parts) in (2, 3):
             read = logs.get((parts[1], parts[2] if len(parts) == 3 else ""))
-        if read is not None and problems.withdraw(problem.path, "refused"):
-            skipped.append((problem.path, f"a symbolic link troubleshoot writes beside {read}, "
-                                          "which was read instead"))
-    return skipped
+        if read is not None:
+            expected[problem.path] = read
+    taken = sorted({p.path for p in problems.withdraw(set(expected), "refused")})
+    return [(link, f"a symbolic link troubleshoot writes beside {expected[link]}, which was "
+                   "read instead") for link in taken]
