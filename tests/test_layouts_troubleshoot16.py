@@ -362,3 +362,22 @@ def test_thousands_of_own_links_are_all_notes(tmp_path: Path) -> None:
         assert opened.problems == ()
         assert opened.layout_report is not None
         assert len(opened.layout_report.notes) == 1500
+
+
+def test_run_pod_links_with_and_without_a_collector_name(tmp_path: Path) -> None:
+    # the shapes of troubleshoot's own test bundles: test/baselines/supportbundle/
+    # baseline.tar.gz ("run-example/run-example.log -> ../cluster-resources/pods/logs/
+    # default/run-example/collector.log") and testdata/supportbundle/support-bundle.tar.gz
+    # ("static-hi.log -> cluster-resources/pods/logs/default/static-hi/static-hi.log")
+    files = troubleshoot_files()
+    for pod, container in (("run-example", "collector"), ("static-hi", "static-hi")):
+        files[f"cluster-resources/pods/logs/default/{pod}/{container}.log"] = "hi\n"
+    links = {"run-example/run-example.log":
+             "../cluster-resources/pods/logs/default/run-example/collector.log",
+             "static-hi.log": "cluster-resources/pods/logs/default/static-hi/static-hi.log"}
+    with open_bundle(tar(tmp_path / "sb.tar.gz", TOP, files, links)) as opened:
+        assert opened.problems == ()
+        assert opened.layout_report is not None
+        assert [link for link, _ in opened.layout_report.notes] == [
+            "run-example/run-example.log", "static-hi.log"]
+        assert opened.has("logs/default/static-hi/static-hi.log")

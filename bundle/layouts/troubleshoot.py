@@ -502,7 +502,8 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
     The readers refuse every symbolic link. troubleshoot writes two kinds beside the
     file they point to (``pkg/collect/result.go`` ``SymLinkResult``): a logs collector
     named ``<c>`` links ``<c>/<pod>/<container>[-previous].log`` (``<c>/<pod>.log`` for
-    a run-pod collector) to ``cluster-resources/pods/logs/<ns>/<pod>/...``, and every
+    a run-pod collector; without a name the ``<c>/`` is missing) to
+    ``cluster-resources/pods/logs/<ns>/<pod>/...``, and every
     custom resource ``custom-resources/<crd>.json`` gets a ``.yaml`` link to it. Such a
     link, when the file of that shape is in the bundle and was read, is no problem:
     it is listed as skipped, with the file read instead. The link is never followed."""
@@ -522,9 +523,13 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
         if problem.path.startswith(f"{CR}custom-resources/") and problem.path.endswith(".yaml"):
             twin = problem.path.removesuffix(".yaml") + ".json"
             read = twin if twin in present else None
-        elif parts[0] not in ("cluster-resources", "cluster-info", "host-collectors") \
-                and len(parts) in (2, 3):
-            read = logs.get((parts[1], parts[2] if len(parts) == 3 else ""))
+        elif parts[0] not in ("cluster-resources", "cluster-info", "host-collectors"):
+            if len(parts) == 3:  # <collector>/<pod>/<container>.log
+                read = logs.get((parts[1], parts[2]))
+            elif len(parts) == 2:  # <collector>/<pod>.log, or <pod>/<container>.log
+                read = logs.get((parts[1], "")) or logs.get((parts[0], parts[1]))
+            elif len(parts) == 1:  # <pod>.log of a run-pod collector without a name
+                read = logs.get((parts[0], ""))
         if read is not None:
             expected[problem.path] = read
     taken = sorted({p.path for p in problems.withdraw(set(expected), "refused")})
