@@ -109,14 +109,15 @@ def linked_files() -> dict[str, str | bytes]:
 
 NOTES = [
     ("all-logs/nvidia-device-plugin-daemonset-x7k2p/nvidia-device-plugin-previous.log",
-     f"a symbolic link troubleshoot writes beside {LOGS}/nvidia-device-plugin-previous.log, "
-     "which was read instead"),
+     f"a symbolic link troubleshoot adds to {LOGS}/nvidia-device-plugin-previous.log, "
+     "which the bundle holds; the link itself is not read"),
     ("all-logs/nvidia-device-plugin-daemonset-x7k2p/nvidia-device-plugin.log",
-     f"a symbolic link troubleshoot writes beside {LOGS}/nvidia-device-plugin.log, "
-     "which was read instead"),
+     f"a symbolic link troubleshoot adds to {LOGS}/nvidia-device-plugin.log, "
+     "which the bundle holds; the link itself is not read"),
     ("cluster-resources/custom-resources/nvidiadrivers.nvidia.com.yaml",
-     "a symbolic link troubleshoot writes beside "
-     "cluster-resources/custom-resources/nvidiadrivers.nvidia.com.json, which was read instead"),
+     "a symbolic link troubleshoot adds to "
+     "cluster-resources/custom-resources/nvidiadrivers.nvidia.com.json, which the bundle "
+     "holds; the link itself is not read"),
 ]
 
 

@@ -33,8 +33,8 @@ output stays ``original/``. Every other file is kept as ``original/<path>``.
 A List that troubleshoot wrote for an empty namespace (``"items": null``) is an empty
 list. troubleshoot's own symbolic links (``<logs collector>/<pod>/<container>.log`` to
 the pod log, ``custom-resources/<crd>.yaml`` to the ``.json``), which the readers
-refuse, are taken back from the problems and listed in the layout report as read
-through the file they point to.
+refuse, are taken back from the problems and listed as layout notes naming the file
+they stand for.
 """
 
 from __future__ import annotations
@@ -505,8 +505,8 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
     a run-pod collector; without a name the ``<c>/`` is missing) to
     ``cluster-resources/pods/logs/<ns>/<pod>/...``, and every
     custom resource ``custom-resources/<crd>.json`` gets a ``.yaml`` link to it. Such a
-    link, when the file of that shape is in the bundle and was read, is no problem:
-    it is listed as skipped, with the file read instead. The link is never followed."""
+    link, when the file it stands for is in the bundle, is no problem: it is a layout
+    note naming that file. The link is never followed."""
     logs: dict[tuple[str, str], str] = {}
     for name in paths:
         parts = name.split("/")
@@ -533,5 +533,5 @@ def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
         if read is not None:
             expected[problem.path] = read
     taken = sorted({p.path for p in problems.withdraw(set(expected), "refused")})
-    return [(link, f"a symbolic link troubleshoot writes beside {expected[link]}, which was "
-                   "read instead") for link in taken]
+    return [(link, f"a symbolic link troubleshoot adds to {expected[link]}, which the bundle "
+                   "holds; the link itself is not read") for link in taken]
