@@ -16,6 +16,7 @@ from analyzers.models import (
     ClusterRef,
     CollectionGap,
     Finding,
+    LayoutNote,
     ParseProblem,
     Report,
     RuleDoc,
@@ -134,6 +135,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     for finding in linked:
         counts[finding.severity.value] += 1
     manifest = bundle.manifest
+    report = bundle.layout_report  # what a foreign layout could not provide
     return Report(
         tool=ToolInfo(version=version),
         bundle=BundleInfo(
@@ -145,6 +147,9 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
             nodes=len(bundle.cluster.nodes) or len(bundle.node_names),
             gpu_nodes=len(facts.gpu_nodes),
             layout=bundle.layout,
+            layout_missing=list(report.missing) if report is not None else [],
+            layout_notes=[LayoutNote(path=path, note=note)
+                          for path, note in (report.notes if report is not None else ())],
         ),
         summary=Summary(**counts),
         findings=linked,

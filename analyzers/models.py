@@ -32,7 +32,8 @@ from bundle.manifest import fresh_list
 
 __all__ = [
     "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Evidence", "EvidenceMark",
-    "Finding", "Glance", "GpuTotals", "Inventory", "InventoryEntry", "InventoryFile", "NodeRow",
+    "Finding", "Glance", "GpuTotals", "Inventory", "InventoryEntry", "InventoryFile",
+    "LayoutNote", "NodeRow",
     "ObjectRef", "OperandCell", "OperatorRelease", "Overview", "ParseProblem", "Report",
     "ResourceTotal", "RuleDoc", "RuleResult", "RuleStatus", "Severity", "Summary", "Timeline",
     "TimelinePoint", "ToolInfo", "ValueSpread", "SuppressedFinding",
@@ -142,6 +143,14 @@ class ClusterRef(_Strict):
     server_version: str | None = None
 
 
+class LayoutNote(_Strict):
+    """A file of a foreign layout read otherwise than its name says, or not read on
+    purpose (information, not a problem)."""
+
+    path: str
+    note: str
+
+
 class BundleInfo(_Strict):
     path: str
     format_version: int
@@ -152,6 +161,11 @@ class BundleInfo(_Strict):
     # Which layout was read: "gpu-triage v1", or a foreign one (bundle.layouts) such as
     # "nvidia must-gather" or "replicated troubleshoot" presented as format v1 paths.
     layout: str = "gpu-triage v1"
+    # A foreign layout only (empty for gpu-triage v1): the format v1 paths it had no
+    # equivalent for (node paths as "nodes/*/<path>"; a trailing "/" stands for the files
+    # under it), and notes on its files (bundle.layouts.base.LayoutReport).
+    layout_missing: list[str] = Field(default_factory=fresh_list)
+    layout_notes: list[LayoutNote] = Field(default_factory=fresh_list)
 
 
 class Summary(_Strict):

@@ -23,7 +23,13 @@ Accepted line prefixes (after optional leading whitespace):
 ``kernel: msg``                        a bare journal tag
 ``<ip>: kern: warning: [ISO]: msg``    Talos
 ``<4>`` / ``4,123,456789,-;``          ``dmesg -r`` / raw ``/dev/kmsg`` records
-``kern  :err   : msg``                 ``dmesg -x``
+``kern  :err   : msg``                 ``dmesg -x``, before any stamp above or below
+                                       (``kern  :warn  : 2025-01-21T04:41:44,283302+00:00``
+                                       with ``--time-format iso``)
+``[Oct25 10:14] msg``                  ``dmesg -H`` / ``--reltime``: the first record of a
+``[  +0.000421] msg``                  minute, then the seconds since the record before;
+                                       neither ``time`` nor ``uptime`` is set (local time
+                                       without year or seconds is no exact clock)
 =====================================  ==============================================
 
 A line with none of these prefixes that follows a prefixed record (no blank line in
@@ -230,13 +236,19 @@ _CTIME_RE = _Pattern(
     + r" (?P<y>[0-9]{4})\]\s*"
 )
 _UPTIME_RE = _Pattern(r"\[\s*(?P<up>[0-9]{1,10}\.[0-9]{1,9})\]\s*")
+# dmesg -H / --reltime: "[Oct25 10:14]" on the first record of a minute (local time, no
+# year, no seconds), "[  +0.000421]" (seconds since the record before) on the others.
+_RELTIME_RE = _Pattern(
+    r"\[(?:" + _MON + r"[0-9]{2} [0-9]{2}:[0-9]{2}|\s*[+-][0-9]{1,10}\.[0-9]{6})\]\s*")
 _JOURNAL_MARKER_RE = _Pattern(r"-- .* --")
 _KMSG_DICT_RE = _Pattern(r" [A-Z_]{1,32}=")
 # A bare line carrying an Xid/SXid report is a new record, never a continuation.
 _REPORT_START_RE = _Pattern(r"Xid\s*\(")
 
 # What every prefix above starts with: a line this does not match has no prefix, so the
-# nine patterns are not tried on it (most continuation lines; every line of a bomb).
+# prefix patterns are not tried on it (most continuation lines; every line of a bomb).
+# The bracket admits the -T, -H/--reltime and uptime stamps, the facility names admit
+# dmesg -x with any stamp after them.
 _MAYBE_PREFIX_RE = _Pattern(
     r"[0-9]{1,3},|<[0-9]|[0-9]{4}-|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
     r"|kernel:|(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp"
@@ -337,7 +349,7 @@ def _read_prefixes(body: str) -> _Draft:
     if m := _TALOS_RE.match(rest):
         iso = _ISO_RE.fullmatch(m["ts"])
         draft.time = _iso_time(iso) if iso else None
-        draft.prefixed = True
+        draft.prefixed = draft.kmsg = True  # talosctl prints kmsg's dictionary lines too
         rest = rest[m.end() :]
     elif m := _ISO_RE.match(rest):
         draft.time = _iso_time(m)
@@ -361,6 +373,11 @@ def _read_prefixes(body: str) -> _Draft:
         if m := simple.match(rest):
             draft.prefixed = True
             rest = rest[m.end() :]
+            # dmesg -x prints the facility and level first, then the stamp of any
+            # --time-format (ISO here; the bracketed ones are read below).
+            if simple is _FACILITY_RE and draft.time is None and (m := _ISO_RE.match(rest)):
+                draft.time = _iso_time(m)
+                rest = rest[m.end() :].lstrip()
 
     if m := _CTIME_RE.match(rest):
         draft.time = _make_time(
@@ -371,6 +388,9 @@ def _read_prefixes(body: str) -> _Draft:
     if m := _UPTIME_RE.match(rest):
         draft.uptime = float(m["up"])
         draft.prefixed = True
+        rest = rest[m.end() :]
+    elif m := _RELTIME_RE.match(rest):
+        draft.prefixed = True  # no exact clock: neither time nor uptime is set
         rest = rest[m.end() :]
 
     draft.parts = _split_parts(rest)

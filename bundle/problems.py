@@ -95,6 +95,28 @@ class ProblemLog:
         lost the whole file (``lost``) if there is one, else the first."""
         return dict(self._damaged)
 
+    def held(self, kind: str) -> list[Problem]:
+        """Every problem of ``kind`` held, also those past the listing limit."""
+        return [p for p in self._items if p.kind == kind]
+
+    def withdraw(self, paths: set[str], kind: str) -> list[Problem]:
+        """Take back the problems of ``kind`` held for ``paths`` and return them (one
+        pass over the log): for a reader that learns later that what it refused was
+        expected (a layout's own symbolic links), so it is no problem to act on."""
+        taken = [p for p in self._items if p.kind == kind and p.path in paths]
+        if not taken:
+            return []
+        gone = set(taken)
+        self._items = [p for p in self._items if p not in gone]
+        self._seen.difference_update(gone)
+        touched = {p.path for p in taken}
+        for path in touched:
+            self._damaged.pop(path, None)
+        for problem in self._items:
+            if problem.path in touched:
+                self._speak_for(problem)
+        return taken
+
     def mark(self) -> ProblemMark:
         return ProblemMark(len(self._items), dict(self._unkept))
 

@@ -35,6 +35,7 @@ NODES_JSON = "cluster/nodes.json"
 
 if TYPE_CHECKING:
     from bundle.kernel import KernelLine
+    from bundle.layouts.base import LayoutReport
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=kube.KubeObject)
@@ -57,11 +58,14 @@ class Bundle:
     """An opened bundle. Use :func:`bundle.open_bundle`; close it when done."""
 
     def __init__(self, source: Source, problems: ProblemLog, display: str, *,
-                 layout: str = "gpu-triage v1", manifest: Manifest | None = None) -> None:
+                 layout: str = "gpu-triage v1", manifest: Manifest | None = None,
+                 layout_report: LayoutReport | None = None) -> None:
         self._source = source
         self._problems = problems
         self.display = display
         self.layout = layout  # which layout was read (bundle.layouts); v1 unless adapted
+        # what a foreign layout could not provide (bundle.layouts.base); None for v1
+        self.layout_report = layout_report
         self._paths = source.paths()
         self._path_set = frozenset(self._paths)
         self.manifest = manifest if manifest is not None else self._load_manifest()
@@ -593,7 +597,7 @@ def open_bundle(path: str | Path, limits: Limits | None = None) -> Bundle:
         adapted = layouts.adapt(source, problems, limits)
         if adapted is not None:
             return Bundle(adapted.source, problems, str(location), layout=adapted.layout,
-                          manifest=adapted.manifest)
+                          manifest=adapted.manifest, layout_report=adapted.report)
         return Bundle(source, problems, str(location))
     except BundleError:
         source.close()

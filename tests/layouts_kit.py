@@ -161,14 +161,30 @@ def write(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
-def tar(target: Path, top: str, files: dict[str, str | bytes]) -> Path:
+def tar(target: Path, top: str, files: dict[str, str | bytes],
+        links: dict[str, str] | None = None) -> Path:
+    """A .tar.gz of ``files`` under ``top``; ``links`` maps names to the targets of
+    symbolic links, written as troubleshoot writes them (relative to the link)."""
     with tarfile.open(target, "w:gz") as archive:
         for name, content in files.items():
             data = content if isinstance(content, bytes) else content.encode()
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
+        for name, link in (links or {}).items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.type = tarfile.SYMTYPE
+            info.linkname = link
+            archive.addfile(info)
     return target
+
+
+def symlink(root: Path, links: dict[str, str]) -> Path:
+    """Symbolic links under ``root`` (name → target relative to the link)."""
+    for name, link in links.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(link)
+    return root
 
 
 NODE = {"apiVersion": "v1", "kind": "Node",

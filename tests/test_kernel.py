@@ -1148,3 +1148,117 @@ def test_patterns_are_compiled_on_first_use() -> None:
     assert pattern.fullmatch("xid 8") and not pattern.fullmatch("xid 8 ")
     with pytest.raises(AttributeError):
         _ = pattern.sub
+
+
+# --------------------------------------------------------------------------------------
+# Stamp formats of issue 16: every one keeps a multi-line NVRM record whole, PCI included
+# --------------------------------------------------------------------------------------
+
+# A real `dmesg -H` capture (RTX 3090 on a Rockchip board, driver 535.129.03), from
+# https://github.com/HeyMeco/Rockchip-pcie-devices/blob/15067d850b28986a2736a933a184a8ce64ecb535/_cards_gpu/Nvidia_RTX-3090-Founders-Edition.md
+RELTIME = (
+    "[Nov18 10:51] nvidia: loading out-of-tree module taints kernel.\n"
+    "[  +0.000060] NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:\n"
+    "              NVRM: BAR1 is 0M @ 0x0 (PCI:0002:21:00.0)\n"
+    "[  +0.000029] nvidia 0002:21:00.0: vgaarb: changed VGA decodes: olddecodes=io+mem,"
+    "decodes=none:owns=none\n"
+    "[  +0.000033] NVRM: The NVIDIA GPU 0002:21:00.0\n"
+    "              NVRM: (PCI ID: 10de:2204) installed in this system has\n"
+    "              NVRM: fallen off the bus and is not responding to commands.\n"
+    "[  +0.000046] nvidia: probe of 0002:21:00.0 failed with error -1\n"
+)
+FALLEN_JOINED = ("NVRM: The NVIDIA GPU 0002:21:00.0 (PCI ID: 10de:2204) installed in this "
+                 "system has fallen off the bus and is not responding to commands.")
+FALLEN_SIGNAL = ("fallen_off_bus", "0002:21:00.0", "GPU was unreachable when the driver probed it")
+
+
+def fallen_of(lines: list[KernelLine]) -> list[tuple[str, str | None, str]]:
+    return [(s.kind, s.pci, s.detail) for line in lines for s in scan_signals(line)
+            if s.kind == "fallen_off_bus"]
+
+
+def test_reltime_stamps_are_prefixes_and_continuations_join() -> None:
+    lines = parse_dmesg(RELTIME, PATH)
+    assert [(x.line, x.message, x.time, x.uptime) for x in lines] == [
+        (1, "nvidia: loading out-of-tree module taints kernel.", None, None),
+        (2, "NVRM: This PCI I/O region assigned to your NVIDIA device is invalid: "
+            "BAR1 is 0M @ 0x0 (PCI:0002:21:00.0)", None, None),
+        (4, "nvidia 0002:21:00.0: vgaarb: changed VGA decodes: olddecodes=io+mem,"
+            "decodes=none:owns=none", None, None),
+        (5, FALLEN_JOINED, None, None),
+        (8, "nvidia: probe of 0002:21:00.0 failed with error -1", None, None),
+    ]
+    assert fallen_of(lines) == [FALLEN_SIGNAL]
+    assert [(s.kind, s.pci) for s in scan_signals(lines[1])] == [("bar_invalid", "0002:21:00.0")]
+
+
+def test_reltime_deltas_of_ten_seconds_and_more() -> None:
+    # util-linux widens the delta field past 9.999999 s: "[ +12.345678]"
+    got = parse_dmesg("[ +12.133392] zram0: detected capacity change from 0 to 2097152\n", PATH)
+    assert [x.message for x in got] == ["zram0: detected capacity change from 0 to 2097152"]
+
+
+def restamped(first: str, later: str) -> str:
+    """RELTIME's fallen-off-the-bus record and the line after it, stamped another way."""
+    record = RELTIME.splitlines()[4:8]
+    return "\n".join([record[0].replace("[  +0.000033]", first), *record[1:3],
+                      record[3].replace("[  +0.000046]", later)]) + "\n"
+
+
+@pytest.mark.parametrize(("first", "later", "time"), [
+    ("[Sat Nov 18 10:51:02 2023]", "[Sat Nov 18 10:51:02 2023]", utc(2023, 11, 18, 10, 51, 2)),
+    ("2023-11-18T10:51:02,468215+00:00", "2023-11-18T10:51:02,468261+00:00",
+     utc(2023, 11, 18, 10, 51, 2, 468215)),
+    ("kern  :err   : 2023-11-18T10:51:02,468215+00:00",
+     "kern  :err   : 2023-11-18T10:51:02,468261+00:00", utc(2023, 11, 18, 10, 51, 2, 468215)),
+    ("kern  :err   : [Nov18 10:51]", "kern  :err   : [  +0.000046]", None),
+    ("<3>[   63.468215]", "<3>[   63.468261]", None),
+    ("Nov 18 10:51:02 rock kernel:", "Nov 18 10:51:02 rock kernel:", None),
+    ("2023-11-18T10:51:02.468215+00:00 rock kernel:",
+     "2023-11-18T10:51:02.468261+00:00 rock kernel:", utc(2023, 11, 18, 10, 51, 2, 468215)),
+    ("rock: kern:     err: [2023-11-18T10:51:02.468215000Z]:",
+     "rock: kern:     err: [2023-11-18T10:51:02.468261000Z]:",
+     utc(2023, 11, 18, 10, 51, 2, 468215)),
+], ids=["ctime", "iso", "decode-iso", "decode-reltime", "prio", "syslog", "rsyslog", "talos"])
+def test_each_stamp_format_keeps_the_record_and_its_pci_address(
+        first: str, later: str, time: datetime | None) -> None:
+    lines = parse_dmesg(restamped(first, later), PATH)
+    assert [(x.line, x.message, x.time) for x in lines] == [
+        (1, FALLEN_JOINED, time),
+        (4, "nvidia: probe of 0002:21:00.0 failed with error -1", lines[1].time)]
+    assert fallen_of(lines) == [FALLEN_SIGNAL]
+
+
+def test_dmesg_x_iso_line_from_gpud() -> None:
+    # leptonai/gpud components/memory/testdata/dmesg.decode.iso.log (Apache-2.0)
+    got = one("kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: Xid (PCI:0000:38:00): 13, "
+              "pid='<unknown>', name=<unknown>, Graphics SM Global Exception on (GPC 8, TPC 5, "
+              "SM 1): Multiple Warp Errors")
+    assert got.time == utc(2025, 1, 21, 4, 41, 44, 283302)
+    event = parse_xid(got)
+    assert event is not None and (event.xid, event.pci) == (13, "0000:38:00.0")
+
+
+def test_raw_kmsg_record_with_continuation_lines() -> None:
+    text = restamped("3,1021,63468215,-;", "3,1022,63468261,-;")
+    lines = parse_dmesg(text, PATH)
+    assert [(x.line, x.uptime) for x in lines] == [(1, 63.468215), (4, 63.468261)]
+    assert fallen_of(lines) == [FALLEN_SIGNAL]
+
+
+def test_talos_dictionary_lines_are_not_message_text() -> None:
+    # talosctl dmesg prints kmsg's dictionary lines after a record, as /dev/kmsg does:
+    # https://github.com/siderolabs/extensions/blob/b61799a7e401b061aecfb759e071e853ea4f9cf3/drivers/thunderbolt/README.md
+    text = ("10.100.52.1: kern:    info: [2023-07-23T16:47:30.48512066Z]: thunderbolt 0-0:1.1: "
+            "new retimer found, vendor=0x8087 device=0x15ee\n"
+            " SUBSYSTEM=thunderbolt\n"
+            " DEVICE=+thunderbolt:0-0:1.1\n")
+    assert [(x.message, x.time) for x in parse_dmesg(text, PATH)] == [
+        ("thunderbolt 0-0:1.1: new retimer found, vendor=0x8087 device=0x15ee",
+         utc(2023, 7, 23, 16, 47, 30, 485120))]
+
+
+def test_reltime_lookalikes_are_not_stamps() -> None:
+    # a bracket that is not a stamp stays in the message (and starts no prefix)
+    for text in ("[Nov18] hello", "[+1] hello", "[Nov18 10:51:02] hello"):
+        assert one(text).message == text

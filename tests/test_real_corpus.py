@@ -262,11 +262,6 @@ def test_dmesg_x_iso_xid13_and_xid43_events() -> None:
     assert signals(lines) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dmesg -x --time-format iso puts the facility/level before the stamp "
-    "('kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: ...'); bundle/kernel.py "
-    "_read_prefixes reads ISO stamps only before the facility, so time is None and the "
-    "stamp stays at the start of the message"))
 def test_dmesg_x_iso_records_carry_their_time() -> None:
     lines = parse_dmesg((KERNEL / "dmesg-x-iso_xid13-43_trimmed.log").read_text(), "k")
     assert lines[0].time == datetime(2025, 1, 21, 4, 41, 44, 283302, tzinfo=UTC)
@@ -382,14 +377,9 @@ def test_multi_line_fallen_off_the_bus_is_one_record_with_its_pci_address() -> N
         (5, "driver_loaded", None, "open 570.158.01")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "dmesg -H / --reltime stamps ('[Oct25 10:14]', '[  +0.131517]') are no prefix "
-    "bundle/kernel.py knows: the stamp stays in the message, the unprefixed continuation "
-    "lines become records of their own, and the fallen-off-the-bus record loses its PCI "
-    "address"))
 def test_reltime_dmesg_keeps_the_multi_line_record_whole() -> None:
     # The NVSentinel record above as util-linux `dmesg -H` prints it (stamps rewritten by
-    # hand to the --reltime shape; no public -H capture of an NVRM record was found).
+    # hand to the --reltime shape; a real -H capture of such a record is in test_kernel.py).
     reltime = FALLEN_OFF.replace("[ 1843.308145]", "[Oct25 10:14]").replace(
         "[ 1843.439662]", "[  +0.131517]").replace("[ 1843.439669]", "[  +0.000007]")
     lines = parse_dmesg(reltime, "k")

@@ -61,15 +61,72 @@ class _Entry:
     maker: Maker | None = None
 
 
+# The format v1 paths a gpu-triage collector always tries (docs/bundle-format.md); a
+# trailing "/" stands for the files under it. Node paths are relative to nodes/<node>/.
+# Files written only where something exists (fabric manager journal, CDI specs,
+# unattended-upgrades) are left out: their absence says nothing.
+V1_CLUSTER_PATHS = (
+    "cluster/version.json", "cluster/nodes.json", "cluster/pods.json", "cluster/events.json",
+    "cluster/daemonsets.json", "cluster/deployments.json", "cluster/namespaces.json",
+    "cluster/runtimeclasses.json", "cluster/resourcequotas.json",
+    "cluster/clusterpolicies.json", "cluster/nvidiadrivers.json", "cluster/configmaps.json",
+    "cluster/helm/", "logs/",
+)
+V1_NODE_PATHS = (
+    "containerd/config-dump.toml", "containerd/version.txt", "containerd/files/",
+    "journal/containerd.jsonl", "journal/kubelet.jsonl", "dmesg.txt", "nvidia-smi.xml",
+    "systemd/containerd.txt", "host/uname.txt", "host/os-release", "host/cmdline",
+    "host/modules.txt", "host/secureboot.txt", "host/nvidia-ctk.txt",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutReport:
+    """What reading a foreign layout left out, none of it a problem to act on.
+
+    ``missing``: format v1 paths this bundle had no equivalent for (node paths as
+    ``nodes/*/<path>``, listed when no node has it; a trailing ``/`` stands for the
+    files under it); the rules that need them are ``skipped``. ``notes``: files of the
+    bundle not read on purpose, or read in another way than usual, each with why (a
+    troubleshoot symbolic link that repeats a file read elsewhere; nodes taken from
+    must-gather's labels file)."""
+
+    missing: tuple[str, ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+def missing_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    """The format v1 paths of :data:`V1_CLUSTER_PATHS` and :data:`V1_NODE_PATHS` that
+    ``paths`` (a presented bundle's) do not provide."""
+    present = set()
+    node_files = set()
+    for path in paths:
+        parts = path.split("/", 2)
+        if parts[0] == "nodes" and len(parts) == 3:
+            node_files.add(parts[2])
+        else:
+            present.add(path)
+
+    def provided(wanted: str, have: set[str]) -> bool:
+        return any(p.startswith(wanted) for p in have) if wanted.endswith("/") \
+            else wanted in have
+
+    missing = [p for p in V1_CLUSTER_PATHS if not provided(p, present)]
+    missing += [f"nodes/*/{p}" for p in V1_NODE_PATHS if not provided(p, node_files)]
+    return tuple(missing)
+
+
 @dataclass(frozen=True, slots=True)
 class Adapted:
-    """A foreign bundle presented as format v1: the Source, the layout's name, and the
-    manifest the layout implies (no items: nothing here was a collector step)."""
+    """A foreign bundle presented as format v1: the Source, the layout's name, the
+    manifest the layout implies (its items are the failures the layout recorded), and
+    what the layout could not provide (:class:`LayoutReport`)."""
 
     source: Source
     layout: str
     manifest: Manifest
     origins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    report: LayoutReport = field(default_factory=LayoutReport)
 
 
 class VirtualSource:
@@ -343,11 +400,14 @@ def kube_list(items: Iterable[Any]) -> bytes:
 
 
 def list_items(value: Any, kind: str | None = None) -> list[dict[str, Any]] | None:
-    """The objects of a List (``items``), a bare JSON array, or one object of ``kind``."""
+    """The objects of a List (``items``; ``null`` is none), a bare JSON array, or one
+    object of ``kind``."""
     if isinstance(value, list):
         items: list[Any] = value
     elif isinstance(value, dict) and isinstance(value.get("items"), list):
         items = value["items"]
+    elif isinstance(value, dict) and "items" in value and value["items"] is None:
+        items = []  # a List with no items, as Go marshals a nil slice (troubleshoot)
     elif isinstance(value, dict) and (kind is None or value.get("kind") == kind):
         items = [value]
     else:

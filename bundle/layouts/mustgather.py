@@ -10,7 +10,9 @@ must-gather file                            format v1 path
 ``cluster_policy.missing``                  ``cluster/clusterpolicies.json``, empty: the
                                             script found no ClusterPolicy
 ``nvidiadrivers.yaml``                      ``cluster/nvidiadrivers.json``
-``gpu_nodes.descr`` (+ ``.labels``)         ``cluster/nodes.json``: the GPU nodes only
+``gpu_nodes.descr`` (+ ``.labels``)         ``cluster/nodes.json``: the GPU nodes only;
+                                            from ``gpu_nodes.labels`` (names, labels)
+                                            when ``describe`` showed no node
 ``gpu_operand_pods.yaml``,                  ``cluster/pods.json``: the operator namespace
 ``gpu_operator_pod.yaml``                   only
 ``gpu_operand_ds.yaml``                     ``cluster/daemonsets.json``
@@ -36,7 +38,14 @@ from typing import Any
 
 from bundle.archive import Limits, Source
 from bundle.layouts import bugreport, describe
-from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list
+from bundle.layouts.base import (
+    Adapted,
+    LayoutReport,
+    Maker,
+    VirtualSource,
+    kube_list,
+    missing_paths,
+)
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 
@@ -76,7 +85,8 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
     paths = set(inner.paths())
     pods = _pods(source, paths)
     namespace = _operator_namespace(source, pods)
-    _cluster(source, paths, pods)
+    notes: list[tuple[str, str]] = []
+    _cluster(source, paths, pods, notes)
     used = set(_MAPPED)
     used |= _operator_logs(source, paths, namespace)
     used |= _operand_logs(source, paths, pods, namespace)
@@ -85,7 +95,9 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
         source.passthrough(f"original/{name}", name)
     manifest = Manifest(format="nvidia-must-gather", collector={"name": "hack/must-gather.sh"},
                         operator_namespace=namespace)
-    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins())
+    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins(),
+                   report=LayoutReport(missing=missing_paths(source.paths()),
+                                       notes=tuple(notes)))
 
 
 def _pods(source: VirtualSource, paths: set[str]) -> list[dict[str, Any]]:
@@ -113,7 +125,8 @@ def _operator_namespace(source: VirtualSource, pods: list[dict[str, Any]]) -> st
     return None
 
 
-def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]]) -> None:
+def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]],
+             notes: list[tuple[str, str]]) -> None:
     def yaml_list(name: str, kind: str) -> bytes | None:
         items = source.objects(name, source.yaml(name), kind)
         return None if items is None else kube_list(items)
@@ -134,20 +147,30 @@ def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]])
     if pod_files:
         source.derived("cluster/pods.json", pod_files,
                        lambda: kube_list(pods) if pods else None)
-    if "gpu_nodes.descr" in paths:
+    if "gpu_nodes.descr" in paths or "gpu_nodes.labels" in paths:
         source.derived("cluster/nodes.json", ["gpu_nodes.descr", "gpu_nodes.labels"],
-                       lambda: _nodes(source))
+                       lambda: _nodes(source, notes))
 
 
-def _nodes(source: VirtualSource) -> bytes | None:
+def _nodes(source: VirtualSource, notes: list[tuple[str, str]]) -> bytes | None:
+    """The GPU nodes from ``kubectl describe``; when that gave none (the script's
+    ``describe nodes -l nvidia.com/gpu.present=true`` finds nothing on nodes that have
+    only NFD's PCI labels, and the file is empty), from ``gpu_nodes.labels``, which
+    lists the nodes found by their PCI labels: names and labels only."""
     text = source.text("gpu_nodes.descr")
-    if text is None:
-        return None
-    nodes = describe.parse_nodes(text)
-    if not nodes and text.strip():
+    nodes = describe.parse_nodes(text) if text else []
+    if not nodes and text is not None and text.strip():
         source.problems.add("gpu_nodes.descr", "no 'Name:' record of kubectl describe found")
-        return None
     labels = _labels_file(source.text("gpu_nodes.labels") or "")
+    if not nodes and labels:
+        notes.append(("gpu_nodes.descr", "describes no node; cluster/nodes.json lists the "
+                      f"{len(labels)} node(s) of gpu_nodes.labels, with their names and "
+                      "labels only"))
+        return kube_list({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": name, "labels": node_labels}}
+                         for name, node_labels in labels.items())
+    if not nodes and (text is None or text.strip()):
+        return None  # absent or unreadable, and no labels file to fall back on
     items = []
     for node, _line in nodes:
         meta = node["metadata"]
@@ -159,15 +182,19 @@ def _nodes(source: VirtualSource) -> bytes | None:
 
 def _labels_file(text: str) -> dict[str, dict[str, str]]:
     """``gpu_nodes.labels``: a node name, then ``- key=value`` lines (lossy: the script's
-    sed turns every ``:`` into ``=``), used only where ``describe`` showed no labels."""
+    sed turns every ``:`` into ``=``); a node found by two PCI labels is listed twice.
+    A line that is no node name (``Timeout getting labels for node/<n>``) ends the
+    node before it. See ``hack/must-gather.sh`` in NVIDIA/gpu-operator."""
     found: dict[str, dict[str, str]] = {}
     current: dict[str, str] | None = None
     for line in text.splitlines():
         if line.startswith("- ") and current is not None:
             key, _, value = line[2:].partition("=")
-            current[key.strip()] = value.strip()
+            if key.strip():
+                current[key.strip()] = value.strip()
         elif line.strip() and not line.startswith(" "):
-            current = found.setdefault(line.strip(), {})
+            name = line.strip()
+            current = found.setdefault(name, {}) if _K8S_NAME.match(name) else None
     return found
 
 

@@ -7,7 +7,8 @@ Layout (``replicatedhq/troubleshoot``, ``pkg/collect/cluster_resources.go``,
     cluster-resources/nodes.json                 a NodeList (older versions: a bare array)
     cluster-resources/namespaces.json
     cluster-resources/<kind>/<namespace>.json    pods, events, daemonsets, deployments,
-                                                 configmaps, resource-quota
+                                                 configmaps, resource-quota (before
+                                                 v0.55: resource-quotas)
     cluster-resources/<kind>-errors.json         what could not be listed, and why
     cluster-resources/custom-resources/<crd>.json|.yaml        cluster-scoped custom resources
     cluster-resources/pods/logs/<ns>/<pod>/<container>[-previous].log
@@ -22,9 +23,18 @@ lists merged into one List), ``clusterpolicies.nvidia.com`` and
 ``cluster/helm/<release>.json``, the ``*-errors.json`` files to collection gaps of the
 matching path, and host-collector output to ``nodes/<node>/...`` by the command that
 produced it (``containerd config dump``, ``nvidia-smi -q -x``, ``dmesg``,
-``journalctl -u <unit> -o json``, ...). Host output is placed on a node only when a
-path segment names a node of ``nodes.json`` (remote collectors), or when the local
-host's ``hostos_info.json`` names one. Every other file is kept as ``original/<path>``.
+``journalctl -u <unit> -o json``, ...), however the shell command was quoted. Host
+output is placed on a node only when a path segment names a node of ``nodes.json``
+(remote collectors), or when the local host's ``hostos_info.json`` names one. A host
+collector that failed (its ``exitCode`` is not ``"0"``) fills nothing: it is a failed
+manifest item of the node path it would have filled, so the gap is reported, and its
+output stays ``original/``. Every other file is kept as ``original/<path>``.
+
+A List that troubleshoot wrote for an empty namespace (``"items": null``) is an empty
+list. troubleshoot's own symbolic links (``<logs collector>/<pod>/<container>.log`` to
+the pod log, ``custom-resources/<crd>.yaml`` to the ``.json``), which the readers
+refuse, are taken back from the problems and listed as layout notes naming the file
+they stand for.
 """
 
 from __future__ import annotations
@@ -37,7 +47,16 @@ from typing import Any
 import orjson
 
 from bundle.archive import Limits, Source
-from bundle.layouts.base import Adapted, Maker, VirtualSource, kube_list, list_items, to_json
+from bundle.layouts.base import (
+    Adapted,
+    LayoutReport,
+    Maker,
+    VirtualSource,
+    kube_list,
+    list_items,
+    missing_paths,
+    to_json,
+)
 from bundle.manifest import ClusterInfo, Manifest, ManifestItem
 from bundle.problems import ProblemLog
 
@@ -52,6 +71,9 @@ NAMESPACED = {
     "deployments": ("cluster/deployments.json", "Deployment"),
     "configmaps": ("cluster/configmaps.json", "ConfigMap"),
     "resource-quota": ("cluster/resourcequotas.json", "ResourceQuota"),
+    # the name before troubleshoot v0.55 (Jan 2023), https://github.com/replicatedhq/
+    # troubleshoot/commit/2fcdc77cd312c8bb0c2449387a76d5ea78d36d8d; errors file unchanged
+    "resource-quotas": ("cluster/resourcequotas.json", "ResourceQuota"),
 }
 CLUSTER_SCOPED = {
     "nodes.json": ("cluster/nodes.json", "Node"),
@@ -63,7 +85,7 @@ CUSTOM = {
 }
 # A host command (program base name and arguments) → the node path it fills.
 COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^containerd config dump$"), "containerd/config-dump.toml"),
+    (re.compile(r"^containerd( (--config|-c) \S+)? config dump$"), "containerd/config-dump.toml"),
     (re.compile(r"^containerd (--version|-v)$"), "containerd/version.txt"),
     (re.compile(r"^nvidia-smi (-q -x|-x -q|--query --xml-format|-qx)$"), "nvidia-smi.xml"),
     (re.compile(r"^dmesg( .*)?$"), "dmesg.txt"),
@@ -74,6 +96,9 @@ COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^systemctl show containerd( .*)?$"), "systemd/containerd.txt"),
 )
 _LOG = re.compile(r"^(?P<container>.+?)(?P<previous>-previous)?\.log$")
+_SHELLS = frozenset({"sh", "bash", "dash", "ash"})
+# How the archive and directory readers refuse a symbolic link (bundle/archive.py).
+LINK_REFUSAL = "not a regular file (symbolic link"
 
 
 def detect(paths: list[str]) -> bool:
@@ -104,15 +129,18 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
     namespace = _operator_namespace(pods)
     _pod_logs(source, paths, used, pods)
     _helm(source, paths, used, namespace)
-    _hosts(source, paths, used)
-    gaps = _gaps(source, paths, used)
+    host_gaps = _hosts(source, paths, used)
+    gaps = _gaps(source, paths, used) + host_gaps
     for name in paths:
         if name not in used:
             source.passthrough(f"original/{name}", name)
     manifest = Manifest(format="replicated-troubleshoot", collector={"name": "troubleshoot"},
                         cluster=ClusterInfo(server_version=server),
                         operator_namespace=namespace, items=gaps)
-    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins())
+    report = LayoutReport(missing=missing_paths(source.paths()),
+                          notes=tuple(_own_links(problems, paths)))
+    return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins(),
+                   report=report)
 
 
 def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | None:
@@ -150,10 +178,14 @@ def _merged(source: VirtualSource, names: list[str], kind: str) -> Maker:
 
 
 def _resources(source: VirtualSource, paths: list[str], used: set[str]) -> None:
-    for directory, (target, kind) in NAMESPACED.items():
+    grouped: dict[str, list[str]] = {}
+    for directory, (target, _) in NAMESPACED.items():
         prefix = f"{CR}{directory}/"
-        names = [p for p in paths if p.startswith(prefix) and p.count("/") == 2
-                 and p.endswith(".json")]
+        grouped.setdefault(target, []).extend(
+            p for p in paths if p.startswith(prefix) and p.count("/") == 2
+            and p.endswith(".json"))
+    for target, kind in NAMESPACED.values():
+        names = grouped.pop(target, [])
         if names:
             used.update(names)
             source.derived(target, names, _merged(source, names, kind))
@@ -308,20 +340,58 @@ def _local_node(source: VirtualSource, paths: list[str], nodes: set[str]) -> str
     return host if isinstance(host, str) and host in nodes else None
 
 
-def _command(info: Any) -> str | None:
-    """The command of a ``*-info.json`` as ``<program base name> <args>``."""
-    raw = info.get("command") if isinstance(info, dict) else None
-    if not isinstance(raw, str):
-        return None
+def _split(text: str) -> list[str]:
     try:
-        argv = shlex.split(raw)
+        return shlex.split(text)
     except ValueError:
-        argv = raw.split()
-    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash") and argv[1] == "-c":
-        argv = argv[2].split()
+        return text.split()
+
+
+def _command(info: Any) -> str | None:
+    """The command of a ``*-info.json`` as ``<program base name> <args>``.
+
+    troubleshoot records ``exec.Cmd.String()``, which joins the arguments with spaces
+    and quotes nothing: ``sh -c`` with the script ``containerd config dump`` reads
+    ``/bin/sh -c containerd config dump``. Every word after ``-c`` is therefore the
+    script, which is split again, so a quoted script (``sh -c 'containerd config
+    dump'``) and an argument list (``["sh", "-c", "containerd config dump"]``) read the
+    same; ``2>&1`` and ``2>/dev/null`` in a script are dropped."""
+    raw = info.get("command") if isinstance(info, dict) else None
+    if isinstance(raw, list) and all(isinstance(arg, str) for arg in raw):
+        argv = list(raw)
+    elif isinstance(raw, str):
+        argv = _split(raw)
+    else:
+        return None
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-ec"):
+        argv = _split(" ".join(argv[2:]))
+    argv = [arg for arg in argv if arg not in ("2>&1", "2>/dev/null")]
     if not argv:
         return None
     return " ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]])
+
+
+def _exit_code(info: Any) -> tuple[bool, int | None]:
+    """(succeeded, exit status) of a ``*-info.json``; troubleshoot writes ``exitCode``
+    as a string, ``"0"`` on success, ``"-1"`` or ``"124"`` on a timeout, and the text
+    of the Go error (``signal: killed``) when the command died of a signal."""
+    raw = str(info.get("exitCode", "0")).strip() if isinstance(info, dict) else "0"
+    try:
+        code = int(raw)
+    except ValueError:
+        return False, None
+    return code == 0, code
+
+
+def _failure(info: Any, code: int | None) -> str:
+    """Why a host collector failed, in one line: the last line of its stderr (where
+    programs print their error) after the exit status."""
+    status = f"exited with status {code}" if code is not None else \
+        f"failed ({_one_line(info.get('exitCode'))[:80]})"
+    error = info.get("error") if isinstance(info, dict) else None
+    lines = [line.strip() for line in error.splitlines() if line.strip()] \
+        if isinstance(error, str) else []
+    return f"{status}: {lines[-1][:300]}" if lines else status
 
 
 def _target(kind: str, command: str) -> str | None:
@@ -342,9 +412,13 @@ def _target(kind: str, command: str) -> str | None:
     return None
 
 
-def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> None:
+def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> list[ManifestItem]:
+    """Host-collector output on its node; a collector that failed (non-zero exit, a
+    timeout, a signal) becomes a failed item of the node path it would have filled,
+    unless another collector filled it, and its output stays ``original/``."""
     nodes = _node_names(source)
     local = _local_node(source, paths, nodes)
+    failed: dict[str, ManifestItem] = {}
     for name in paths:
         parts = name.split("/")
         if parts[0] != "host-collectors" or not name.endswith(".txt") \
@@ -358,13 +432,20 @@ def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> None:
         info_name = name[: -len(".txt")] + "-info.json"
         info = source.json(info_name) if info_name in paths else None
         command = _command(info)
-        if command is None or str((info or {}).get("exitCode", "0")) != "0":
-            continue
-        target = _target(kinds[0], command)
+        target = _target(kinds[0], command) if command is not None else None
         if target is None:
             continue
+        path = f"nodes/{node}/{target}"
+        succeeded, code = _exit_code(info)
+        if not succeeded:
+            failed.setdefault(path, ManifestItem(
+                path=path, node=node, command=["troubleshoot", info_name], exit_code=code,
+                error=_failure(info, code)))
+            continue
         used.update({name, info_name})
-        source.passthrough(f"nodes/{node}/{target}", name)
+        source.passthrough(path, name)
+    provided = set(source.origins())
+    return [item for path, item in sorted(failed.items()) if path not in provided]
 
 
 def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[ManifestItem]:
@@ -413,3 +494,44 @@ def _one_line(value: Any) -> str:
 
 def _constant(data: bytes) -> Maker:
     return lambda: data
+
+
+def _own_links(problems: ProblemLog, paths: list[str]) -> list[tuple[str, str]]:
+    """troubleshoot's own symbolic links, taken back from the refused members.
+
+    The readers refuse every symbolic link. troubleshoot writes two kinds beside the
+    file they point to (``pkg/collect/result.go`` ``SymLinkResult``): a logs collector
+    named ``<c>`` links ``<c>/<pod>/<container>[-previous].log`` (``<c>/<pod>.log`` for
+    a run-pod collector; without a name the ``<c>/`` is missing) to
+    ``cluster-resources/pods/logs/<ns>/<pod>/...``, and every
+    custom resource ``custom-resources/<crd>.json`` gets a ``.yaml`` link to it. Such a
+    link, when the file it stands for is in the bundle, is no problem: it is a layout
+    note naming that file. The link is never followed."""
+    logs: dict[tuple[str, str], str] = {}
+    for name in paths:
+        parts = name.split("/")
+        if name.startswith(f"{CR}pods/logs/") and len(parts) == 6:
+            logs.setdefault((parts[4], parts[5]), name)
+            logs.setdefault((parts[4] + ".log", ""), name)  # run-pod: <c>/<pod>.log
+    present = set(paths)
+    expected: dict[str, str] = {}  # link → the file it repeats
+    for problem in problems.held("refused"):
+        if not problem.message.startswith(LINK_REFUSAL):
+            continue
+        parts = problem.path.split("/")
+        read: str | None = None
+        if problem.path.startswith(f"{CR}custom-resources/") and problem.path.endswith(".yaml"):
+            twin = problem.path.removesuffix(".yaml") + ".json"
+            read = twin if twin in present else None
+        elif parts[0] not in ("cluster-resources", "cluster-info", "host-collectors"):
+            if len(parts) == 3:  # <collector>/<pod>/<container>.log
+                read = logs.get((parts[1], parts[2]))
+            elif len(parts) == 2:  # <collector>/<pod>.log, or <pod>/<container>.log
+                read = logs.get((parts[1], "")) or logs.get((parts[0], parts[1]))
+            elif len(parts) == 1:  # <pod>.log of a run-pod collector without a name
+                read = logs.get((parts[0], ""))
+        if read is not None:
+            expected[problem.path] = read
+    taken = sorted({p.path for p in problems.withdraw(set(expected), "refused")})
+    return [(link, f"a symbolic link troubleshoot adds to {expected[link]}, which the bundle "
+                   "holds; the link itself is not read") for link in taken]
