@@ -10,11 +10,13 @@ answer does not depend on which rule read a file first), and changes the status:
 - ``partial`` when some of it was read: the rule judged what remained, and the reason
   names the damaged files.
 
-A rule that failed keeps ``failed`` (what it found stands) and names the damaged files
-in its reason. Rules with per-node inputs also depend on ``cluster/nodes.json``: it is
-how GPU nodes are chosen. When it is damaged, every node directory counts as a GPU
-node (analyzers/facts/gpu.py), so such a rule is ``partial``, never ``skipped``, for
-that file alone. Optional inputs only corroborate and never change a status.
+A collection step that failed where the data existed (refused by RBAC, node unreachable,
+timed out: analyzers/gaps.py) counts as a file lost whole. A rule that failed keeps
+``failed`` (what it found stands) and names the damaged files in its reason. Rules with
+per-node inputs also depend on ``cluster/nodes.json``: it is how GPU nodes are chosen.
+When it is damaged, every node directory counts as a GPU node (analyzers/facts/gpu.py),
+so such a rule is ``partial``, never ``skipped``, for that file alone. Optional inputs
+only corroborate and never change a status.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers.gaps import LOST, kind_of
 from analyzers.models import RuleResult, RuleStatus
 from analyzers.rule import Input, Rule
 from bundle import Bundle
@@ -55,7 +58,14 @@ class Coverage:
         self._bundle = bundle
         self._cluster: dict[str, Problem] = {}
         self._nodes: dict[str, list[Problem]] = defaultdict(list)  # node-relative path
-        for path, problem in bundle.damaged().items():
+        damaged = bundle.damaged()
+        for item in bundle.manifest.failed_items:
+            # a step that failed where the data existed (RBAC, unreachable, timed out)
+            if item.path and item.path not in damaged and kind_of(item) in LOST:
+                error = " ".join((item.error or "").split())[:200]
+                damaged[item.path] = Problem(item.path, f"not collected: {error}",
+                                             kind="collection", lost=True)
+        for path, problem in damaged.items():
             parts = path.split("/", 2)
             if parts[0] == "nodes" and len(parts) == 3:
                 self._nodes[parts[2]].append(problem)

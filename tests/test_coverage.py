@@ -126,3 +126,25 @@ def test_a_clobbered_node_is_still_found_when_the_node_list_is_damaged(
     assert state == "failed"
     assert reason is not None and "cluster/nodes.json: invalid JSON" in reason
     assert report.bundle.gpu_nodes == 4
+
+
+def test_a_node_file_the_collector_was_refused_makes_the_rule_partial(tmp_path: Path) -> None:
+    refused = [{"path": "nodes/gpu-b/nvidia-smi.xml", "node": "gpu-b",
+                "error": "Error from server (Forbidden): pods \"node-debugger-gpu-b\" is "
+                         "forbidden: User \"collector\" cannot create resource \"pods\""}]
+    report = bundle(tmp_path, [gpu_node("gpu-a"), gpu_node("gpu-b")],
+                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}, failed=refused)
+    state, reason = status(report, "DRV006")
+    assert state == "partial"
+    assert reason is not None
+    assert reason.startswith("read in part: nodes/gpu-b/nvidia-smi.xml: not collected: Error "
+                             "from server (Forbidden)")
+
+
+def test_a_file_missing_on_the_node_is_no_damage(tmp_path: Path) -> None:
+    """An absent directory (no drop-ins) or a log not yet written is nothing lost."""
+    absent = [{"path": "nodes/gpu-b/nvidia-smi.xml", "node": "gpu-b",
+               "error": "sh: nvidia-smi: not found"}]
+    report = bundle(tmp_path, [gpu_node("gpu-a"), gpu_node("gpu-b")],
+                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}, failed=absent)
+    assert status(report, "DRV006") == ("passed", None)

@@ -7,45 +7,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from analyzers.gaps import MEANINGS, kind_of
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
 from analyzers.rules.drv_smifail import recognised as smi_failed
 from bundle.manifest import ManifestItem
 
-# (category, what it means, pattern over the error text); first match wins. Newer collectors
-# record the kind themselves (error_kind, from kubectl's own error); these patterns sort the
-# rest: node.sh's steps and bundles from older collectors.
-_GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    ("unauthorized", "refused: the API server did not accept the collecting identity's "
-     "credentials (401)",
-     re.compile(r"must be logged in to the server|unauthori[sz]ed|provide credentials", re.I)),
-    ("forbidden", "refused by RBAC (the collecting identity lacks permission)",
-     re.compile(r"forbidden|permission denied|not permitted", re.I)),
-    ("previous-log-missing", "previous container log not kept by the kubelet",
-     re.compile(r"previous terminated container .* not found", re.I)),
-    ("unreachable", "node or API server unreachable",
-     re.compile(r"unreachable|no route to host|connection refused|could not resolve|"
-                r"unable to connect|connection reset|host key verification|no such host|"
-                r"i/o timeout|tls handshake|x509:|was refused", re.I)),
-    ("timeout", "timed out",
-     re.compile(r"time[d ]?out|deadline exceeded|timed out", re.I)),
-    ("not-found", "not in the cluster (a resource type or object that does not exist)",
-     re.compile(r"\(NotFound\)|doesn't have a resource type|"
-                r"could not find the requested resource", re.I)),
-    ("missing-command", "command or file missing on the node",
-     re.compile(r"not found|no such file|command not found|executable file", re.I)),
-    ("not-started", "container had not started, so it has no log yet",
-     re.compile(r"waiting to start|podinitializing|containercreating", re.I)),
-    ("other", "failed for another reason", re.compile(r".")),
-)
-_MEANINGS = {name: meaning for name, meaning, _pattern in _GAP_KINDS}
+_MEANINGS = dict(MEANINGS)
 # nvidia-smi ran on the node and said its driver or GPU is not usable: a finding (DRV009,
 # which this group links to), not something the collector failed to do.
 SMI_FAILED = "nvidia-smi-failed"
 _MEANINGS[SMI_FAILED] = "ran nvidia-smi, which failed on the node (a finding, see DRV009)"
-# klog lines (`E1201 18:58:57.180923 23949 memcache.go:265] ...`): kubectl's discovery noise,
-# which older collectors kept in place of kubectl's own error.
-_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 # Gaps where nothing was lost: no rule is "left without" its input.
 _NOTHING_LOST = ("not-started", "previous-log-missing")
 _SEVERITY = {"not-started": Severity.INFO, SMI_FAILED: Severity.INFO,
@@ -80,19 +52,11 @@ _REMEDIATION = {
 
 
 def _kind(item: ManifestItem) -> tuple[str, str]:
-    """The collector's error_kind when it recorded one we know, else a pattern's verdict;
-    an nvidia-smi failure DRV009 explains is its own kind."""
+    """The kind of gap (analyzers.gaps); an nvidia-smi failure DRV009 explains is its own."""
     if smi_failed(item):
         return SMI_FAILED, _MEANINGS[SMI_FAILED]
-    recorded = (item.model_extra or {}).get("error_kind")
-    if isinstance(recorded, str) and recorded in _MEANINGS:
-        return recorded, _MEANINGS[recorded]
-    lines = (item.error or "").splitlines()
-    error = "\n".join(line for line in lines if not _KLOG.match(line)) or (item.error or "")
-    for name, meaning, pattern in _GAP_KINDS:
-        if pattern.search(error):
-            return name, meaning
-    return "other", _MEANINGS["other"]
+    kind = kind_of(item)
+    return kind, _MEANINGS[kind]
 
 
 def _affected_rules(ctx: Context, items: Iterable[ManifestItem]) -> list[str]:
