@@ -163,6 +163,8 @@ def test_filters_and_search_change_what_is_visible(page: Page, files: dict[str, 
 
 
 def test_deep_link_opens_its_folded_finding(page: Page, files: dict[str, Path]) -> None:
+    # RT001 on gpu-b has the same cause as on gpu-a: its link opens the row of the RT001
+    # card's node table (and every fold around it)
     _open(page, files["incident"], "#finding-RT001-gpu-b")
     state = page.evaluate("""(() => {
         const el = document.getElementById('finding-RT001-gpu-b');
@@ -171,9 +173,10 @@ def test_deep_link_opens_its_folded_finding(page: Page, files: dict[str, Path]) 
             if (p.tagName === 'DETAILS' && !p.open) closed.push(p.id || p.className);
         }
         const box = el.getBoundingClientRect();
-        return {open: el.open, closed, top: box.top, height: innerHeight};
+        return {tag: el.tagName, node: el.dataset.node, closed, top: box.top,
+                height: innerHeight};
     })()""")
-    assert state["open"] and state["closed"] == []
+    assert (state["tag"], state["node"], state["closed"]) == ("TR", "gpu-b", [])
     assert 0 <= state["top"] < state["height"]
     page.screenshot(OUTPUT / "incident-deep-link.png")
     page.evaluate("location.hash = '#finding-NOPE-x'")   # same document: hashchange
