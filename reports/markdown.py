@@ -195,6 +195,11 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     out += _glance(report, report.overview)
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n)
     out += [f"Findings: {counts or 'none'}.", ""]
+    if view.outliers:
+        out[-1:] = ["Different from the rest: " + "; ".join(
+            f"{g.group.rule_id} on {_nodes(g.group.nodes)} ({len(g.members)} finding(s); "
+            f"{g.others} others of the rule share another cause)"
+            for g in view.outliers[:4]) + ".", ""]
     rule_groups = sorted([*view.root_groups, *view.standalone_groups],
                          key=lambda g: -g.group.severity.rank)
     tail = []

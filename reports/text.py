@@ -57,7 +57,11 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> lis
     the shared summary (``<node>`` standing for each node), the nodes, and the first
     node's evidence and first step."""
     if len(item.members) == 1:
-        return _finding(item.first, view, color, indent)
+        lines = _finding(item.first, view, color, indent)
+        if item.outlier:
+            lines.insert(2, f"{indent}         differs from the largest "
+                         f"{_one(item.group.rule_id)} group ({item.others} findings)")
+        return lines
     group, first = item.group, item.first
     pad = f"{indent}         "
     nodes = group.nodes
@@ -68,8 +72,8 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> lis
              f"{pad}{_one(group.summary)}",
              f"{pad}on {len(nodes)} node(s): {shown}{more}"]
     if item.outlier:
-        lines.append(f"{pad}differs from the {item.others} other {_one(group.rule_id)} "
-                     "finding(s) listed above or below")
+        lines.append(f"{pad}differs from the largest {_one(group.rule_id)} group "
+                     f"({item.others} findings)")
     if item.symptoms:
         lines.append(f"{pad}explains: {_rules(item.symptoms)}")
     if first.evidence:
@@ -101,6 +105,12 @@ def render(report: Report, *, color: bool = False) -> str:
     if report.suppressed:
         out.insert(-1, f"{len(report.suppressed)} finding(s) suppressed with a recorded "
                    "reason (see the JSON or HTML report)")
+    if view.outliers:
+        out.insert(-1, "different from the rest: " + "; ".join(
+            f"{_one(g.group.rule_id)} on {', '.join(_one(n) for n in g.group.nodes[:3])}"
+            + (f" and {len(g.group.nodes) - 3} more" if len(g.group.nodes) > 3 else "")
+            + f" ({len(g.members)} finding(s); {g.others} others of the rule share another cause)"
+            for g in view.outliers[:4]))
     verdict = view.verdict
     if verdict is None:
         out.append("No problems found. Checked: "

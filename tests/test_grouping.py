@@ -4,7 +4,8 @@ per node; the renderers say each problem once.
 
 The fleet: 400 GPU nodes that all share two problems (a registry drop-in that clobbers the
 nvidia runtime, RT002 → RT001 → OP001/OP008, and a containerd restart after a SIGHUP,
-RT004); three of them (gpu-0100, gpu-0200, gpu-0300) also logged an Xid 79.
+RT004); three of them (gpu-0100, gpu-0200, gpu-0300) also logged an Xid 79, and on one
+(gpu-0007) containerd was restarted twice, so its RT004 differs from the other 399.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ COUNT = 400
 NAMES = [f"gpu-{i:04d}" for i in range(COUNT)]
 XID_NODES = ["gpu-0100", "gpu-0200", "gpu-0300"]
 FIXED = ["gpu-0010", "gpu-0011", "gpu-0012", "gpu-0013", "gpu-0014"]
+TWICE = "gpu-0007"
+TWICE_JOURNAL = rb.journal(*rb.SIGHUP_RESTART, *[(minutes - 20, ident, message)
+                                                 for minutes, ident, message in rb.SIGHUP_RESTART])
 SHARED = {"RT002", "RT001", "OP001", "OP008", "RT004"}
 XID_DMESG = (
     "2026-11-29T13:40:12,004411+00:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
@@ -66,6 +70,7 @@ def fleet_files(fixed: tuple[str, ...] = ()) -> dict[str, Any]:
         files |= rb.containerd_node(name, broken=broken, restarts=broken)
     for name in XID_NODES:
         files[f"nodes/{name}/dmesg.txt"] = XID_DMESG
+    files[f"nodes/{TWICE}/journal/containerd.jsonl"] = TWICE_JOURNAL
     return files
 
 
@@ -92,8 +97,11 @@ def _groups(report: Report, rule: str) -> list[tuple[int, list[str]]]:
 
 
 def test_each_shared_problem_is_one_group_listing_every_node(fleet: Report) -> None:
-    for rule in SHARED:
+    for rule in SHARED - {"RT004"}:
         assert _groups(fleet, rule) == [(COUNT, NAMES)], rule
+    # the node whose containerd restarted twice stands apart
+    assert _groups(fleet, "RT004") == [(COUNT - 1, [n for n in NAMES if n != TWICE]),
+                                       (1, [TWICE])]
     # every finding is still there, one per node, with its own id
     assert sum(f.rule_id == "RT004" for f in fleet.findings) == COUNT
     assert {f.id for f in fleet.findings if f.rule_id == "RT004"} == {
@@ -107,7 +115,8 @@ def test_the_three_nodes_with_a_third_problem_stand_apart(fleet: Report) -> None
         assert len(group.findings) == 3
         assert [f.split(":", 1)[1].split("/")[0] for f in group.findings] == XID_NODES
     # no group of a shared rule was split by the Xid nodes
-    assert all(len(g.findings) == COUNT for g in fleet.groups if g.rule_id in SHARED)
+    assert all(len(g.findings) == COUNT for g in fleet.groups
+               if g.rule_id in SHARED - {"RT004"})
 
 
 def test_groups_partition_the_findings_and_link_by_group(fleet: Report) -> None:
@@ -131,7 +140,7 @@ def test_json_keeps_every_finding_and_adds_groups(fleet: Report) -> None:
     assert data["schema_version"] == 1
     assert len(data["findings"]) == len(fleet.findings)
     rt004 = [g for g in data["groups"] if g["rule_id"] == "RT004"]
-    assert len(rt004) == 1 and len(rt004[0]["findings"]) == COUNT
+    assert [len(g["findings"]) for g in rt004] == [COUNT - 1, 1]
     assert Report.model_validate(data) == fleet
 
 
@@ -155,8 +164,10 @@ def test_diff_against_a_fixed_copy_resolves_exactly_the_fixed_nodes(
     assert result.new == [] and result.unverified == []
     # the fixed nodes left their groups; the rest stay grouped
     rest = [n for n in NAMES if n not in FIXED]
-    for rule in SHARED:
+    for rule in SHARED - {"RT004"}:
         assert _groups(after, rule) == [(COUNT - len(FIXED), rest)], rule
+    assert _groups(after, "RT004") == [(COUNT - len(FIXED) - 1,
+                                        [n for n in rest if n != TWICE]), (1, [TWICE])]
 
 
 SUPPRESS_ONE = """
@@ -171,7 +182,8 @@ def test_suppressing_one_nodes_finding_takes_just_that_node_out_of_its_group(
     outcome = apply(fleet, parse(SUPPRESS_ONE, "s.toml"), date(2026, 12, 1))
     report = outcome.report
     assert [s.finding.id for s in report.suppressed] == ["RT004:gpu-0042"]
-    assert _groups(report, "RT004") == [(COUNT - 1, [n for n in NAMES if n != "gpu-0042"])]
+    assert _groups(report, "RT004") == [
+        (COUNT - 2, [n for n in NAMES if n not in ("gpu-0042", TWICE)]), (1, [TWICE])]
     assert _groups(report, "RT002") == [(COUNT, NAMES)]
     assert "RT004:gpu-0042" not in {i for g in report.groups for i in g.findings}
 
@@ -188,11 +200,17 @@ def test_text_summary_fits_one_screen(fleet: Report) -> None:
            "394 more" in text
     assert "on 3 node(s): gpu-0100, gpu-0200, gpu-0300" in text
     assert "explains: RT001 ×400, OP001 ×400, OP006, OP008 ×400" in text
+    assert ("different from the rest: RT004 on gpu-0007 (1 finding(s); 399 others of the "
+            "rule share another cause)") in lines
+    assert "on 399 node(s): gpu-0000" in text
+    assert "           differs from the largest RT004 group (399 findings)" in lines
 
 
 def test_markdown_names_each_problem_once_with_its_nodes(fleet: Report) -> None:
     md = render(fleet, "md")
     assert md.count("· RT002") == 1
+    assert ("Different from the rest: RT004 on gpu-0007 (1 finding(s); 399 others of the "
+            "rule share another cause).") in md.splitlines()
     assert "400 nodes" in md
     assert "gpu-0100, gpu-0200, gpu-0300" in md
 
@@ -206,6 +224,9 @@ def test_html_folds_a_group_into_one_card_with_a_node_table(fleet: Report) -> No
     assert len(rt002.chains) == 1
     card = rt002.chains[0].root
     assert card.group is not None and card.group.count == COUNT
+    assert [(o.rule_id, o.nodes, o.count, o.of) for o in page.verdict.outliers] == [
+        ("RT004", TWICE, 1, COUNT - 1)]
+    assert page.verdict.same_cause == COUNT and page.verdict.summary.startswith("On <node>,")
     assert [row.node for row in card.group.rows[:2]] == ["gpu-0000", "gpu-0001"]
     assert card.group.rows[1].anchor == anchor("RT002:gpu-0001")
     text = html.render(fleet)
