@@ -16,7 +16,7 @@ Two findings have the *same cause*, and share a group, when all of these are equ
   as ``<time>``. Everything else stays, numbers included: a node where Xid 48 was
   logged, or 3 restarts instead of 1, or another driver version, stands apart;
 * the evidence's shape: the files quoted (node name abstracted) and the JSON pointers
-  (list indices abstracted), as a sorted list; the excerpts themselves may differ (they
+  (list indices abstracted), as a set; the excerpts themselves may differ (they
   are shown per node);
 * the causes: the set of the cause keys of the findings it is ``caused_by`` (so RT001
   caused by one CFG004 is one group, and RT001 caused by RT002 on its own node on 3 of
@@ -57,17 +57,51 @@ def _names(finding: Finding) -> list[tuple[str, str]]:
     return sorted(names.items(), key=lambda item: -len(item[0]))
 
 
-def abstract(text: str, names: Sequence[tuple[str, str]]) -> str:
-    """``text`` with each name (as a whole word) and each date-time replaced."""
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _replace(text: str, name: str, placeholder: str) -> str:
+    """``name`` replaced where it stands as a whole name: not inside a longer one
+    (``gpu-1`` is not replaced in ``gpu-10``, ``xgpu-1`` or ``gpu-1.example``), while a
+    full stop or slash after it ends it (``on gpu-1.``, ``nodes/gpu-1/``). Plain string
+    search: a regular expression per node name would be compiled again for every
+    finding of a large fleet."""
+    if name not in text:
+        return text
+    out = []
+    at = 0
+    size = len(name)
+    start = text.find(name)
+    while start >= 0:
+        end = start + size
+        before = text[start - 1] if start else ""
+        after = text[end:end + 2]
+        inside = (bool(before) and (_word(before) or before in ".-")) or (
+            bool(after) and (_word(after[0]) or after[0] == "-"
+                             or (after[0] == "." and len(after) > 1 and _word(after[1]))))
+        if not inside:
+            out.append(text[at:start])
+            out.append(placeholder)
+            at = end
+        start = text.find(name, end)
+    out.append(text[at:])
+    return "".join(out)
+
+
+def abstract(text: str, names: Sequence[tuple[str, str]], *, times: bool = True) -> str:
+    """``text`` with each name (as a whole name) and, with ``times``, each date-time
+    replaced."""
     for name, placeholder in names:
-        text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", placeholder, text)
-    return _TIME.sub(TIME, text)
+        text = _replace(text, name, placeholder)
+    return _TIME.sub(TIME, text) if times else text
 
 
 def _own_key(finding: Finding) -> Key:
     names = _names(finding)
-    shape = sorted((abstract(e.path, names), _INDEX.sub("/#", e.pointer or ""))
-                   for e in finding.evidence)
+    nodes = [(n, NODE) for n in finding.nodes]
+    shape = sorted({(abstract(e.path, nodes, times=False), _INDEX.sub("/#", e.pointer or ""))
+                    for e in finding.evidence})
     return (finding.rule_id, finding.severity.value, finding.title,
             abstract(finding.summary, names), abstract(finding.remediation, names),
             tuple(shape))

@@ -284,3 +284,11 @@ def test_findings_without_nodes_and_other_severities_stay_apart() -> None:
                                                     severity=Severity.CRITICAL),
              _f("DRV001", "c", "On c, Xid 48.")]
     assert sorted(len(g.findings) for g in grouping.group(found)) == [1, 1, 1, 1, 1]
+
+
+def test_a_node_name_is_replaced_only_where_it_stands_whole() -> None:
+    names = [("gpu-1", grouping.NODE)]
+    assert grouping.abstract("On gpu-1, see nodes/gpu-1/dmesg.txt and gpu-10, xgpu-1, "
+                             "gpu-1.example, gpu-1-b, gpu-1.", names) == (
+        "On <node>, see nodes/<node>/dmesg.txt and gpu-10, xgpu-1, gpu-1.example, gpu-1-b, "
+        "<node>.")
