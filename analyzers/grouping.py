@@ -10,12 +10,15 @@ and ``--suppress`` keep working per finding, that is per node.
 Two findings have the *same cause*, and share a group, when all of these are equal:
 
 * the rule, the severity and the title;
-* the summary and the remediation once the finding's own subjects are abstracted: each
-  of its nodes is read as ``<node>``, the name of each Node or Pod object it names as
-  ``<node>`` or ``<pod>`` (DaemonSet pods differ per node by design), and each date-time
-  as ``<time>``. Everything else stays, numbers included: a node where Xid 48 was
-  logged, or 3 restarts instead of 1, or another driver version, stands apart;
-* the evidence's shape: the files quoted (node name abstracted) and the JSON pointers
+* the summary and the remediation once what identifies one machine, process or moment
+  is abstracted: every node name of the report is read as ``<node>``, the name of each
+  Pod object any finding lists as ``<pod>`` (DaemonSet pods differ per node by design),
+  date-times as ``<time>``, GPU UUIDs as ``<gpu-uuid>``, PCI addresses as ``<pci>``, a
+  GPU's index on its node as ``<index>``, process ids as ``<pid>``, and a list of such
+  names as ``<nodes>`` / ``<pods>``. Everything else stays, numbers included: a node
+  where Xid 48 was logged, or 3 restarts instead of 1, or another driver version, stands
+  apart;
+* the evidence's shape: the files quoted (node and pod names abstracted) and the JSON pointers
   (list indices abstracted), as a set; the excerpts themselves may differ (they
   are shown per node);
 * the causes: the set of the cause keys of the findings it is ``caused_by`` (so RT001
@@ -40,68 +43,69 @@ from collections.abc import Iterable, Sequence
 from analyzers.models import Finding, FindingGroup
 
 NODE, POD, TIME = "<node>", "<pod>", "<time>"
-# 2026-11-29T13:59:00Z, 2026-11-29 13:20:07, 2026-11-29T13:59:00.123+00:00
-_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
+# Identities of one machine, process or moment, written as placeholders (see the module
+# docstring). Each pattern is general: the forms the rules and the tools they quote use.
+_IDENTITIES = (
+    # 2026-11-29T13:59:00Z, 2026-11-29 13:20:07, 2026-11-29T13:59:00.123+00:00
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"),
+     TIME),
+    # GPU-21f4bc9d-8756-45b0-b361-13208fdb6274 (nvidia-smi's GPU UUID)
+    (re.compile(r"\bGPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), "<gpu-uuid>"),
+    # PCI addresses: 0000:1b:00.0, 00000000:1B:00.0, and the kernel's PCI:0000:1b:00
+    (re.compile(r"\b(?:PCI:)?(?:[0-9a-fA-F]{4}|[0-9a-fA-F]{8}):[0-9a-fA-F]{2}:[0-9a-fA-F]{2}"
+                r"(?:\.[0-7])?\b"), "<pci>"),
+    # the index of a GPU on its node: "GPU 3 (NVIDIA H100 ..."
+    (re.compile(r"\bGPU \d+ \("), "GPU <index> ("),
+    # process ids: pid=4473, PID 1118, and a changing one written (1118 → 41136)
+    (re.compile(r"\b(pid|PID)([=: ]+)\d+\b"), r"\1\2<pid>"),
+    (re.compile(r"\(\d+(?: → \d+)+\)"), "(<pid> → <pid>)"),
+)
+# A list of placeholders ("<node>, <node> and 39 more") says "some nodes": how many is
+# said elsewhere in the sentence when it matters, and which ones is the group's node list.
+_LISTS = re.compile(r"<(node|pod)>(?:(?:, | and )<\1>)+(?: and \d+ more)?")
+_TOKENS = re.compile(r"([\s,;()\[\]{}<>'\"=/|]+)")
 _INDEX = re.compile(r"/\d+(?=/|$)")
 _ABSTRACT_KINDS = {"Node": NODE, "Pod": POD}
 Key = tuple[object, ...]
+Names = dict[str, str]
 
 
-def _names(finding: Finding) -> list[tuple[str, str]]:
-    """(name, placeholder) for the finding's own subjects, longest name first."""
-    names = {n: NODE for n in finding.nodes if n}
+def _names(finding: Finding, fleet: Names) -> Names:
+    """Name → placeholder: every node of the report and every Pod any finding lists
+    (``fleet``), then the Node and Pod objects this finding names."""
+    names = dict(fleet)
     for ref in finding.objects:
         placeholder = _ABSTRACT_KINDS.get(ref.kind)
-        if placeholder is not None and ref.name and ref.name not in names:
-            names[ref.name] = placeholder
-    return sorted(names.items(), key=lambda item: -len(item[0]))
+        if placeholder is not None and ref.name:
+            names.setdefault(ref.name, placeholder)
+    return names
 
 
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _replace(text: str, name: str, placeholder: str) -> str:
-    """``name`` replaced where it stands as a whole name: not inside a longer one
-    (``gpu-1`` is not replaced in ``gpu-10``, ``xgpu-1`` or ``gpu-1.example``), while a
-    full stop or slash after it ends it (``on gpu-1.``, ``nodes/gpu-1/``). Plain string
-    search: a regular expression per node name would be compiled again for every
-    finding of a large fleet."""
-    if name not in text:
+def abstract(text: str, names: Names, *, identities: bool = True) -> str:
+    """``text`` with each whole name replaced by its placeholder (a name is a token
+    between spaces, punctuation, quotes or slashes; a full stop or colon after it does not
+    belong to it, so ``gpu-1`` is replaced in ``on gpu-1.`` and ``nodes/gpu-1/``, not in
+    ``gpu-10``, ``gpu-1-b`` or ``gpu-1.example``); then, with ``identities``, times, GPU
+    UUIDs, PCI addresses, GPU indexes and process ids, and lists of placeholders."""
+    parts = _TOKENS.split(text)
+    for index in range(0, len(parts), 2):
+        token = parts[index]
+        core = token.rstrip(".:")
+        placeholder = names.get(core) if core else None
+        if placeholder is not None:
+            parts[index] = placeholder + token[len(core):]
+    text = "".join(parts)
+    if not identities:
         return text
-    out = []
-    at = 0
-    size = len(name)
-    start = text.find(name)
-    while start >= 0:
-        end = start + size
-        before = text[start - 1] if start else ""
-        after = text[end:end + 2]
-        inside = (bool(before) and (_word(before) or before in ".-")) or (
-            bool(after) and (_word(after[0]) or after[0] == "-"
-                             or (after[0] == "." and len(after) > 1 and _word(after[1]))))
-        if not inside:
-            out.append(text[at:start])
-            out.append(placeholder)
-            at = end
-        start = text.find(name, end)
-    out.append(text[at:])
-    return "".join(out)
+    for pattern, placeholder in _IDENTITIES:
+        text = pattern.sub(placeholder, text)
+    return _LISTS.sub(lambda m: f"<{m[1]}s>", text)
 
 
-def abstract(text: str, names: Sequence[tuple[str, str]], *, times: bool = True) -> str:
-    """``text`` with each name (as a whole name) and, with ``times``, each date-time
-    replaced."""
-    for name, placeholder in names:
-        text = _replace(text, name, placeholder)
-    return _TIME.sub(TIME, text) if times else text
-
-
-def _own_key(finding: Finding) -> Key:
-    names = _names(finding)
-    nodes = [(n, NODE) for n in finding.nodes]
-    shape = sorted({(abstract(e.path, nodes, times=False), _INDEX.sub("/#", e.pointer or ""))
-                    for e in finding.evidence})
+def _own_key(finding: Finding, fleet: Names) -> Key:
+    names = _names(finding, fleet)
+    shape = sorted({(abstract(e.path, fleet, identities=False),
+                     _INDEX.sub("/#", e.pointer or "")) for e in finding.evidence})
     return (finding.rule_id, finding.severity.value, finding.title,
             abstract(finding.summary, names), abstract(finding.remediation, names),
             tuple(shape))
@@ -112,6 +116,9 @@ class _Keys:
 
     def __init__(self, findings: Iterable[Finding]) -> None:
         self.by_id = {f.id: f for f in findings}
+        pods: Names = {o.name: POD for f in self.by_id.values() for o in f.objects
+                       if o.kind == "Pod" and o.name}
+        self.fleet: Names = pods | {n: NODE for f in self.by_id.values() for n in f.nodes if n}
         self.done: dict[str, Key] = {}
 
     def key(self, finding: Finding, path: frozenset[str] = frozenset()) -> Key:
@@ -124,7 +131,7 @@ class _Keys:
             inner = path | {finding.id}
             parents = sorted({repr(self.key(self.by_id[p], inner)) for p in finding.caused_by
                               if p in self.by_id and p not in inner})
-            key = (_own_key(finding), tuple(parents))
+            key = (_own_key(finding, self.fleet), tuple(parents))
         self.done[finding.id] = key
         return key
 
@@ -138,6 +145,7 @@ def group(findings: Sequence[Finding]) -> list[FindingGroup]:
     """Partition linked findings into cause groups (see the module docstring), ordered
     most severe first, then by rule, then the most nodes first."""
     keys = _Keys(findings)
+    fleet = keys.fleet
     members: dict[Key, list[Finding]] = defaultdict(list)
     for finding in findings:
         members[keys.key(finding)].append(finding)
@@ -154,7 +162,7 @@ def group(findings: Sequence[Finding]) -> list[FindingGroup]:
         own = ids[key]
         out.append(FindingGroup(
             id=own, rule_id=first.rule_id, title=first.title, severity=first.severity,
-            summary=(abstract(first.summary, _names(first)) if len(first.nodes) == 1
+            summary=(abstract(first.summary, _names(first, fleet)) if len(first.nodes) == 1
                      else first.summary),
             findings=[f.id for f in items],
             nodes=sorted({n for f in items for n in f.nodes}),

@@ -116,8 +116,8 @@ class FindingGroup(_Strict):
     """Findings of one rule with the same cause on several nodes (analyzers.grouping
     says what "same cause" means). Every finding is in exactly one group; ``findings``
     are member ids (each still in ``Report.findings``), ``summary`` is the first
-    member's summary with its node, pod names and times abstracted (``<node>``,
-    ``<pod>``, ``<time>``), ``caused_by`` / ``causes`` are group ids."""
+    member's summary with node and pod names, times and other identities abstracted
+    (``<node>``, ``<pod>``, ``<time>`` …), ``caused_by`` / ``causes`` are group ids."""
 
     id: str
     rule_id: str

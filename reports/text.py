@@ -31,10 +31,10 @@ def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]
     lines = [f"{indent}{_sev(f.severity, color)} {_one(f.rule_id)}  {_one(f.title)}",
              f"{indent}         {_one(f.summary)}"]
     symptoms = view.explained_by(f)
-    if symptoms:
-        listed = ", ".join(_one(s.id) for s in symptoms[:8])
-        more = f" (+{len(symptoms) - 8})" if len(symptoms) > 8 else ""
-        lines.append(f"{indent}         explains: {listed}{more}")
+    if len(symptoms) > 8:  # many: counted per rule
+        lines.append(f"{indent}         explains: {_rules(symptoms)}")
+    elif symptoms:
+        lines.append(f"{indent}         explains: {', '.join(_one(s.id) for s in symptoms)}")
     if f.evidence:
         e = f.evidence[0]
         at = f":{e.line}" if e.line else (f"#{_one(e.pointer)}" if e.pointer else "")

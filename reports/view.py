@@ -62,8 +62,9 @@ def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
 class CauseGroup:
     """One :class:`FindingGroup` with its member findings (sorted by node) and what its
     members explain. ``others`` is the size of the largest group of the same rule among
-    the root and standalone findings when that is larger than this one: then this group
-    is an outlier (these nodes differ from most of that rule's nodes); else 0."""
+    the root and standalone findings when that is at least :data:`OUTLIER_RATIO` times
+    this one: then this group is an outlier (these nodes differ from most of that rule's
+    nodes); else 0."""
 
     group: FindingGroup
     members: tuple[Finding, ...]
@@ -77,6 +78,11 @@ class CauseGroup:
     @property
     def outlier(self) -> bool:
         return self.others > 0
+
+
+# A group is an outlier when its rule has a group at least this many times its size:
+# 3 nodes of 400 are; 30 nodes beside 38 with another Xid are two problems, not one odd.
+OUTLIER_RATIO = 2
 
 
 def groups_of(report: Report) -> list[FindingGroup]:
@@ -195,7 +201,8 @@ def _cause_groups(report: Report, by_id: dict[str, Finding],
     out: dict[str, CauseGroup] = {}
     for item in built:
         largest = top.get(item.group.rule_id, 0)
-        if any(m.id in head_ids for m in item.members) and len(item.members) < largest:
+        if any(m.id in head_ids for m in item.members) and largest >= OUTLIER_RATIO * len(
+                item.members):
             item = CauseGroup(item.group, item.members, item.symptoms, others=largest)
         for member in item.members:
             out[member.id] = item

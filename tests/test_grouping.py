@@ -287,8 +287,25 @@ def test_findings_without_nodes_and_other_severities_stay_apart() -> None:
 
 
 def test_a_node_name_is_replaced_only_where_it_stands_whole() -> None:
-    names = [("gpu-1", grouping.NODE)]
+    names = {"gpu-1": grouping.NODE}
     assert grouping.abstract("On gpu-1, see nodes/gpu-1/dmesg.txt and gpu-10, xgpu-1, "
                              "gpu-1.example, gpu-1-b, gpu-1.", names) == (
         "On <node>, see nodes/<node>/dmesg.txt and gpu-10, xgpu-1, gpu-1.example, gpu-1-b, "
         "<node>.")
+
+
+def test_gpu_uuids_pci_addresses_and_pids_are_identities_but_xid_codes_are_causes() -> None:
+    def lost(node: str, uuid: str, bus: str, xid: int, pid: int) -> Finding:
+        return Finding(id=f"DRV001:{node}/{bus}", rule_id="DRV001", title="t",
+                       severity=Severity.HIGH, nodes=[node],
+                       summary=f"On {node}, GPU 3 (NVIDIA H100, GPU-{uuid}) at {bus} reported "
+                               f"Xid {xid}; pid={pid}.",
+                       remediation=f"dmesg | grep 'NVRM: Xid (PCI:{bus[:-2]}'")
+
+    found = [lost("a", "21f4bc9d-8756-45b0-b361-13208fdb6274", "0000:1b:00.0", 79, 4022),
+             lost("b", "d184faa9-b73d-cd7f-0710-700a8b439434", "0000:df:00.0", 79, 4473),
+             lost("c", "77232ac2-0cb6-0546-6c76-284dabc6bbc5", "0000:52:00.0", 48, 4022)]
+    groups = grouping.group(found)
+    assert [g.nodes for g in groups] == [["a", "b"], ["c"]]
+    assert groups[0].summary == ("On <node>, GPU <index> (NVIDIA H100, <gpu-uuid>) at <pci> "
+                                 "reported Xid 79; pid=<pid>.")
