@@ -12,7 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import grouping
 from analyzers.models import Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
@@ -86,11 +85,15 @@ OUTLIER_RATIO = 2
 
 
 def groups_of(report: Report) -> list[FindingGroup]:
-    """The report's groups; formed here for a report that carries none (one written
-    before grouping existed, or a hand-built one)."""
+    """The report's groups (analyzers.grouping). A report that carries none (written
+    before grouping existed, or built by hand) is shown as it was then: every finding a
+    group of its own."""
     if report.groups or not report.findings:
         return list(report.groups)
-    return grouping.group(report.findings)
+    return [FindingGroup(id=f.id, rule_id=f.rule_id, title=f.title, severity=f.severity,
+                         summary=f.summary, findings=[f.id], nodes=list(f.nodes),
+                         caused_by=list(f.caused_by), causes=list(f.causes))
+            for f in report.findings]
 
 
 @dataclass(frozen=True, slots=True)

@@ -309,3 +309,10 @@ def test_gpu_uuids_pci_addresses_and_pids_are_identities_but_xid_codes_are_cause
     assert [g.nodes for g in groups] == [["a", "b"], ["c"]]
     assert groups[0].summary == ("On <node>, GPU <index> (NVIDIA H100, <gpu-uuid>) at <pci> "
                                  "reported Xid 79; pid=<pid>.")
+
+
+def test_a_report_without_groups_is_shown_one_finding_per_entry(fleet: Report) -> None:
+    from reports.view import groups_of
+
+    old = fleet.model_copy(update={"groups": []})
+    assert [g.findings for g in groups_of(old)] == [[f.id] for f in fleet.findings]
