@@ -71,27 +71,31 @@ Names = dict[str, str]
 
 
 def _names(finding: Finding, fleet: Names) -> Names:
-    """Name → placeholder: every node of the report and every Pod any finding lists
-    (``fleet``), then the Node and Pod objects this finding names."""
-    names = dict(fleet)
+    """Name → placeholder for the Node and Pod objects this finding names that are not
+    already in ``fleet`` (every node of the report and every Pod any finding lists)."""
+    names: Names = {}
     for ref in finding.objects:
         placeholder = _ABSTRACT_KINDS.get(ref.kind)
-        if placeholder is not None and ref.name:
+        if placeholder is not None and ref.name and ref.name not in fleet:
             names.setdefault(ref.name, placeholder)
     return names
 
 
-def abstract(text: str, names: Names, *, identities: bool = True) -> str:
+def abstract(text: str, names: Names, *, identities: bool = True,
+             more: Names | None = None) -> str:
     """``text`` with each whole name replaced by its placeholder (a name is a token
     between spaces, punctuation, quotes or slashes; a full stop or colon after it does not
     belong to it, so ``gpu-1`` is replaced in ``on gpu-1.`` and ``nodes/gpu-1/``, not in
     ``gpu-10``, ``gpu-1-b`` or ``gpu-1.example``); then, with ``identities``, times, GPU
-    UUIDs, PCI addresses, GPU indexes and process ids, and lists of placeholders."""
+    UUIDs, PCI addresses, GPU indexes and process ids, and lists of placeholders.
+    ``more`` holds names of one finding, looked up after ``names`` (the report's)."""
     parts = _TOKENS.split(text)
     for index in range(0, len(parts), 2):
         token = parts[index]
         core = token.rstrip(".:")
         placeholder = names.get(core) if core else None
+        if placeholder is None and core and more:
+            placeholder = more.get(core)
         if placeholder is not None:
             parts[index] = placeholder + token[len(core):]
     text = "".join(parts)
@@ -103,12 +107,12 @@ def abstract(text: str, names: Names, *, identities: bool = True) -> str:
 
 
 def _own_key(finding: Finding, fleet: Names) -> Key:
-    names = _names(finding, fleet)
+    own = _names(finding, fleet)
     shape = sorted({(abstract(e.path, fleet, identities=False),
                      _INDEX.sub("/#", e.pointer or "")) for e in finding.evidence})
     return (finding.rule_id, finding.severity.value, finding.title,
-            abstract(finding.summary, names), abstract(finding.remediation, names),
-            tuple(shape))
+            abstract(finding.summary, fleet, more=own),
+            abstract(finding.remediation, fleet, more=own), tuple(shape))
 
 
 class _Keys:
@@ -162,7 +166,8 @@ def group(findings: Sequence[Finding]) -> list[FindingGroup]:
         own = ids[key]
         out.append(FindingGroup(
             id=own, rule_id=first.rule_id, title=first.title, severity=first.severity,
-            summary=(abstract(first.summary, _names(first, fleet)) if len(first.nodes) == 1
+            summary=(abstract(first.summary, fleet, more=_names(first, fleet))
+                     if len(first.nodes) == 1
                      else first.summary),
             findings=[f.id for f in items],
             nodes=sorted({n for f in items for n in f.nodes}),
