@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analyzers import __version__, overview
+from analyzers import __version__, grouping, overview
 from analyzers.coverage import Coverage
 from analyzers.facts import Facts, prefetch
 from analyzers.models import (
@@ -160,6 +160,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
                   for p in bundle.problems],
         rule_docs=[_doc(loaded.rule) for loaded in rules],
         overview=built,
+        groups=grouping.group(linked),
     )
 
 

@@ -32,8 +32,8 @@ from bundle.manifest import fresh_list
 
 __all__ = [
     "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Evidence", "EvidenceMark",
-    "Finding", "Glance", "GpuTotals", "Inventory", "InventoryEntry", "InventoryFile",
-    "LayoutNote", "NodeRow",
+    "Finding", "FindingGroup", "Glance", "GpuTotals", "Inventory", "InventoryEntry",
+    "InventoryFile", "LayoutNote", "NodeRow",
     "ObjectRef", "OperandCell", "OperatorRelease", "Overview", "ParseProblem", "Report",
     "ResourceTotal", "RuleDoc", "RuleResult", "RuleStatus", "Severity", "Summary", "Timeline",
     "TimelinePoint", "ToolInfo", "ValueSpread", "SuppressedFinding",
@@ -108,6 +108,24 @@ class Finding(_Strict):
     objects: list[ObjectRef] = Field(default_factory=fresh_list)
     evidence: list[Evidence] = Field(default_factory=fresh_list)
     remediation: str = ""
+    caused_by: list[str] = Field(default_factory=fresh_list)
+    causes: list[str] = Field(default_factory=fresh_list)
+
+
+class FindingGroup(_Strict):
+    """Findings of one rule with the same cause on several nodes (analyzers.grouping
+    says what "same cause" means). Every finding is in exactly one group; ``findings``
+    are member ids (each still in ``Report.findings``), ``summary`` is the first
+    member's summary with node and pod names, times and other identities abstracted
+    (``<node>``, ``<pod>``, ``<time>`` …), ``caused_by`` / ``causes`` are group ids."""
+
+    id: str
+    rule_id: str
+    title: str
+    severity: Severity
+    summary: str
+    findings: list[str]
+    nodes: list[str] = Field(default_factory=fresh_list)
     caused_by: list[str] = Field(default_factory=fresh_list)
     causes: list[str] = Field(default_factory=fresh_list)
 
@@ -210,6 +228,9 @@ class Report(_Strict):
     # Findings removed with --suppress, each with the recorded reason (not in findings,
     # not in summary, not counted for --fail-on).
     suppressed: list[SuppressedFinding] = Field(default_factory=fresh_list)
+    # The findings partitioned by cause (analyzers.grouping): an additive view of
+    # ``findings``, which still holds every finding. Empty in reports written before it.
+    groups: list[FindingGroup] = Field(default_factory=fresh_list)
 
     def worst(self) -> Severity | None:
         if not self.findings:

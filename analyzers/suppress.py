@@ -13,7 +13,9 @@ The file is TOML::
 
 A suppressed finding leaves ``findings`` (and the summary, and ``--fail-on``) and is
 listed in the report's ``suppressed`` array with its reason, so nothing disappears
-silently. Links to it from the remaining findings are dropped. An expired suppression
+silently. Links to it from the remaining findings are dropped, and the groups
+(analyzers.grouping) are formed again from what remains: suppressing ``RT004:gpu-a``
+takes gpu-a out of its RT004 group and leaves the other nodes grouped. An expired suppression
 no longer applies; both it and a suppression that matched nothing are reported back to
 the caller to mention.
 """
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from analyzers import grouping
 from analyzers.engine import link
 from analyzers.models import Finding, Report, Severity, Summary, SuppressedFinding
 from analyzers.rule import RULE_ID
@@ -141,7 +144,8 @@ def apply(report: Report, suppressions: Sequence[Suppression], today: date) -> O
     for finding in kept:
         counts[finding.severity.value] += 1
     update: dict[str, object] = {"findings": kept, "summary": Summary(**counts),
-                                 "suppressed": [*report.suppressed, *removed]}
+                                 "suppressed": [*report.suppressed, *removed],
+                                 "groups": grouping.group(kept)}
     if report.overview is not None:
         ids = {f.id for f in kept}
         update["overview"] = report.overview.model_copy(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from importlib.resources import files
@@ -41,7 +41,7 @@ from reports.html_overview import (
 )
 from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family
 
-NODE_FILTER_CAP = 500
+NODE_FILTER_CAP = 5000
 OTHERS_SHOWN = 8
 
 
@@ -90,6 +90,19 @@ class OtherRoot:
 
 
 @dataclass(frozen=True, slots=True)
+class Outlier:
+    """Nodes whose finding differs from most findings of the same rule."""
+
+    rule_id: str
+    severity: str
+    title: str
+    nodes: str
+    count: int
+    of: int                     # findings in the rule's largest group
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
 class VerdictView:
     ok: bool
     minor: bool                 # only low or info findings: nothing blocks GPU workloads
@@ -107,6 +120,8 @@ class VerdictView:
     others_more: int
     checked: str
     not_checked: int
+    same_cause: int = 0         # > 1: the verdict is one cause on this many findings
+    outliers: list[Outlier] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,14 +195,26 @@ def _verdict(report: Report, verdict: Finding | None, roots: list[Finding],
     explains = [Explained(rule_id, _c(titles[rule_id], 200), count)
                 for rule_id, count in sorted(by_rule.items(), key=lambda kv: (-rank[kv[0]],
                                                                                 kv[0]))]
+    item = builder.view.group_of.get(verdict.id)
+    grouped = item is not None and len(item.members) > 1
+    outliers = [Outlier(g.group.rule_id, g.group.severity.value, _c(g.group.title),
+                        _node_text(g.group.nodes), len(g.members), g.others,
+                        builder.anchors.assign(g.first.id))
+                for g in builder.view.outliers]
     return VerdictView(
         ok=False, minor=verdict.severity.rank < Severity.MEDIUM.rank,
         severity=verdict.severity.value, rule_id=verdict.rule_id,
-        title=_c(verdict.title), anchor=builder.anchors.assign(verdict.id),
-        summary=_c(verdict.summary, 1200), nodes=_node_text(nodes), node_count=len(nodes),
+        title=_c(verdict.title),
+        anchor=builder.anchors.assign(item.first.id if item is not None and grouped
+                                      else verdict.id),
+        summary=_c(item.group.summary if item is not None and grouped else verdict.summary,
+                   1200),
+        nodes=_node_text(nodes), node_count=len(nodes),
         explains=explains, explains_total=len(symptoms), command=verdict_command(verdict),
         others=others[:OTHERS_SHOWN], others_more=max(len(others) - OTHERS_SHOWN, 0),
         checked=checked, not_checked=not_checked,
+        same_cause=len(item.members) if item is not None and grouped else 0,
+        outliers=outliers[:OTHERS_SHOWN],
     )
 
 

@@ -1,8 +1,11 @@
 """The findings part of the HTML view model: causal chains, standalone findings, cards.
 
-Size stays bounded on big bundles: findings of one rule are grouped, only the first few
-of a group are shown in full, the next ones as one-line rows, and the rest are counted
-and named. Every string from the bundle passes :func:`reports.view.clean` here; the
+Size stays bounded on big bundles: findings with the same cause on many nodes (one
+:class:`analyzers.models.FindingGroup`) are one card whose collapsed node table gives each
+node its own row and first evidence (capped at :data:`MEMBER_ROWS` per table and
+:data:`MEMBER_BUDGET` in the report; the rest are named). Cards of one rule are shown
+together; only the first few of a rule are full cards, the next ones one-line rows, and the
+rest are counted and named. Every string from the bundle passes :func:`reports.view.clean` here; the
 template escapes it.
 """
 
@@ -12,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from analyzers.models import Evidence, Finding, Report, RuleDoc
-from reports.view import Chain, View, clean, family, first_command, group_by_rule
+from reports.view import CauseGroup, Chain, View, clean, family, first_command, group_by_rule
 
 FULL_PER_GROUP = 5          # findings of one rule shown as full cards
 SYMPTOMS_FULL = 8           # symptoms of one root shown as full cards
@@ -25,6 +28,10 @@ TITLE_CAP = 300
 SUMMARY_CAP = 3000
 NODES_SHOWN = 12
 OVERFLOW_NAMES = 200
+MEMBER_ROWS = 500           # rows of one group's node table
+MEMBER_BUDGET = 4000        # node-table rows in the whole report
+MEMBER_NAMES = 2000         # nodes named past the rows
+MEMBER_EXCERPT = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,32 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberRow:
+    """One node of a group: its own finding id and first evidence. (Its summary is the
+    group's, with its own node, pods and times: the evidence shows those.)"""
+
+    node: str
+    id: str
+    anchor: str
+    path: str
+    where: str
+    excerpt: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberTable:
+    """The nodes of a card that stands for a group of findings with the same cause."""
+
+    count: int
+    nodes: int
+    pattern: str                # the shared summary, <node> standing for each node
+    rows: list[MemberRow]
+    rest: list[str]             # nodes past the rows, named only
+    rest_more: int
+    outlier_of: int             # > 0: the size of the larger group of this rule
+
+
+@dataclass(frozen=True, slots=True)
 class FindingView:
     id: str
     anchor: str
@@ -77,6 +110,8 @@ class FindingView:
     explains: list[Link]
     explains_more: int
     doc: RuleDocView | None
+    group: MemberTable | None = None
+    filter_nodes: str = ""      # every node the card stands for (data-nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +141,12 @@ class ChainView:
     compact: list[CompactView]
     elsewhere: list[Link]       # symptoms it shares with a root shown earlier
     hidden: int
+    total: int = 0              # symptom findings of every node of the root's group
 
     @property
     def explains(self) -> int:
-        return len(self.symptoms) + len(self.compact) + len(self.elsewhere) + self.hidden
+        return self.total or (len(self.symptoms) + len(self.compact) + len(self.elsewhere)
+                              + self.hidden)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +296,7 @@ class Builder:
 
     docs: dict[str, RuleDoc] = field(default_factory=dict)
     by_id: dict[str, Finding] = field(default_factory=dict)
+    member_budget: int = MEMBER_BUDGET
 
     def __post_init__(self) -> None:
         self.docs = {d.rule_id: d for d in self.report.rule_docs}
@@ -269,10 +307,48 @@ class Builder:
                     rule_id=finding.rule_id, severity=finding.severity.value,
                     title=_cap(finding.title, TITLE_CAP))
 
+    def cause(self, finding: Finding) -> CauseGroup | None:
+        """The finding's cause group when it has more than one member."""
+        item = self.view.group_of.get(finding.id)
+        return item if item is not None and len(item.members) > 1 else None
+
+    def members(self, item: CauseGroup) -> MemberTable:
+        rows: list[MemberRow] = []
+        room = min(MEMBER_ROWS, max(self.member_budget, 0))
+        for index, member in enumerate(item.members[:room]):
+            first = member.evidence[0] if member.evidence else None
+            where = ""
+            if first is not None:
+                where = (f"line {first.line}" if first.line else _cap(first.pointer or "", 200))
+            excerpt = first.excerpt.strip().split("\n", 1)[0] if first is not None else ""
+            rows.append(MemberRow(
+                node=_cap(member.nodes[0] if member.nodes else "", 253),
+                id=_cap(member.id, 300),
+                # the first member is the card itself, which carries its anchor
+                anchor=self.anchors.assign(member.id) if index else "",
+                path=_cap(first.path, 300) if first is not None else "", where=where,
+                excerpt=_cap(excerpt, MEMBER_EXCERPT)))
+        self.member_budget -= len(rows)
+        rest = sorted({n for m in item.members[len(rows):] for n in m.nodes})
+        return MemberTable(count=len(item.members), nodes=len(item.group.nodes),
+                           pattern=_cap(item.group.summary, SUMMARY_CAP), rows=rows,
+                           rest=[_cap(n, 253) for n in rest[:MEMBER_NAMES]],
+                           rest_more=max(len(rest) - MEMBER_NAMES, 0),
+                           outlier_of=item.others)
+
+    def explains_of(self, finding: Finding) -> list[Finding]:
+        """What a card explains: for a group, what every member explains, one card per
+        cause group (its first member)."""
+        item = self.cause(finding)
+        symptoms = item.symptoms if item is not None else self.view.explained_by(finding)
+        return fold(self.view, symptoms)
+
     def card(self, finding: Finding, docs: Mapping[str, RuleDoc]) -> FindingView:
         by_id = self.by_id
         doc = docs.get(finding.rule_id)
-        explains = list(self.view.explained_by(finding))
+        explains = self.explains_of(finding)
+        item = self.cause(finding)
+        nodes = item.group.nodes if item is not None else finding.nodes
         return FindingView(
             id=_cap(finding.id, 300),
             anchor=self.anchors.assign(finding.id),
@@ -282,8 +358,8 @@ class Builder:
             severity=finding.severity.value,
             summary=_cap(finding.summary, SUMMARY_CAP),
             why=prose(doc.why) if doc else [],
-            nodes=[_cap(n, 253) for n in finding.nodes[:NODES_SHOWN]],
-            nodes_more=max(len(finding.nodes) - NODES_SHOWN, 0),
+            nodes=[_cap(n, 253) for n in nodes[:NODES_SHOWN]],
+            nodes_more=max(len(nodes) - NODES_SHOWN, 0),
             objects=[_cap(f"{o.kind} {o.namespace + '/' if o.namespace else ''}{o.name}", 300)
                      for o in finding.objects[:NODES_SHOWN]],
             evidence=[evidence_view(e, self.marks.get((finding.id, i), []))
@@ -295,17 +371,37 @@ class Builder:
             explains_more=max(len(explains) - 20, 0),
             doc=RuleDocView(doc.rule_id, _cap(doc.title, TITLE_CAP), prose(doc.remediation))
             if doc else None,
+            group=self.members(item) if item is not None else None,
+            filter_nodes=" ".join(_cap(n, 253) for n in nodes),
         )
 
     def compact(self, finding: Finding) -> CompactView:
-        nodes = [_cap(n, 253) for n in finding.nodes[:NODES_SHOWN]]
+        item = self.cause(finding)
+        every = item.group.nodes if item is not None else finding.nodes
+        nodes = [_cap(n, 253) for n in every[:NODES_SHOWN]]
+        summary = (f"{len(item.members)} nodes, the same cause: {item.group.summary}"
+                   if item is not None else finding.summary)
         return CompactView(
             id=_cap(finding.id, 300), anchor=self.anchors.assign(finding.id),
             rule_id=finding.rule_id, family=family(finding.rule_id),
             severity=finding.severity.value, title=_cap(finding.title, TITLE_CAP),
-            nodes=", ".join(nodes) + (f" +{len(finding.nodes) - NODES_SHOWN}"
-                                      if len(finding.nodes) > NODES_SHOWN else ""),
-            node_list=nodes, summary=_cap(finding.summary, 240))
+            nodes=", ".join(nodes) + (f" +{len(every) - NODES_SHOWN}"
+                                      if len(every) > NODES_SHOWN else ""),
+            node_list=[_cap(n, 253) for n in every], summary=_cap(summary, 240))
+
+
+def fold(view: View, findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with each cause group kept once, as its first member, in order."""
+    seen: set[str] = set()
+    out = []
+    for finding in findings:
+        item = view.group_of.get(finding.id)
+        key = item.group.id if item is not None else finding.id
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(item.first if item is not None else finding)
+    return out
 
 
 def _plan(builder: Builder, chains: Sequence[Chain], roots: Sequence[Finding]
@@ -315,7 +411,7 @@ def _plan(builder: Builder, chains: Sequence[Chain], roots: Sequence[Finding]
     root id → the symptom ids shown in full under it."""
     mode: dict[str, str] = {}
     under: dict[str, list[str]] = {}
-    symptoms = {c.root.id: c.symptoms for c in chains}
+    symptoms = {c.root.id: builder.explains_of(c.root) for c in chains}
     budget = builder.budget
     for group in group_by_rule(roots):
         for index, finding in enumerate(group.findings):
@@ -350,14 +446,18 @@ def _group(builder: Builder, findings: Sequence[Finding], mode: Mapping[str, str
     docs = builder.docs
     by_id = builder.by_id
     first = findings[0]
-    nodes = sorted({n for f in findings for n in f.nodes})
+    items = [builder.cause(f) for f in findings]
+    nodes = sorted({n for f, item in zip(findings, items, strict=True)
+                    for n in (item.group.nodes if item is not None else f.nodes)})
+    count = sum(len(item.members) if item is not None else 1 for item in items)
     chains: list[ChainView] = []
     compact: list[CompactView] = []
     hidden: list[Finding] = []
     explained: set[str] = set()
-    for finding in findings:
-        symptoms = builder.view.explained_by(finding)
-        explained.update(s.id for s in symptoms)
+    for finding, item in zip(findings, items, strict=True):
+        every = item.symptoms if item is not None else builder.view.explained_by(finding)
+        explained.update(s.id for s in every)
+        symptoms = builder.explains_of(finding)
         how = mode.get(finding.id)
         if how == "full" and finding.id not in builder.placed:
             builder.placed.add(finding.id)
@@ -373,17 +473,18 @@ def _group(builder: Builder, findings: Sequence[Finding], mode: Mapping[str, str
             for row in rows:
                 builder.placed.add(row.id)
             left = sum(1 for s in symptoms if s.id not in mode)
-            chains.append(ChainView(builder.card(finding, docs), cards, rows, elsewhere, left))
+            chains.append(ChainView(builder.card(finding, docs), cards, rows, elsewhere, left,
+                                    len(every) if item is not None else 0))
         elif how == "compact" and finding.id not in builder.placed:
             builder.placed.add(finding.id)
             compact.append(builder.compact(finding))
         elif finding.id not in builder.placed:
-            hidden.append(finding)
+            hidden.extend(item.members if item is not None else [finding])
     hidden_nodes = sorted({n for f in hidden for n in f.nodes})
     return GroupView(
         anchor=f"group-{kind}-{anchor(first.rule_id)[len('finding-'):]}",
         rule_id=first.rule_id, family=family(first.rule_id), severity=first.severity.value,
-        title=_cap(first.title, TITLE_CAP), count=len(findings),
+        title=_cap(first.title, TITLE_CAP), count=count,
         nodes=[_cap(n, 253) for n in nodes[:NODES_SHOWN]],
         nodes_more=max(len(nodes) - NODES_SHOWN, 0), chains=chains, compact=compact,
         hidden=len(hidden), hidden_nodes=[_cap(n, 253) for n in hidden_nodes[:OVERFLOW_NAMES]],
@@ -391,13 +492,16 @@ def _group(builder: Builder, findings: Sequence[Finding], mode: Mapping[str, str
 
 
 def groups(builder: Builder) -> tuple[list[GroupView], list[GroupView]]:
-    """(root-cause groups, standalone groups), each group one rule."""
+    """(root-cause groups, standalone groups), each group one rule, each cause group of
+    it one card (its first member)."""
     view = builder.view
-    roots = [c.root for c in view.chains]
-    mode, under = _plan(builder, view.chains, [*roots, *view.standalone])
+    roots = [g.first for g in view.root_groups]
+    chains = [Chain(f, tuple(view.explained_by(f))) for f in roots]
+    mode, under = _plan(builder, chains, [*roots, *(g.first for g in view.standalone_groups)])
     chain_groups = [_group(builder, g.findings, mode, under, "root")
                     for g in group_by_rule(roots)]
-    alone = sorted(view.standalone, key=lambda f: (-f.severity.rank, f.rule_id, f.id))
+    alone = sorted((g.first for g in view.standalone_groups),
+                   key=lambda f: (-f.severity.rank, f.rule_id, f.id))
     alone_groups = [_group(builder, g.findings, mode, under, "other")
                     for g in group_by_rule(alone)]
     return chain_groups, alone_groups

@@ -25,7 +25,8 @@ from analyzers.models import (
 from reports.html_findings import Anchors, Link, anchor
 from reports.view import clean
 
-MATRIX_ROWS = 200
+MATRIX_ROWS = 200           # nodes with every column (operand chips, GPU bar)
+MATRIX_BRIEF = 5000         # nodes after those, one brief row each (filter, sort, search)
 MATRIX_NAMES = 500
 NODE_LINKS = 6
 TIMELINE_ROWS = 300
@@ -202,9 +203,34 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True)
+class BriefNodeView:
+    """A node past the first :data:`MATRIX_ROWS`: the same columns, operands as a count
+    of failing ones, no bar, finding links without titles."""
+
+    name: str
+    anchor: str
+    ready: str
+    ready_tone: str
+    cordoned: bool
+    model: str
+    driver: str
+    containerd: str
+    runtime: str
+    runtime_tone: str
+    operands: str               # "✗ 2 failing", or "" when none fail
+    nums: str                   # capacity · allocatable · assigned
+    xids: str
+    xid_tone: str
+    findings: list[Link]
+    findings_more: int
+    worst: str
+
+
+@dataclass(frozen=True, slots=True)
 class MatrixView:
     columns: list[str]
     rows: list[NodeView]
+    brief: list[BriefNodeView]
     total: int
     hidden: int
     hidden_names: list[str]
@@ -279,6 +305,18 @@ def _node_view(row: NodeRow, findings: Sequence[Finding], anchors: Anchors) -> N
     )
 
 
+def _brief_view(full: NodeView) -> BriefNodeView:
+    failing = [c.label for c in full.chips if c.status in ("failing", "missing")]
+    return BriefNodeView(
+        name=full.name, anchor=full.anchor, ready=full.ready, ready_tone=full.ready_tone,
+        cordoned=full.cordoned, model=f"{full.model} × {full.count}", driver=full.driver,
+        containerd=full.containerd, runtime=full.runtime, runtime_tone=full.runtime_tone,
+        operands=f"✗ {len(failing)} failing" if failing else "",
+        nums=f"{full.capacity} · {full.allocatable} · {full.assigned}", xids=full.xids,
+        xid_tone=full.xid_tone, findings=full.findings, findings_more=full.findings_more,
+        worst=full.worst)
+
+
 def _trouble(row: NodeRow, findings: Sequence[Finding]) -> tuple[int, int]:
     worst = max((f.severity.rank + 1 for f in findings), default=0)
     signals = (sum(c.status == "failing" for c in row.operands) + (row.nvidia_runtime is False)
@@ -294,11 +332,13 @@ def matrix_view(report: Report, overview: Overview, anchors: Anchors) -> MatrixV
     rows = sorted(overview.nodes, key=lambda r: (
         tuple(-x for x in _trouble(r, by_node.get(r.name, []))), r.name))
     shown = rows[:MATRIX_ROWS]
-    hidden = rows[MATRIX_ROWS:]
+    brief = rows[MATRIX_ROWS:MATRIX_ROWS + MATRIX_BRIEF]
+    hidden = rows[MATRIX_ROWS + MATRIX_BRIEF:]
     return MatrixView(
         columns=[COMPONENT_LABELS.get(c.component, c.component)
                  for c in (overview.nodes[0].operands if overview.nodes else [])],
         rows=[_node_view(r, by_node.get(r.name, []), anchors) for r in shown],
+        brief=[_brief_view(_node_view(r, by_node.get(r.name, []), anchors)) for r in brief],
         total=len(rows), hidden=len(hidden),
         hidden_names=[_c(r.name, 253) for r in hidden[:MATRIX_NAMES]],
         hidden_names_more=max(len(hidden) - MATRIX_NAMES, 0),

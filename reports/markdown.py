@@ -1,5 +1,6 @@
 """Markdown sized for a ticket comment: verdict, the cluster in two lines, root causes
-grouped by rule with their first evidence and remediation, and what was not checked.
+by cause group (one entry for the same problem on many nodes, with the node list) with
+their first evidence and remediation, and what was not checked.
 
 Bounded: at most :data:`TOP` rule groups, short evidence, remediation cut at
 :data:`REMEDY_LINES` lines, and the whole text under :data:`MAX_CHARS` characters (most
@@ -13,13 +14,14 @@ import re
 from collections import Counter
 
 from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
-from reports.view import NOT_CHECKED, View, build, clean, first_command, group_by_rule
+from reports.view import NOT_CHECKED, CauseGroup, View, build, clean, first_command
 
 TOP = 5
 EVIDENCE = 2
 EXCERPT = 180
 REMEDY_LINES = 12
 NODES = 6
+EXPLAINS_LISTED = 8
 MAX_CHARS = 6000
 
 
@@ -129,26 +131,40 @@ def _verdict(view: View, report: Report) -> list[str]:
     return out
 
 
-def _group(view: View, findings: tuple[Finding, ...]) -> list[str]:
-    first = findings[0]
-    nodes = sorted({n for f in findings for n in f.nodes})
-    count = f" ×{len(findings)}" if len(findings) > 1 else ""
-    out = [f"#### {first.severity.value.upper()} · {first.rule_id}{count} · "
-           f"{_inline(first.title)}", _line(first.summary)]
-    if len(findings) > 1:
-        out.append(f"- The same on: {_nodes(nodes)} (the first one is shown)")
+def _group(item: CauseGroup) -> list[str]:
+    """One cause group: the problem once, its nodes, the first node's evidence and
+    remediation. A group that differs from most findings of its rule says so."""
+    first, group = item.first, item.group
+    many = len(item.members) > 1
+    nodes = group.nodes
+    count = f" ×{len(item.members)}" if many else ""
+    out = [f"#### {group.severity.value.upper()} · {group.rule_id}{count} · "
+           f"{_inline(group.title)}", _line(group.summary if many else first.summary)]
+    if many and nodes:
+        out.append(f"- The same cause on {len(nodes)} nodes: {_nodes(nodes)} "
+                   f"(shown: {_inline(first.nodes[0])})")
     elif nodes:
         out.append(f"- Nodes: {_nodes(nodes)}")
-    symptoms = {s.id: s for f in findings for s in view.explained_by(f)}
-    if symptoms:
-        listed = sorted(symptoms)
-        more = f" and {len(listed) - 8} more" if len(listed) > 8 else ""
-        out.append(f"- Explains: {', '.join(_inline(i) for i in listed[:8])}{more}")
+    if item.outlier:
+        out.append(f"- Differs from the {item.others} other {group.rule_id} node(s): "
+                   "its own entry")
+    if len(item.symptoms) > EXPLAINS_LISTED:  # a fleet: counted per rule
+        counts = Counter(s.rule_id for s in item.symptoms)
+        out.append("- Explains: " + ", ".join(f"{rule} ×{n}" if n > 1 else rule
+                                              for rule, n in sorted(counts.items())))
+    elif item.symptoms:
+        out.append("- Explains: " + ", ".join(_inline(i) for i in sorted(
+            s.id for s in item.symptoms)))
     out.extend(_where(first))
     if first.remediation:
         out += ["", _remedy(first.remediation)]
     out.append("")
     return out
+
+
+def _ids(groups: list[CauseGroup]) -> str:
+    return ", ".join(g.group.rule_id + (f" ×{len(g.members)}" if len(g.members) > 1 else "")
+                     for g in groups)
 
 
 def _coverage(report: Report) -> str:
@@ -179,14 +195,18 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     out += _glance(report, report.overview)
     counts = ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n)
     out += [f"Findings: {counts or 'none'}.", ""]
-    roots = sorted([c.root for c in view.chains] + list(view.standalone),
-                   key=lambda f: -f.severity.rank)
-    rule_groups = group_by_rule(roots)
+    if view.outliers:
+        out[-1:] = ["Different from the rest: " + "; ".join(
+            f"{g.group.rule_id} on {_nodes(g.group.nodes)} ({len(g.members)} finding(s); "
+            f"{g.others} others of the rule share another cause)"
+            for g in view.outliers[:4]) + ".", ""]
+    rule_groups = sorted([*view.root_groups, *view.standalone_groups],
+                         key=lambda g: -g.group.severity.rank)
     tail = []
     if len(rule_groups) > TOP:
         rest = rule_groups[TOP:]
-        tail.append(f"… and {len(rest)} more rule(s) with root or standalone findings: "
-                    + ", ".join(g.rule_id for g in rest) + ".")
+        tail.append(f"… and {len(rest)} more root or standalone problem(s): "
+                    + _ids(rest) + ".")
     footer = [_coverage(report)]
     if html_name:
         footer.append(f"Full report with every finding, the node matrix and the timeline: "
@@ -194,7 +214,7 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     budget = MAX_CHARS - len("\n".join(out + tail + footer)) - 200
     shown = 0
     for group in rule_groups[:TOP]:
-        block = _group(view, group.findings)
+        block = _group(group)
         size = len("\n".join(block))
         if shown and size > budget:
             break
@@ -204,7 +224,7 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     if shown < min(TOP, len(rule_groups)):
         left = rule_groups[shown:TOP]
         tail.insert(0, "… left out to fit a comment (see the HTML report): "
-                    + ", ".join(g.rule_id for g in left) + ".")
+                    + _ids(left) + ".")
     out += tail
     if tail:
         out.append("")

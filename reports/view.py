@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers.models import Finding, Report, RuleStatus, Severity
+from analyzers.models import Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
 
@@ -58,6 +58,45 @@ def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
 
 
 @dataclass(frozen=True, slots=True)
+class CauseGroup:
+    """One :class:`FindingGroup` with its member findings (sorted by node) and what its
+    members explain. ``others`` is the size of the largest group of the same rule among
+    the root and standalone findings when that is at least :data:`OUTLIER_RATIO` times
+    this one: then this group is an outlier (these nodes differ from most of that rule's
+    nodes); else 0."""
+
+    group: FindingGroup
+    members: tuple[Finding, ...]
+    symptoms: tuple[Finding, ...]
+    others: int = 0
+
+    @property
+    def first(self) -> Finding:
+        return self.members[0]
+
+    @property
+    def outlier(self) -> bool:
+        return self.others > 0
+
+
+# A group is an outlier when its rule has a group at least this many times its size:
+# 3 nodes of 400 are; 30 nodes beside 38 with another Xid are two problems, not one odd.
+OUTLIER_RATIO = 2
+
+
+def groups_of(report: Report) -> list[FindingGroup]:
+    """The report's groups (analyzers.grouping). A report that carries none (written
+    before grouping existed, or built by hand) is shown as it was then: every finding a
+    group of its own."""
+    if report.groups or not report.findings:
+        return list(report.groups)
+    return [FindingGroup(id=f.id, rule_id=f.rule_id, title=f.title, severity=f.severity,
+                         summary=f.summary, findings=[f.id], nodes=list(f.nodes),
+                         caused_by=list(f.caused_by), causes=list(f.causes))
+            for f in report.findings]
+
+
+@dataclass(frozen=True, slots=True)
 class Chain:
     root: Finding
     symptoms: tuple[Finding, ...]
@@ -70,6 +109,14 @@ class View:
     standalone: tuple[Finding, ...]
     symptoms_of: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
     rule_reach: dict[str, int] = field(default_factory=dict)
+    # root and standalone findings by cause group, in the order of chains then standalone
+    root_groups: tuple[CauseGroup, ...] = ()
+    standalone_groups: tuple[CauseGroup, ...] = ()
+    group_of: dict[str, CauseGroup] = field(default_factory=dict)
+
+    @property
+    def outliers(self) -> tuple[CauseGroup, ...]:
+        return tuple(g for g in (*self.root_groups, *self.standalone_groups) if g.outlier)
 
     @property
     def verdict(self) -> Finding | None:
@@ -124,7 +171,56 @@ def build(report: Report) -> View:
         reach[chain.root.rule_id].update(s.id for s in chain.symptoms)
     rule_reach = {rule_id: len(ids) for rule_id, ids in reach.items()}
     chains.sort(key=lambda c: _rank(c.root, symptoms_of, rule_reach))
-    return View(report, tuple(chains), tuple(standalone), symptoms_of, rule_reach)
+    cause = _cause_groups(report, by_id, symptoms_of,
+                          [c.root for c in chains] + standalone)
+    heads = _heads(cause, [c.root for c in chains])
+    rooted = {g.group.id for g in heads}
+    alone = [g for g in _heads(cause, standalone) if g.group.id not in rooted]
+    return View(report, tuple(chains), tuple(standalone), symptoms_of, rule_reach,
+                tuple(heads), tuple(alone), cause)
+
+
+def _cause_groups(report: Report, by_id: dict[str, Finding],
+                  symptoms_of: dict[str, tuple[Finding, ...]],
+                  heads: list[Finding]) -> dict[str, CauseGroup]:
+    """Finding id → its cause group; ``others`` set among the groups of ``heads``."""
+    built: list[CauseGroup] = []
+    for group in groups_of(report):
+        members = tuple(by_id[i] for i in group.findings if i in by_id)
+        if not members:
+            continue
+        seen: dict[str, Finding] = {}
+        for member in members:
+            for symptom in symptoms_of.get(member.id, ()):
+                seen.setdefault(symptom.id, symptom)
+        symptoms = tuple(sorted(seen.values(), key=lambda f: (-f.severity.rank, f.rule_id,
+                                                               f.id)))
+        built.append(CauseGroup(group, members, symptoms))
+    head_ids = {f.id for f in heads}
+    top: dict[str, int] = {}
+    for item in built:
+        if any(m.id in head_ids for m in item.members):
+            top[item.group.rule_id] = max(top.get(item.group.rule_id, 0), len(item.members))
+    out: dict[str, CauseGroup] = {}
+    for item in built:
+        largest = top.get(item.group.rule_id, 0)
+        if any(m.id in head_ids for m in item.members) and largest >= OUTLIER_RATIO * len(
+                item.members):
+            item = CauseGroup(item.group, item.members, item.symptoms, others=largest)
+        for member in item.members:
+            out[member.id] = item
+    return out
+
+
+def _heads(cause: dict[str, CauseGroup], findings: list[Finding]) -> list[CauseGroup]:
+    """The cause groups of ``findings``, each once, in the order of their first member
+    there."""
+    seen: dict[str, CauseGroup] = {}
+    for finding in findings:
+        item = cause.get(finding.id)
+        if item is not None:
+            seen.setdefault(item.group.id, item)
+    return list(seen.values())
 
 
 def _rank(finding: Finding, symptoms_of: dict[str, tuple[Finding, ...]],

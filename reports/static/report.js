@@ -58,6 +58,50 @@
     }
   });
 
+  // The node matrix: find (any text of a row) and sort (by a column), over every row.
+  var matrix = doc.querySelector("table.matrix tbody");
+  var tools = doc.getElementById("m-tools");
+  if (matrix && tools) {
+    tools.classList.remove("hidden");
+    var original = all("tr", matrix);
+    var cell = function (row, index) {
+      var cells = row.children;
+      return index < cells.length ? cells[index].textContent.trim() : "";
+    };
+    var number = function (text) { var n = parseFloat(text); return isNaN(n) ? -1 : n; };
+    var arrange = function () {
+      var column = value("m-sort");
+      var ordered = original.slice();
+      if (column === "7") {
+        ordered.sort(function (a, b) { return number(cell(b, 7)) - number(cell(a, 7)); });
+      } else if (column === "8") {
+        ordered.sort(function (a, b) {
+          return b.querySelectorAll("td:last-child a, td:last-child span").length -
+            a.querySelectorAll("td:last-child a, td:last-child span").length;
+        });
+      } else if (column) {
+        var index = parseInt(column, 10);
+        ordered.sort(function (a, b) {
+          return cell(a, index).localeCompare(cell(b, index), undefined, {numeric: true});
+        });
+      }
+      var text = value("m-search").trim().toLowerCase();
+      var shown = 0;
+      ordered.forEach(function (row) {
+        var ok = !text || row.textContent.toLowerCase().indexOf(text) >= 0;
+        row.classList.toggle("m-hidden", !ok);
+        if (ok) { shown += 1; }
+        matrix.appendChild(row);
+      });
+      var count = doc.getElementById("m-count");
+      if (count) { count.textContent = text ? shown + " of " + original.length + " nodes" : ""; }
+    };
+    ["m-search", "m-sort"].forEach(function (id) {
+      var el = doc.getElementById(id);
+      if (el) { el.addEventListener("input", arrange); el.addEventListener("change", arrange); }
+    });
+  }
+
   function copyText(pre, button) {
     var text = pre.textContent;
     var done = function () {

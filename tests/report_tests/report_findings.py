@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers import overview
+from analyzers import grouping, overview
 from analyzers.engine import link
 from analyzers.facts import Facts
 from analyzers.models import (
@@ -154,7 +154,8 @@ def golden_report(path: Path, found: list[Finding] | None = None) -> Report:
                                                  server_version="v1.37.1"),
                               nodes=len(opened.cluster.nodes), gpu_nodes=len(facts.gpu_nodes)),
             summary=Summary(**counts), findings=linked, rules=RESULTS,
-            collection_gaps=gaps, rule_docs=DOCS, overview=built)
+            collection_gaps=gaps, rule_docs=DOCS, overview=built,
+            groups=grouping.group(linked))
 
 
 def big_report(nodes: int) -> Report:
@@ -196,4 +197,5 @@ def big_report(nodes: int) -> Report:
     return Report(tool=ToolInfo(version="t"), bundle=BundleInfo(
         path="b", format_version=1, cluster=ClusterRef(), nodes=nodes, gpu_nodes=nodes),
         summary=Summary(critical=2 * nodes, high=nodes, low=nodes),
-        findings=found, rules=[], collection_gaps=[], overview=built)
+        findings=found, rules=[], collection_gaps=[], overview=built,
+        groups=grouping.group(found))

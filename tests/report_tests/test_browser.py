@@ -163,6 +163,8 @@ def test_filters_and_search_change_what_is_visible(page: Page, files: dict[str, 
 
 
 def test_deep_link_opens_its_folded_finding(page: Page, files: dict[str, Path]) -> None:
+    # RT001 on gpu-b has the same cause as on gpu-a: its link opens the row of the RT001
+    # card's node table (and every fold around it)
     _open(page, files["incident"], "#finding-RT001-gpu-b")
     state = page.evaluate("""(() => {
         const el = document.getElementById('finding-RT001-gpu-b');
@@ -171,9 +173,10 @@ def test_deep_link_opens_its_folded_finding(page: Page, files: dict[str, Path]) 
             if (p.tagName === 'DETAILS' && !p.open) closed.push(p.id || p.className);
         }
         const box = el.getBoundingClientRect();
-        return {open: el.open, closed, top: box.top, height: innerHeight};
+        return {tag: el.tagName, node: el.dataset.node, closed, top: box.top,
+                height: innerHeight};
     })()""")
-    assert state["open"] and state["closed"] == []
+    assert (state["tag"], state["node"], state["closed"]) == ("TR", "gpu-b", [])
     assert 0 <= state["top"] < state["height"]
     page.screenshot(OUTPUT / "incident-deep-link.png")
     page.evaluate("location.hash = '#finding-NOPE-x'")   # same document: hashchange
@@ -302,3 +305,35 @@ def test_text_contrast_meets_wcag_aa(dark: bool, chrome: Browser,
         assert opened.evaluate(CONTRAST) == []
     finally:
         opened.close()
+
+
+def test_two_thousand_nodes_one_card_per_cause_and_a_usable_matrix(
+        page: Page, tmp_path: Path) -> None:
+    from report_findings import big_report
+
+    path = tmp_path / "big.report.html"
+    path.write_text(html.render(big_report(2000), generated_at=GENERATED), encoding="utf-8")
+    _open(page, path)
+    assert page.problems() == []
+    # each problem once: RT002 and RT004 are one card each, RT001/OP008 under RT002
+    cards = page.evaluate("Array.from(document.querySelectorAll('details.card'))"
+                          ".map(c => c.id)")
+    assert cards == ["finding-RT002-gpu-0000", "finding-RT001-gpu-0000",
+                     "finding-OP008-gpu-0000", "finding-RT004-gpu-0000"]
+    rows = "document.querySelectorAll('table.matrix tbody tr:not(.m-hidden)')"
+    assert page.evaluate(f"{rows}.length") == 2000
+    _set(page, "m-search", "gpu-1999")
+    assert page.evaluate(f"Array.from({rows}).map(r => r.dataset.node)") == ["gpu-1999"]
+    assert page.evaluate("document.getElementById('m-count').textContent") == \
+        "1 of 2000 nodes"
+    _set(page, "m-search", "")
+    page.evaluate("(() => { const el = document.getElementById('m-sort'); el.value = '0';"
+                  " el.dispatchEvent(new Event('change')); })()")
+    first = page.evaluate(f"Array.from({rows}).slice(0, 3).map(r => r.dataset.node)")
+    assert first == ["gpu-0000", "gpu-0001", "gpu-0002"]
+    # the node filter reaches a node past the node table's rows: its card stays
+    _set(page, "f-node", "gpu-1500")
+    shown = page.evaluate("Array.from(document.querySelectorAll('details.card:not(.hidden)'))"
+                          ".map(c => c.id)")
+    assert shown == cards
+    page.screenshot(OUTPUT / "big-2000.png")

@@ -18,7 +18,7 @@ from analyzers.models import (
     Report,
 )
 from reports import html
-from reports.html_findings import FULL_BUDGET, anchor
+from reports.html_findings import FULL_BUDGET, MEMBER_ROWS, anchor
 
 VOLATILE = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC")
 
@@ -88,11 +88,20 @@ def test_verdict_names_the_widest_root_cause_and_its_first_step(
     assert verdict.command == "ls -l /etc/containerd/conf.d/"
     assert [o.rule_id for o in verdict.others] == ["DRV002", "RT004"]
     assert [g.rule_id for g in page.chain_groups] == ["RT002", "DRV002"]
-    # SC001 is explained by both chains: shown under the first, referenced by the second
+    # RT002 on gpu-a and gpu-b has one cause: one card with both nodes in its table, and
+    # its symptoms one card per cause group. SC001 is explained by both chains: shown
+    # under the first, referenced by the second
     rt002, drv002 = page.chain_groups
+    assert len(rt002.chains) == 1 and rt002.count == 2
+    root = rt002.chains[0].root
+    assert root.group is not None
+    assert [(r.node, r.id, r.anchor) for r in root.group.rows] == [
+        ("gpu-a", "RT002:gpu-a", ""), ("gpu-b", "RT002:gpu-b", "finding-RT002-gpu-b")]
     assert [c.id for c in rt002.chains[0].symptoms] == ["RT001:gpu-a", "OP008:gpu-a",
                                                         "SC001:ml/trainer-0"]
-    assert [link.id for link in rt002.chains[1].elsewhere] == ["SC001:ml/trainer-0"]
+    assert [r.id for r in rt002.chains[0].symptoms[0].group.rows] == [  # type: ignore[union-attr]
+        "RT001:gpu-a", "RT001:gpu-b"]
+    assert rt002.chains[0].explains == 5
     assert [link.id for link in drv002.chains[0].elsewhere] == ["SC001:ml/trainer-0"]
     assert drv002.chains[0].explains == 1
 
@@ -171,8 +180,15 @@ def test_two_thousand_nodes_stay_within_a_few_megabytes() -> None:
     assert full <= FULL_BUDGET
     rt002 = view.chain_groups[0]
     assert (rt002.rule_id, rt002.count) == ("RT002", 2000)
-    assert rt002.hidden + len(rt002.compact) + len(rt002.chains) == 2000
-    assert len(view.matrix.rows) == 200 and view.matrix.hidden == 1800  # type: ignore[union-attr]
+    # one cause on 2,000 nodes: one card, its node table capped, the rest named
+    assert (len(rt002.chains), len(rt002.compact), rt002.hidden) == (1, 0, 0)
+    table = rt002.chains[0].root.group
+    assert table is not None and table.count == 2000
+    assert len(table.rows) == MEMBER_ROWS and len(table.rest) == 2000 - MEMBER_ROWS
+    # every node is in the matrix (to find and sort): 200 full rows, 1,800 brief ones
+    matrix = view.matrix
+    assert matrix is not None
+    assert (len(matrix.rows), len(matrix.brief), matrix.hidden) == (200, 1800, 0)
 
 
 def test_suppressed_findings_are_listed_with_their_reason(bundle_dirs: dict[str, Path]) -> None:
