@@ -10,7 +10,7 @@ from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
-from analyzers.rules.drv_smifail import SMI_FILE, SmiFailure, smi_failure, smi_items
+from analyzers.rules.drv_smifail import SMI_FILE, SmiFailure, smi_failure
 from bundle.evidence import clip
 
 
@@ -66,11 +66,11 @@ class NvidiaSmiFailed(Rule):
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        items = smi_items(ctx.bundle.manifest)
-        names = {item.node for _, item in items.values() if item.node}
+        names = {item.node for item in ctx.bundle.manifest.items
+                 if item.node and item.path.endswith("/" + SMI_FILE)}
         names |= set(ctx.bundle.node_names)
         for name in sorted(names):
-            failure = smi_failure(ctx, name, items)
+            failure = smi_failure(ctx, name)
             if failure is not None:
                 yield self._finding(ctx, failure)
 

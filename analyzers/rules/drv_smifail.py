@@ -15,7 +15,7 @@ from analyzers import signatures
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from bundle.evidence import clip
-from bundle.manifest import Manifest, ManifestItem
+from bundle.manifest import ManifestItem
 
 SMI_FILE = "nvidia-smi.xml"
 # Wordings (analyzers/data/signatures.toml): no driver / no device, and the version
@@ -47,15 +47,6 @@ class SmiFailure:
     evidence: tuple[Evidence, ...]
 
 
-ItemIndex = dict[str, tuple[int, ManifestItem]]
-
-
-def smi_items(manifest: Manifest) -> ItemIndex:
-    """The nvidia-smi items of the manifest by path, with their index (one pass)."""
-    return {item.path: (index, item) for index, item in enumerate(manifest.items)
-            if item.path.endswith("/" + SMI_FILE)}
-
-
 def _meaning(text: str, exit_code: int | None) -> str | None:
     """What nvidia-smi's words (else its exit code) say about the node's driver."""
     chosen = tuple(signatures.get(i) for i in (NO_DRIVER, MISMATCH))
@@ -79,12 +70,11 @@ def recognised(item: ManifestItem) -> bool:
     return _meaning(item.error or "", item.exit_code) is not None
 
 
-def smi_failure(ctx: Context, name: str, items: ItemIndex | None = None) -> SmiFailure | None:
+def smi_failure(ctx: Context, name: str) -> SmiFailure | None:
     """How nvidia-smi failed on ``name``: from its manifest item (error, exit code) and
-    from the words it left in nvidia-smi.xml instead of XML. ``items`` is
-    :func:`smi_items` of the manifest, for callers that ask about every node."""
+    from the words it left in nvidia-smi.xml instead of XML."""
     path = f"nodes/{name}/{SMI_FILE}"
-    found = (items if items is not None else smi_items(ctx.bundle.manifest)).get(path)
+    found = ctx.bundle.manifest.located(path)
     evidence: list[Evidence] = []
     said = ""
     exit_code: int | None = None
