@@ -1094,7 +1094,7 @@ class Collector:
             for target in targets:
                 pool.submit(self._guard, "logs", self._collect_log, *target)
             for target in workloads:
-                pool.submit(self._guard, "logs", self._collect_log, *target, True)
+                pool.submit(self._guard, "logs", self._collect_log, *target, False, True)
 
     def _workload_logs(self, pods: dict[str, Any] | None, cluster_wide: bool) -> list[Any]:
         """The containers of the first --workload-pods Running GPU pods on GPU nodes; where
