@@ -502,3 +502,58 @@ def test_components_in_any_namespace_workload_tails_and_crds(kubectl: Path,
     assert [c[:5] for c in cm_item["commands"]] == [
         ["kubectl", "get", "configmaps", "-n", ns] for ns in cm_item["namespaces"]]
     assert cm_item["bytes"] == len(files["cluster/configmaps.json"])
+
+
+@NEEDS
+def test_a_standalone_device_plugin_cluster_without_the_operator(tmp_path: Path) -> None:
+    """No operator pod, no GPU CRD: an empty crds.json (an answer, not a failure), the
+    components' ConfigMaps and logs, and the analyzer reads the standalone plugin's log."""
+    assert NEWEST is not None
+    pods, _configmaps = component_cluster()
+    standalone = [p for p in pods if p["metadata"]["namespace"] not in ("gpu-operator",)]
+    objects: dict[str, list[dict]] = {"pods": standalone, "customresourcedefinitions": []}
+    with ApiServer(objects=objects) as api:
+        api.log_text[f"{STANDALONE_PLUGIN}.previous"] = NVML_LOG
+        api.log_text[STANDALONE_PLUGIN] = NVML_LOG
+        code, stderr, path = run_collector(NEWEST, tmp_path, api)
+    assert code == 0 and path is not None, stderr
+    files, manifest, items = bundle_files(path)
+    assert manifest["operator_namespace"] is None
+    assert json.loads(files["cluster/crds.json"])["items"] == []
+    assert items["cluster/crds.json"]["error"] is None
+    failed = sorted(item["path"] for item in manifest["items"] if item["error"])
+    assert failed == ["cluster/helm"]  # there is no operator namespace to read Helm from
+    assert items["cluster/configmaps.json"]["namespaces"] == ["kube-system", "monitoring", "nfd"]
+    assert files[f"logs/{STANDALONE_PLUGIN}.log"].decode() == NVML_LOG
+
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, discover().rules)
+    op008 = {f.id: f for f in report.findings if f.rule_id == "OP008"}
+    # gpu-b runs the standalone plugin; its NVML failure is read from kube-system's log
+    evidence = [(e.path, e.line, e.excerpt) for e in op008["OP008:gpu-b"].evidence]
+    assert op008["OP008:gpu-b"].summary.startswith(
+        "On gpu-b, the device plugin nvidia-device-plugin-daemonset-7wq4d (CrashLoopBackOff): "
+        "it cannot load NVML (libnvidia-ml.so.1)")
+    plugin_log = f"logs/{STANDALONE_PLUGIN}.log"
+    lines = NVML_LOG.splitlines()
+    assert [(path, line, text) for path, line, text in evidence if path == plugin_log] == [
+        (plugin_log, 1, lines[0]), (plugin_log, 2, lines[1])]
+
+
+@NEEDS
+def test_one_gpu_crd_of_two_and_no_workload_tails(tmp_path: Path) -> None:
+    """An absent CRD is left out of the List, not a failed step; --workload-pods 0 takes no
+    workload log and writes no logs/gpu-workloads item."""
+    assert NEWEST is not None
+    crds = json.loads((Path(__file__).parent / "fixtures" / "cluster" /
+                       "customresourcedefinitions.json").read_text())["items"]
+    _api, _stderr, path = run_components(NEWEST, tmp_path, "--workload-pods", "0",
+                                         crds=crds[:1])
+    files, manifest, items = bundle_files(path)
+    listed = json.loads(files["cluster/crds.json"])
+    assert [c["metadata"]["name"] for c in listed["items"]] == ["clusterpolicies.nvidia.com"]
+    assert listed["items"][0]["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert items["cluster/crds.json"]["error"] is None
+    assert "logs/gpu-workloads" not in items
+    assert not [name for name in files if name.startswith("logs/ml/")]
+    assert manifest["options"]["workload_pods"] == 0
