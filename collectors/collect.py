@@ -85,6 +85,19 @@ GPU_NODE_LABELS = (
     "feature.node.kubernetes.io/pci-0300_10de.present",
 )
 OPERATOR_POD_LABELS = (("app", "gpu-operator"), ("app.kubernetes.io/component", "gpu-operator"))
+# GPU components that also run without the operator (a standalone device plugin, GPU Feature
+# Discovery, node-feature-discovery, the DCGM exporter): the last path segment of an image
+# (nvcr.io/nvidia/k8s-device-plugin, nvcr.io/nvidia/k8s/dcgm-exporter,
+# registry.k8s.io/nfd/node-feature-discovery, ...) or the app.kubernetes.io/name label of the
+# projects' Helm charts. GFD ships in the k8s-device-plugin image since v0.15.
+GPU_COMPONENT_IMAGES = frozenset(
+    ("k8s-device-plugin", "gpu-feature-discovery", "node-feature-discovery", "dcgm-exporter")
+)
+GPU_COMPONENT_NAMES = frozenset(
+    ("nvidia-device-plugin", "gpu-feature-discovery", "node-feature-discovery", "dcgm-exporter")
+)
+# The CustomResourceDefinitions of the GPU stack, read by name (absent ones are left out).
+GPU_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
 HELM_RELEASE_TYPE = "helm.sh/release.v1"
 DEBUG_POD_PREFIX = "node-debugger-"
 
@@ -104,6 +117,8 @@ CLUSTER_LISTS = tuple(
         ("nvidiadrivers", "nvidiadrivers.nvidia.com", ()),
     )
 )
+CRDS_STEP = ("cluster/crds.json",
+             ("get", "customresourcedefinitions", *GPU_CRDS, "--ignore-not-found", "-o", "json"))
 
 # What node.sh writes under nodes/<node>/: (path, command in words, always written).
 # Used by --dry-run and for the failed items of a node that could not be reached.
@@ -545,9 +560,11 @@ def helm_argv(opts: argparse.Namespace, *args: str) -> list[str]:
 
 
 def log_argv(
-    kubectl: Kubectl, ns: str, pod: str, container: str, tail: int, prev: bool
+    kubectl: Kubectl, ns: str, pod: str, container: str, tail: int, prev: bool,
+    limit_bytes: int = 0,
 ) -> list[str]:
     flags = ["--timestamps", f"--tail={tail}", *(["--previous"] if prev else [])]
+    flags += [f"--limit-bytes={limit_bytes}"] if limit_bytes else []
     return kubectl.argv("logs", "-n", ns, pod, "-c", container, *flags)
 
 
@@ -766,27 +783,76 @@ def requests_gpu(pod: dict[str, Any]) -> bool:
     return False
 
 
+def is_gpu_component(pod: dict[str, Any]) -> bool:
+    """A device plugin, GFD, NFD or DCGM exporter pod, by its images or its name label."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    if (meta.get("labels") or {}).get("app.kubernetes.io/name") in GPU_COMPONENT_NAMES:
+        return True
+    for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        image = str(container.get("image") or "").split("@")[0]
+        name = image.rsplit("/", 1)[-1].split(":")[0]
+        if name in GPU_COMPONENT_IMAGES:
+            return True
+    return False
+
+
+def component_namespaces(pods: dict[str, Any] | None, operator_ns: str | None) -> list[str]:
+    """The namespaces of GPU component pods, other than the operator namespace, sorted."""
+    found = {str((p.get("metadata") or {}).get("namespace") or "")
+             for p in (pods or {}).get("items") or [] if is_gpu_component(p)}
+    return sorted(ns for ns in found if ns and ns != operator_ns)
+
+
+def _started(pod: dict[str, Any], init: bool = True) -> Iterator[tuple[Any, int, dict[str, Any]]]:
+    """(container name, restarts, state) of each container that has run (and so has a log)."""
+    status, spec = pod.get("status") or {}, pod.get("spec") or {}
+    statuses = status.get("initContainerStatuses") or []
+    by_name = {st.get("name"): st for st in statuses + (status.get("containerStatuses") or [])}
+    containers = (spec.get("initContainers") or []) if init else []
+    for container in containers + (spec.get("containers") or []):
+        st = by_name.get(container.get("name")) or {}
+        restarts = st.get("restartCount") or 0
+        state, last = st.get("state") or {}, st.get("lastState") or {}
+        if "running" in state or "terminated" in state or "terminated" in last or restarts:
+            yield container.get("name"), restarts, state
+
+
 def log_targets(pods: dict[str, Any], operator_ns: str | None) -> Iterator[tuple[Any, ...]]:
-    """(namespace, pod, container, previous) for operator pods and GPU pods not Running.
+    """(namespace, pod, container, previous) for operator pods, GPU component pods in any
+    namespace, and GPU pods not Running.
 
     Containers that never started (no status, or waiting with no earlier run) have no log."""
     for pod in pods.get("items") or []:
         meta, status = pod.get("metadata") or {}, pod.get("status") or {}
         in_operator_ns = operator_ns is not None and meta.get("namespace") == operator_ns
-        if not in_operator_ns and not (requests_gpu(pod) and status.get("phase") != "Running"):
+        stuck_gpu_pod = requests_gpu(pod) and status.get("phase") != "Running"
+        if not (in_operator_ns or stuck_gpu_pod or is_gpu_component(pod)):
             continue
-        statuses = status.get("initContainerStatuses") or []
-        by_name = {st.get("name"): st for st in statuses + (status.get("containerStatuses") or [])}
-        spec = pod.get("spec") or {}
-        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
-            st = by_name.get(container.get("name")) or {}
-            restarts = st.get("restartCount") or 0
-            state, last = st.get("state") or {}, st.get("lastState") or {}
-            if "running" in state or "terminated" in state or "terminated" in last or restarts:
-                target = (meta.get("namespace"), meta.get("name"), container.get("name"))
-                yield (*target, False)
-                if restarts:
-                    yield (*target, True)
+        for name, restarts, _state in _started(pod):
+            target = (meta.get("namespace"), meta.get("name"), name)
+            yield (*target, False)
+            if restarts:
+                yield (*target, True)
+
+
+def workload_targets(pods: dict[str, Any], operator_ns: str | None,
+                     gpu_nodes: set[str] | None) -> list[tuple[Any, ...]]:
+    """(namespace, pod, container) of the running containers of Running GPU-requesting pods
+    on GPU nodes (any node when the nodes are unknown) whose logs log_targets does not take,
+    sorted by namespace and pod."""
+    found = []
+    for pod in pods.get("items") or []:
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not requests_gpu(pod) or status.get("phase") != "Running" or is_gpu_component(pod):
+            continue
+        if (operator_ns is not None and meta.get("namespace") == operator_ns) or (
+                gpu_nodes is not None and node not in gpu_nodes):
+            continue
+        for name, _restarts, state in _started(pod, init=False):
+            if "running" in state:
+                found.append((meta.get("namespace"), meta.get("name"), name))
+    return sorted(found, key=lambda t: (str(t[0]), str(t[1])))
 
 
 def find_operator_namespace(pods: dict[str, Any] | None) -> str | None:
@@ -1004,9 +1070,11 @@ class Collector:
 
     def _collect(self) -> None:
         with futures.ThreadPoolExecutor(max_workers=self.opts.parallel) as pool:
-            self.bundle.plan(len(CLUSTER_LISTS))
+            self.bundle.plan(len(CLUSTER_LISTS) + 1)
             jobs = {p: pool.submit(self._guard, p, self._get_json, p, a) for p, a in CLUSTER_LISTS}
+            crds = pool.submit(self._guard, CRDS_STEP[0], self._collect_crds)
             lists = {path: job.result() for path, job in jobs.items()}
+            crds.result()
         self.nodes = lists["cluster/nodes.json"]
         pods = lists["cluster/pods.json"]
         self.operator_ns = self.operator_ns or find_operator_namespace(pods)
@@ -1015,14 +1083,40 @@ class Collector:
             pods = self._guard("logs", self._pods_of_namespace)
         self.selected_nodes = self._select_nodes()
         targets = list(log_targets(pods, self.operator_ns)) if pods else []
-        self.bundle.plan(len(targets) + 2)
+        workloads = self._workload_logs(pods, lists["cluster/pods.json"] is not None)
+        self.bundle.plan(len(targets) + len(workloads) + 2)
         with futures.ThreadPoolExecutor(max_workers=self.opts.parallel) as pool:
             for node in self.selected_nodes:  # the slowest first
                 pool.submit(self._guard, "nodes", self._collect_node, node)
-            pool.submit(self._guard, "cluster/configmaps.json", self._collect_configmaps)
+            pool.submit(self._guard, "cluster/configmaps.json", self._collect_configmaps,
+                        component_namespaces(pods, self.operator_ns))  # fmt: skip
             pool.submit(self._guard, "cluster/helm", self._collect_helm)
             for target in targets:
                 pool.submit(self._guard, "logs", self._collect_log, *target)
+            for target in workloads:
+                pool.submit(self._guard, "logs", self._collect_log, *target, False, True)
+
+    def _workload_logs(self, pods: dict[str, Any] | None, cluster_wide: bool) -> list[Any]:
+        """The containers of the first --workload-pods Running GPU pods on GPU nodes; where
+        there are any, one manifest item (logs/gpu-workloads) counts the pods found and those
+        taken (truncated: some were left out)."""
+        limit = self.opts.workload_pods
+        if not pods or not cluster_wide or not limit:
+            return []
+        known = set(gpu_node_names(self.nodes)) | set(self.selected_nodes) \
+            if self.nodes is not None else None
+        found = workload_targets(pods, self.operator_ns, known)
+        if not found:
+            return []
+        names = sorted({(str(ns), str(pod)) for ns, pod, _c in found})
+        taken = set(names[:limit])
+        chosen = [t for t in found if (str(t[0]), str(t[1])) in taken]
+        extra = {"pods_total": len(names), "pods_collected": len(taken),
+                 "log_tail_lines": self.opts.workload_log_tail,
+                 "log_limit_bytes": self.opts.workload_log_bytes}  # fmt: skip
+        self.bundle.add("logs/gpu-workloads", None, None, truncated=len(names) > limit,
+                        counted=False, extra=extra)  # fmt: skip
+        return chosen
 
     def _guard(self, path: str, func: Any, *args: Any) -> Any:
         """Run one step; a bug in it becomes a failed item, never an aborted run."""
@@ -1085,11 +1179,65 @@ class Collector:
         error = "operator namespace not found (no readable pod labelled app=gpu-operator); pass -n"
         self.bundle.add(path, None, None, error=error)
 
-    def _collect_configmaps(self) -> None:
-        if not self.operator_ns:
+    def _collect_crds(self) -> None:
+        """The GPU stack's CRDs by name; --ignore-not-found: a cluster without the operator
+        has none of them, which is an answer (an empty List), not a failure."""
+        path, args = CRDS_STEP
+        argv = self.kubectl.argv(*args)
+        result = self.runner.run(argv, self.opts.step_timeout)
+        error, nbytes, truncated = result.error, 0, False
+        extra: dict[str, Any] = {}
+        if error is None:
+            obj = load_json(result.stdout) if result.stdout.strip() else {
+                "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                "items": []}  # fmt: skip
+            if isinstance(obj, dict) and obj.get("kind") == "CustomResourceDefinition":
+                obj = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+                       "items": [obj]}  # fmt: skip
+            if isinstance(obj, dict):
+                self.redactor.kubernetes(obj)
+                nbytes, truncated, extra = self.bundle.write_json(path, obj)
+                error = extra.pop("error", None)
+            else:
+                error = "kubectl printed no JSON object"
+        self.bundle.add(path, argv, None, result, nbytes, truncated, error, extra=extra)
+
+    def _collect_configmaps(self, others: list[str]) -> None:
+        """ConfigMaps of the operator namespace and of the namespaces where GPU components run
+        outside it, in one List; one manifest item, which names every namespace and command."""
+        namespaces = ([self.operator_ns] if self.operator_ns else []) + others
+        if not namespaces:
             return self._no_namespace("cluster/configmaps.json")
-        args = ("get", "configmaps", "-n", self.operator_ns, "-o", "json")
-        self._get_json("cluster/configmaps.json", args, configmaps=True)
+        if len(namespaces) == 1:
+            args = ("get", "configmaps", "-n", namespaces[0], "-o", "json")
+            self._get_json("cluster/configmaps.json", args, configmaps=True)
+            return None
+        merged: dict[str, Any] | None = None
+        first: Result | None = None
+        commands, errors = [], []
+        for ns in namespaces:
+            argv = self.kubectl.argv("get", "configmaps", "-n", ns, "-o", "json")
+            result = self.runner.run(argv, self.opts.step_timeout)
+            first = first or result
+            commands.append(argv)
+            obj = load_json(result.stdout) if result.error is None else None
+            if not isinstance(obj, dict) or not isinstance(obj.get("items"), list):
+                errors.append(f"namespace {ns}: {result.error or 'kubectl printed no JSON object'}")
+                continue
+            self.redactor.kubernetes(obj, configmaps=True)
+            if merged is None:
+                merged = obj
+            else:
+                merged["items"].extend(obj["items"])
+        nbytes, truncated = 0, False
+        extra: dict[str, Any] = {}
+        if merged is not None:
+            nbytes, truncated, extra = self.bundle.write_json("cluster/configmaps.json", merged)
+            errors += [extra.pop("error")] if "error" in extra else []
+        extra.update(namespaces=namespaces, commands=commands)
+        self.bundle.add("cluster/configmaps.json", commands[0], None, first, nbytes, truncated,
+                        "; ".join(errors) or None, extra=extra)  # fmt: skip
+        return None
 
     def _collect_helm(self) -> None:
         if not self.operator_ns:
@@ -1169,21 +1317,26 @@ class Collector:
             self._write_history(name, argv, result, entries)
         self.bundle.add("cluster/helm", argv, None, result, error="; ".join(errors) or None)
 
-    def _collect_log(self, ns: Any, pod: Any, container: Any, previous: bool) -> None:
+    def _collect_log(self, ns: Any, pod: Any, container: Any, previous: bool,
+                     workload: bool = False) -> None:
+        """One container's log; a GPU workload's (workload=True) with the smaller
+        --workload-log-tail and a --workload-log-bytes limit."""
         for kind, name in (("namespace", ns), ("pod", pod), ("container", container)):
             if not is_dns1123(name):
                 error = f"refused: {kind} name {name!r} is not a DNS-1123 name"
                 self.bundle.add("logs", None, None, error=error)
                 return
-        tail = self.opts.log_tail
+        tail = self.opts.workload_log_tail if workload else self.opts.log_tail
+        limit = self.opts.workload_log_bytes if workload else 0
         path = f"logs/{ns}/{pod}/{container}{'.previous' if previous else ''}.log"
-        argv = log_argv(self.kubectl, ns, pod, container, tail, previous)
+        argv = log_argv(self.kubectl, ns, pod, container, tail, previous, limit)
         result = self.runner.run(argv, self.opts.step_timeout, None, self.bundle.abspath(path))
         nbytes, truncated = self.bundle.settle(path, result.error is not None)
         if not truncated and nbytes:
             with open(self.bundle.abspath(path), "rb") as handle:
                 lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
             truncated = lines >= tail  # kubectl kept the last `tail` lines: there may be more
+            truncated = truncated or (limit > 0 and nbytes >= limit)
         self.bundle.add(path, argv, None, result, nbytes, truncated, result.error)
 
     # ---- nodes ---------------------------------------------------------------------------
@@ -1363,6 +1516,8 @@ class Collector:
             "redact": opts.redact, "pseudonymize": opts.pseudonymize,
             "max_file_bytes": opts.max_file_bytes, "nodes": self.selected_nodes,
             "step_timeout_s": opts.step_timeout, "deadline_s": opts.deadline,
+            "workload_pods": opts.workload_pods, "workload_log_tail_lines": opts.workload_log_tail,
+            "workload_log_bytes": opts.workload_log_bytes,
         }  # fmt: skip
         counts = dict(sorted(self.redactor.counts.items()))
         return {
@@ -1495,9 +1650,12 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
     say("# cluster (cluster/*.json; env values and ConfigMap data redacted)")
     for path, args in (VERSION_STEP, *CLUSTER_LISTS):
         show(kubectl.argv(*args), path)
+    show(kubectl.argv(*CRDS_STEP[1]), CRDS_STEP[0], "absent CRDs are left out")
     found = "" if opts.namespace else "namespace: that of the pod labelled app=gpu-operator"
     configmaps = kubectl.argv("get", "configmaps", "-n", ns, "-o", "json")
     show(configmaps, "cluster/configmaps.json", found)
+    others = kubectl.argv("get", "configmaps", "-n", "<component-namespace>", "-o", "json")
+    show(others, "cluster/configmaps.json", "each namespace of GPU component pods, merged")
     say(f"# helm release history of {ns} (cluster/helm/<release>.json, values redacted)")
     if shutil.which("helm"):
         show(helm_argv(opts, "list", "-n", ns, "-a", "-ojson"))
@@ -1506,11 +1664,18 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         say("#   if helm fails:")
     secrets = kubectl.argv("get", "secrets", "-n", ns, "-l", "owner=helm", "-o", "json")
     show(secrets, note="decoded here; only history and redacted user values are kept")
-    say(f"# logs: every container of the pods in {ns} and of GPU pods that are not Running")
+    say(f"# logs: every container of the pods in {ns}, of GPU component pods in any namespace "
+        "(device plugin, GFD, NFD, DCGM exporter) and of GPU pods that are not Running")
     for previous in (False, True):
         argv = log_argv(kubectl, "<namespace>", "<pod>", "<container>", opts.log_tail, previous)
         target = f"logs/<namespace>/<pod>/<container>{'.previous' if previous else ''}.log"
         show(argv, target, "when restartCount > 0" if previous else "")
+    if opts.workload_pods:
+        say(f"# logs: a tail of the running containers of at most {opts.workload_pods} Running "
+            "GPU-requesting pods on GPU nodes")
+        argv = log_argv(kubectl, "<namespace>", "<pod>", "<container>", opts.workload_log_tail,
+                        False, opts.workload_log_bytes)
+        show(argv, "logs/<namespace>/<pod>/<container>.log")
     if opts.node_mode == "none":
         say("# nodes: none (--node-mode none)")
         return
@@ -1586,6 +1751,13 @@ def positive(kind: Any) -> Any:
     return parse
 
 
+def not_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-triage collect",
@@ -1618,6 +1790,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--since", type=since_value, default="168h", help="journal window (default: 168h)")
     add("--log-tail", type=positive(int), default=5000, metavar="LINES",
         help="log lines per container (default: 5000)")  # fmt: skip
+    add("--workload-pods", type=not_negative, default=50, metavar="N",
+        help="log tails of at most N Running GPU-requesting pods on GPU nodes; 0: none "
+             "(default: 50)")  # fmt: skip
+    add("--workload-log-tail", type=positive(int), default=200, metavar="LINES",
+        help="log lines per container of those pods (default: 200)")  # fmt: skip
+    add("--workload-log-bytes", type=byte_size, default=256 << 10, metavar="SIZE",
+        help="bytes per container of those pods (default: 256Ki)")  # fmt: skip
     add("--max-file-bytes", type=byte_size, default=50 << 20, metavar="SIZE",
         help="cap per file; longer ones are cut and marked truncated (default: 50Mi)")  # fmt: skip
     add("--parallel", type=positive(int), default=8, metavar="N", help="concurrency (default: 8)")

@@ -13,7 +13,9 @@ what customers' clusters do to the collector:
 * forbidden: resources whose every list is refused with a 403 Status (RBAC);
 * only_namespace: the identity may read that namespace only (a RoleBinding there), so every
   cluster-wide list and every other namespace is refused with a 403 Status;
-* previous_lost: containers ("ns/pod/container") whose previous log the kubelet no longer has.
+* previous_lost: containers ("ns/pod/container") whose previous log the kubelet no longer has;
+* log_text: the log of "ns/pod/container" (or "ns/pod/container.previous") as served, instead
+  of three generic lines; tailLines and limitBytes are applied as the kubelet does.
 
 Every request is recorded in `requests` (method, path, query), so tests can check that the
 collector only read. Aggregated discovery (the apidiscovery.k8s.io Accept types) is not offered:
@@ -52,6 +54,8 @@ RESOURCES: dict[str, tuple[str, str, str, bool, str]] = {
                         "clusterpolicies.nvidia.com.json"),
     "nvidiadrivers": ("nvidia.com", "v1alpha1", "NVIDIADriver", False,
                       "nvidiadrivers.nvidia.com.json"),
+    "customresourcedefinitions": ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", False,
+                                  "customresourcedefinitions.json"),
 }
 METRICS = ("metrics.k8s.io", "v1beta1")
 SERVER_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4", "gitCommit": "0" * 40,
@@ -99,6 +103,7 @@ class ApiServer:
         self.forbidden: set[str] = set()
         self.only_namespace: str | None = None
         self.previous_lost: set[str] = set()
+        self.log_text: dict[str, str] = {}
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
         self.objects: dict[str, list[dict]] = {}
         for resource, (*_, fixture) in RESOURCES.items():
@@ -255,7 +260,8 @@ class ApiServer:
                                            {"name": name, "kind": resource}))
         if sub == "log":
             return self._log(match[0], query)
-        return self._json(200, dict(match[0], apiVersion=version, kind=kind))
+        return self._json(200, dict(match[0], apiVersion=f"{group}/{version}" if group else version,
+                                    kind=kind))
 
     @staticmethod
     def _selected(items: list[dict], query: dict[str, list[str]]) -> list[dict]:
@@ -276,9 +282,14 @@ class ApiServer:
                        f'"{meta.get("name")}" not found')
             return self._json(400, _status(400, "BadRequest", message))
         which = "previous " if previous else ""
+        text = self.log_text.get(f"{key}{'.previous' if previous else ''}")
         lines = [f"2026-12-01T10:00:{n:02d}.000000000Z {which}log line {n} of {key}\n"
-                 for n in range(3)]
-        return 200, "text/plain", "".join(lines).encode()
+                 for n in range(3)] if text is None else text.splitlines(keepends=True)
+        tail = (query.get("tailLines") or [""])[0]
+        lines = lines[-int(tail):] if tail.isdigit() and int(tail) > 0 else lines
+        body = "".join(lines).encode()
+        limit = (query.get("limitBytes") or [""])[0]
+        return 200, "text/plain", body[:int(limit)] if limit.isdigit() else body
 
 
 def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:

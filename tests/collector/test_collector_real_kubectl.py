@@ -324,3 +324,236 @@ def test_no_pods_readable_anywhere_is_one_step_naming_both_refusals(tmp_path: Pa
         f'nor in namespace gpu-operator ({refused} in the namespace "gpu-operator")')
     assert items["cluster/namespace-pods/gpu-operator.json"]["error_kind"] == "forbidden"
     assert not any(name.startswith("logs/") for name in files)
+
+
+# ---- 1.1: GPU components outside the operator namespace, GPU workloads, CRDs -------------
+
+# A standalone device plugin as its static manifest deploys it (kube-system, container
+# nvidia-device-plugin-ctr; https://github.com/NVIDIA/k8s-device-plugin nvidia-device-plugin.yml),
+# crash-looping on a node whose runtime does not inject the driver. The log lines are from
+# https://github.com/NVIDIA/k8s-device-plugin/issues/655.
+STANDALONE_PLUGIN = "kube-system/nvidia-device-plugin-daemonset-7wq4d/nvidia-device-plugin-ctr"
+NVML_LOG = (
+    "I0417 07:12:59.758922       1 factory.go:107] Detected non-NVML platform: could not load "
+    "NVML library: libnvidia-ml.so.1: cannot open shared object file: No such file or "
+    "directory\n"
+    "E0417 07:12:59.758986       1 factory.go:115] Incompatible platform detected\n"
+)
+MONITORING_DCGM = "monitoring/dcgm-exporter-q8x7k/exporter"
+GFD_MIRRORED = "kube-system/gpu-feature-discovery-2jz6m/gpu-feature-discovery"
+
+
+def _pod(ns: str, name: str, node: str | None, phase: str, containers: list[dict],
+         labels: dict[str, str] | None = None, statuses: list[dict] | None = None) -> dict:
+    return {"metadata": {"namespace": ns, "name": name, "labels": labels or {},
+                         "uid": f"uid-{name}", "creationTimestamp": "2026-12-01T09:00:00Z"},
+            "spec": {"nodeName": node, "containers": containers} if node else
+            {"containers": containers},
+            "status": {"phase": phase, "containerStatuses": statuses or []}}
+
+
+def _running(name: str, restarts: int = 0) -> dict:
+    return {"name": name, "ready": True, "restartCount": restarts,
+            "state": {"running": {"startedAt": "2026-12-01T09:01:00Z"}}}
+
+
+def _gpu(name: str, image: str = "nvcr.io/nvidia/pytorch:25.10-py3") -> dict:
+    return {"name": name, "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+
+
+def component_cluster() -> tuple[list[dict], list[dict]]:
+    """The fixture cluster plus components outside the operator namespace and GPU workloads."""
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "cluster" / "pods.json")
+                         .read_text())["items"]
+    crash = {"name": "nvidia-device-plugin-ctr", "ready": False, "restartCount": 4,
+             "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+             "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    never = {"name": "nfd-worker", "ready": False, "restartCount": 0,
+             "state": {"waiting": {"reason": "ContainerCreating"}}}
+    extra = [
+        _pod("kube-system", "nvidia-device-plugin-daemonset-7wq4d", "gpu-b", "Running",
+             [{"name": "nvidia-device-plugin-ctr",
+               "image": "nvcr.io/nvidia/k8s-device-plugin:v0.14.5"}],
+             {"name": "nvidia-device-plugin-ds"}, [crash]),
+        # a mirrored image: recognised by its chart's name label
+        _pod("kube-system", "gpu-feature-discovery-2jz6m", "gpu-b", "Running",
+             [{"name": "gpu-feature-discovery", "image": "mirror.example/gfd:v0.14.5"}],
+             {"app.kubernetes.io/name": "gpu-feature-discovery"},
+             [_running("gpu-feature-discovery")]),
+        _pod("monitoring", "dcgm-exporter-q8x7k", "gpu-b", "Running",
+             [{"name": "exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:"
+               "4.2.3-4.1.3-ubuntu22.04"}],
+             {"app.kubernetes.io/name": "dcgm-exporter"}, [_running("exporter")]),
+        # never started: no log to ask for
+        _pod("nfd", "nfd-worker-5c7dx", "gpu-b", "Pending",
+             [{"name": "nfd-worker",
+               "image": "registry.k8s.io/nfd/node-feature-discovery:v0.17.3"}], {}, [never]),
+        _pod("monitoring", "prometheus-0", "cp-1", "Running",
+             [{"name": "prometheus", "image": "quay.io/prometheus/prometheus:v3.1.0"}], {},
+             [_running("prometheus")]),
+        # GPU workloads: two containers, a second pod, a third beyond --workload-pods 2, one
+        # on a node without GPUs (not a GPU node), one not Running (its log is taken anyway)
+        _pod("ml", "bert-train-0", "gpu-a", "Running",
+             [_gpu("trainer"), {"name": "metrics", "image": "busybox:1.36"}], {},
+             [_running("trainer"), _running("metrics")]),
+        _pod("ml", "bert-train-1", "gpu-b", "Running", [_gpu("trainer")], {},
+             [_running("trainer")]),
+        _pod("ml", "llm-serve-0", "gpu-b", "Running", [_gpu("server")], {},
+             [_running("server")]),
+        _pod("ml", "odd-0", "cp-1", "Running", [_gpu("main")], {}, [_running("main")]),
+    ]
+    configmaps = json.loads((Path(__file__).parent / "fixtures" / "cluster" /
+                             "configmaps.json").read_text())["items"]
+    configmaps = configmaps + [
+        {"metadata": {"namespace": ns, "name": name}, "data": data}
+        for ns, name, data in (
+            ("kube-system", "nvidia-device-plugin-configs",
+             {"config.yaml": "version: v1\nflags:\n  migStrategy: none\n"}),
+            ("monitoring", "dcgm-exporter-metrics", {"dcp-metrics.csv": "DCGM_FI_DEV_GPU_UTIL, "
+                                                     "gauge, GPU utilization.\n"}),
+            ("ml", "bert-hparams", {"lr": "3e-4"}),
+        )
+    ]
+    return fixture + extra, configmaps
+
+
+def run_components(kubectl: Path, tmp_path: Path, *args: str,
+                   crds: list[dict] | None = None) -> tuple[ApiServer, str, Path]:
+    pods, configmaps = component_cluster()
+    objects = {"pods": pods, "configmaps": configmaps}
+    if crds is not None:
+        objects["customresourcedefinitions"] = crds
+    with ApiServer(objects=objects, secrets=secrets_list()["items"]) as api:
+        api.log_text[f"{STANDALONE_PLUGIN}.previous"] = NVML_LOG
+        api.log_text[f"{STANDALONE_PLUGIN}"] = NVML_LOG
+        api.log_text["ml/bert-train-0/trainer"] = "".join(
+            f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}.000000000Z step {n} loss 0.{n:04d}\n"
+            for n in range(500))
+        code, stderr, path = run_collector(kubectl, tmp_path, api, *args)
+    assert code == 0 and path is not None, stderr
+    return api, stderr, path
+
+
+OLDEST_AND_NEWEST = [pytest.param(k, id=k.name if k.name != "kubectl" else str(k))
+                     for k in dict.fromkeys(KUBECTLS[:1] + KUBECTLS[-1:])] or [
+    pytest.param(None, id="none")]
+
+
+@NEEDS
+@pytest.mark.parametrize("kubectl", OLDEST_AND_NEWEST)
+def test_components_in_any_namespace_workload_tails_and_crds(kubectl: Path,
+                                                            tmp_path: Path) -> None:
+    api, _stderr, path = run_components(kubectl, tmp_path, "--workload-pods", "2")
+    files, manifest, items = bundle_files(path)
+    assert {method for method, _path, _query in api.requests} == {"GET"}
+    assert sorted(item["path"] for item in manifest["items"] if item["error"]) == []
+
+    # CRDs by name, whole (the schema is what a CRD-skew rule compares)
+    crds = json.loads(files["cluster/crds.json"])
+    assert [c["metadata"]["name"] for c in crds["items"]] == [
+        "clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"]
+    assert crds["items"][0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"] == "object"
+    assert items["cluster/crds.json"]["command"][:6] == [
+        "kubectl", "get", "customresourcedefinitions", "clusterpolicies.nvidia.com",
+        "nvidiadrivers.nvidia.com", "--ignore-not-found"]
+
+    logs = sorted(name for name in files if name.startswith("logs/"))
+    assert f"logs/{OPERATOR_POD}/gpu-operator.log" in logs  # the operator namespace, as before
+    assert [name for name in logs if not name.startswith(("logs/gpu-operator/",
+                                                          "logs/default/"))] == sorted([
+        # GPU components elsewhere, Running or not, with the previous run where restarted
+        f"logs/{STANDALONE_PLUGIN}.log", f"logs/{STANDALONE_PLUGIN}.previous.log",
+        f"logs/{GFD_MIRRORED}.log", f"logs/{MONITORING_DCGM}.log",
+        # GPU workloads: the first two pods by name, every running container
+        "logs/ml/bert-train-0/trainer.log", "logs/ml/bert-train-0/metrics.log",
+        "logs/ml/bert-train-1/trainer.log",
+    ])
+    assert files[f"logs/{STANDALONE_PLUGIN}.previous.log"].decode() == NVML_LOG
+
+    # workload tails: 200 lines at most, bytes capped, counted in the manifest
+    workloads = items["logs/gpu-workloads"]
+    assert (workloads["pods_total"], workloads["pods_collected"], workloads["truncated"]) == (
+        3, 2, True)
+    assert (workloads["log_tail_lines"], workloads["log_limit_bytes"]) == (200, 256 << 10)
+    trainer = files["logs/ml/bert-train-0/trainer.log"].decode().splitlines()
+    assert len(trainer) == 200 and trainer[-1].endswith("step 499 loss 0.0499")
+    assert items["logs/ml/bert-train-0/trainer.log"]["truncated"] is True
+    assert items["logs/ml/bert-train-0/trainer.log"]["command"][-2:] == [
+        "--tail=200", "--limit-bytes=262144"]
+    log_queries = {f"{p.split('/')[4]}/{p.split('/')[6]}/{q['container'][0]}":
+                   (q.get("tailLines"), q.get("limitBytes"))
+                   for _m, p, q in api.requests if p.endswith("/log") and "previous" not in q}
+    assert log_queries["ml/bert-train-1/trainer"] == (["200"], ["262144"])
+    assert log_queries[STANDALONE_PLUGIN] == (["5000"], None)
+    assert not [key for key in log_queries if key.startswith(("nfd/", "monitoring/prom",
+                                                              "ml/llm-serve", "ml/odd"))]
+
+    # ConfigMaps of the operator namespace and of the components' namespaces, in one List
+    configmaps = json.loads(files["cluster/configmaps.json"])
+    assert sorted((c["metadata"]["namespace"], c["metadata"]["name"])
+                  for c in configmaps["items"]) == [
+        ("gpu-operator", "kube-root-ca.crt"), ("gpu-operator", "registry-settings"),
+        ("gpu-operator", "time-slicing-config"),
+        ("kube-system", "nvidia-device-plugin-configs"),
+        ("monitoring", "dcgm-exporter-metrics")]
+    cm_item = items["cluster/configmaps.json"]
+    # (nfd has a component pod that never started, and no ConfigMap; ml has only workloads)
+    assert cm_item["namespaces"] == ["gpu-operator", "kube-system", "monitoring", "nfd"]
+    assert [c[:5] for c in cm_item["commands"]] == [
+        ["kubectl", "get", "configmaps", "-n", ns] for ns in cm_item["namespaces"]]
+    assert cm_item["bytes"] == len(files["cluster/configmaps.json"])
+
+
+@NEEDS
+def test_a_standalone_device_plugin_cluster_without_the_operator(tmp_path: Path) -> None:
+    """No operator pod, no GPU CRD: an empty crds.json (an answer, not a failure), the
+    components' ConfigMaps and logs, and the analyzer reads the standalone plugin's log."""
+    assert NEWEST is not None
+    pods, _configmaps = component_cluster()
+    standalone = [p for p in pods if p["metadata"]["namespace"] not in ("gpu-operator",)]
+    objects: dict[str, list[dict]] = {"pods": standalone, "customresourcedefinitions": []}
+    with ApiServer(objects=objects) as api:
+        api.log_text[f"{STANDALONE_PLUGIN}.previous"] = NVML_LOG
+        api.log_text[STANDALONE_PLUGIN] = NVML_LOG
+        code, stderr, path = run_collector(NEWEST, tmp_path, api)
+    assert code == 0 and path is not None, stderr
+    files, manifest, items = bundle_files(path)
+    assert manifest["operator_namespace"] is None
+    assert json.loads(files["cluster/crds.json"])["items"] == []
+    assert items["cluster/crds.json"]["error"] is None
+    failed = sorted(item["path"] for item in manifest["items"] if item["error"])
+    assert failed == ["cluster/helm"]  # there is no operator namespace to read Helm from
+    assert items["cluster/configmaps.json"]["namespaces"] == ["kube-system", "monitoring", "nfd"]
+    assert files[f"logs/{STANDALONE_PLUGIN}.log"].decode() == NVML_LOG
+
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, discover().rules)
+    op008 = {f.id: f for f in report.findings if f.rule_id == "OP008"}
+    # gpu-b runs the standalone plugin; its NVML failure is read from kube-system's log
+    evidence = [(e.path, e.line, e.excerpt) for e in op008["OP008:gpu-b"].evidence]
+    assert op008["OP008:gpu-b"].summary.startswith(
+        "On gpu-b, the device plugin nvidia-device-plugin-daemonset-7wq4d (CrashLoopBackOff): "
+        "it cannot load NVML (libnvidia-ml.so.1)")
+    plugin_log = f"logs/{STANDALONE_PLUGIN}.log"
+    lines = NVML_LOG.splitlines()
+    assert [(path, line, text) for path, line, text in evidence if path == plugin_log] == [
+        (plugin_log, 1, lines[0]), (plugin_log, 2, lines[1])]
+
+
+@NEEDS
+def test_one_gpu_crd_of_two_and_no_workload_tails(tmp_path: Path) -> None:
+    """An absent CRD is left out of the List, not a failed step; --workload-pods 0 takes no
+    workload log and writes no logs/gpu-workloads item."""
+    assert NEWEST is not None
+    crds = json.loads((Path(__file__).parent / "fixtures" / "cluster" /
+                       "customresourcedefinitions.json").read_text())["items"]
+    _api, _stderr, path = run_components(NEWEST, tmp_path, "--workload-pods", "0",
+                                         crds=crds[:1])
+    files, manifest, items = bundle_files(path)
+    listed = json.loads(files["cluster/crds.json"])
+    assert [c["metadata"]["name"] for c in listed["items"]] == ["clusterpolicies.nvidia.com"]
+    assert listed["items"][0]["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert items["cluster/crds.json"]["error"] is None
+    assert "logs/gpu-workloads" not in items
+    assert not [name for name in files if name.startswith("logs/ml/")]
+    assert manifest["options"]["workload_pods"] == 0
