@@ -31,3 +31,8 @@ RULES.append(IdleButNotEmpty)
 from analyzers.rules.drv_smi import NvidiaSmiFailed  # noqa: E402
 
 RULES.append(NvidiaSmiFailed)
+
+# DRV010 (issue 15): GPUs bound to vfio-pci, nouveau or another driver (host/lspci.txt).
+from analyzers.rules.drv_binding import GpuBoundToOtherDriver  # noqa: E402
+
+RULES.append(GpuBoundToOtherDriver)
