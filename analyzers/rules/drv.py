@@ -36,3 +36,8 @@ RULES.append(NvidiaSmiFailed)
 from analyzers.rules.drv_binding import GpuBoundToOtherDriver  # noqa: E402
 
 RULES.append(GpuBoundToOtherDriver)
+
+# DRV008 (issue 15): the driver branch or flavour refuses the GPU.
+from analyzers.rules.drv_support import DriverCannotDriveGpu  # noqa: E402
+
+RULES.append(DriverCannotDriveGpu)
