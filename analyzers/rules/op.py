@@ -26,3 +26,8 @@ RULES: list[type[Rule]] = [
     *op_dcgm.RULES,           # OP013
     *op_crd.RULES,            # OP016
 ]
+
+# OP012 (issue 15): the host driver and the operator's driver setting disagree.
+from analyzers.rules.op_hostdriver import HostDriverConflict  # noqa: E402
+
+RULES.append(HostDriverConflict)
