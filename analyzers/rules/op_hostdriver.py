@@ -12,8 +12,10 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import node_ref
+from analyzers.rules.drv_binding import foreign_gpus
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import DriverNotUsable, read_modules
+from analyzers.rules.helm import flatten
 from analyzers.rules.op_common import LOGS
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
@@ -25,6 +27,9 @@ DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
 # way, where the loaded module is the previous container's (OP007's case, not this one).
 UPGRADE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 _SETTLED = frozenset({"", "upgrade-done"})
+# Kernel signals that show a host driver was there and tried (or another driver won).
+_DRIVER_TRIED = ("driver_loaded", "nouveau", "nova_core", "probe_failed", "unsupported_gpu",
+                 "lockdown", "module_load_failed", "module_verification", "api_mismatch")
 VERSION_FILE = "host/nvidia-driver-version.txt"
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build ..."
@@ -61,6 +66,16 @@ def _host_driver(ctx: Context, name: str) -> _HostDriver | None:
     return host
 
 
+def _host_driver_tried(ctx: Context, name: str) -> bool:
+    """Whether the node shows a host driver that exists but did not load, or another
+    driver holding the GPU: then DRV003, DRV004, DRV008 or DRV010 name the cause."""
+    kernel = ctx.facts.kernel_events.get(name)
+    if kernel is not None and kernel.signals_of(*_DRIVER_TRIED):
+        return True
+    modules = read_modules(ctx, name)
+    return (modules is not None and modules.loaded("nouveau")) or bool(foreign_gpus(ctx, name))
+
+
 def _has_gpu(ctx: Context, name: str) -> bool:
     if name in ctx.facts.gpu_node_set:
         return True
@@ -86,10 +101,13 @@ class HostDriverConflict(Rule):
     alone: there the operator saw the host driver and stood its container down; so are
     nodes in a driver upgrade (``nvidia.com/gpu-driver-upgrade-state`` other than
     ``upgrade-done``), where the loaded module is the previous container's. Or the
-    other way round: ``driver.enabled=false`` on a GPU node with no NVIDIA module loaded
-    and no ``/proc/driver/nvidia/version``, so nothing provides a driver at all. The
+    other way round: ``driver.enabled=false`` on a GPU node with no NVIDIA module loaded,
+    no ``/proc/driver/nvidia/version`` and no trace of a host driver in the kernel log
+    (no ``NVRM`` load banner, refusal or probe failure, no nouveau or other driver on the
+    GPU — those are DRV003, DRV004, DRV008 and DRV010), so nothing provides a driver. The
     finding causes OP001's stage finding and DRV003's "driver not usable" finding on the
-    node when those fire.
+    node when those fire, and is caused by HELM001 when the latest Helm upgrade dropped
+    ``driver.enabled: false``.
 
     Why it matters:
     The operator assumes one owner of the kernel module. A host-installed driver blocks
@@ -113,8 +131,11 @@ class HostDriverConflict(Rule):
         node("host/modules.txt", optional=True),
         node(VERSION_FILE, optional=True),
         node("host/lspci.txt", optional=True),
+        node("dmesg.txt", optional=True),
+        node("journal/*.jsonl", optional=True),
         cluster("nodes.json", optional=True),
         cluster("pods.json", optional=True),
+        cluster("helm/*.json", optional=True),
         LOGS,
     )
     tags = ("operator", "driver")
@@ -164,11 +185,12 @@ class HostDriverConflict(Rule):
         evidence = [*host.evidence, *in_use, _enabled_evidence(policy)]
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=_causes(ctx, name),
+                            caused_by=_dropped_by_helm(ctx),
                             remediation=_remediation(name, fight=True))
 
     def _nobody(self, ctx: Context, policy: ClusterPolicy, name: str,
                 host: _HostDriver) -> Finding | None:
-        if host.loaded or not _has_gpu(ctx, name):
+        if host.loaded or not _has_gpu(ctx, name) or _host_driver_tried(ctx, name):
             return None
         artifacts = ctx.bundle.node(name)
         evidence = [_enabled_evidence(policy)]
@@ -187,6 +209,20 @@ class HostDriverConflict(Rule):
                             objects=[node_ref(name)], evidence=evidence,
                             causes=_causes(ctx, name),
                             remediation=_remediation(name, fight=False))
+
+
+def _dropped_by_helm(ctx: Context) -> list[str]:
+    """HELM001's findings for a latest upgrade that dropped ``driver.enabled: false``:
+    that is how the container came back over a host driver."""
+    found = []
+    for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        if len(revisions) < 2:
+            continue
+        before, after = revisions[-2], revisions[-1]
+        if (flatten(before.values).get("driver.enabled") in (False, "false")
+                and "driver.enabled" not in flatten(after.values)):
+            found.append(f"HELM001:{release}/{after.revision}")
+    return found
 
 
 def _in_use(ctx: Context, name: str) -> list[Evidence]:

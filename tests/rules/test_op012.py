@@ -17,6 +17,10 @@ from pathlib import Path
 
 from op_kit import Cluster, cluster_policy, of_rule, operand_pod, paths, status
 
+from analyzers.engine import analyze
+from analyzers.plugins import discover
+from bundle import open_bundle
+
 DRIVER = "nvidia-driver-daemonset"
 CRASHING = {"nvidia-driver-ctr": "waiting:CrashLoopBackOff"}
 HOST_535 = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
@@ -112,6 +116,17 @@ def test_driver_disabled_and_no_host_driver(tmp_path: Path) -> None:
     assert "set driver.enabled=true" in finding.remediation
 
 
+def test_driver_disabled_quiet_when_the_host_driver_exists_but_lost(tmp_path: Path) -> None:
+    """nouveau holds the GPU (gpu-a) or the kernel log shows the host's nvidia.ko refused
+    it (gpu-b): the host does have a driver; DRV003/DRV008 name why it is not loaded."""
+    cluster = Cluster(policies=[cluster_policy(spec={"driver": {"enabled": False}})])
+    _host(cluster, "gpu-a", MODULES_WITHOUT_NVIDIA + "nouveau 3096576 0 - Live 0x0\n", None)
+    _host(cluster, "gpu-b", MODULES_WITHOUT_NVIDIA, None)
+    cluster.files["nodes/gpu-b/dmesg.txt"] = (
+        "[  422.451145] nvidia: probe of 0000:8a:00.0 failed with error -1\n")
+    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+
+
 def test_skipped_without_a_cluster_policy(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.policies = None
@@ -129,3 +144,17 @@ def test_quiet_during_a_driver_upgrade(tmp_path: Path) -> None:
     cluster.log(DRIVER, "gpu-a", "nvidia-driver-ctr",
                 ["Could not unload NVIDIA driver kernel modules, driver is in use"])
     assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+
+
+def test_on_the_helm_dropped_values_sample(samples: Path) -> None:
+    """The sample's host-driver cluster: the upgrade that dropped driver.enabled=false
+    (HELM001) is the root, the fight stands under it, the driver stage under both."""
+    with open_bundle(samples / "helm-dropped-values") as bundle:
+        report = analyze(bundle, discover().rules)
+    found = of_rule(report, "OP012")
+    assert sorted(found) == ["OP012:gpu-1", "OP012:gpu-2"]
+    for node in ("gpu-1", "gpu-2"):
+        fight = found[f"OP012:{node}"]
+        assert fight.caused_by == ["HELM001:gpu-operator/2"]
+        assert f"OP001:{node}" in fight.causes
+        assert ("nodes/" + node + "/host/modules.txt") in [p for p, _ in paths(fight)]
