@@ -31,3 +31,8 @@ RULES: list[type[Rule]] = [
 from analyzers.rules.op_hostdriver import HostDriverConflict  # noqa: E402
 
 RULES.append(HostDriverConflict)
+
+# OP014 (issue 15): a MIG change blocked by what holds the GPU.
+from analyzers.rules.op_migbusy import MigChangeBlocked  # noqa: E402
+
+RULES.append(MigChangeBlocked)
