@@ -132,12 +132,10 @@ def _remediation(name: str, drivers: list[str]) -> str:
         "/etc/modules-load.d/ 2>/dev/null",
     ]
     if "vfio-pci" in drivers or "pci-stub" in drivers:
-        lines += [
-            "# remove the vfio-pci.ids=/pci-stub.ids= kernel argument or modprobe.d line that "
-            "claims the GPU",
-            sh.cmd("kubectl", "get", "node", node_arg, "-L", WORKLOAD_LABEL,
-                   tail="   # 'container' for GPU pods"),
-        ]
+        lines.insert(0, sh.cmd("kubectl", "get", "node", node_arg, "-L", WORKLOAD_LABEL,
+                               tail="   # 'container' (or unset) for GPU pods"))
+        lines.append("# remove the vfio-pci.ids=/pci-stub.ids= kernel argument or "
+                     "modprobe.d line that claims the GPU")
     if "nouveau" in drivers or "nova_core" in drivers:
         lines += [
             "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > "

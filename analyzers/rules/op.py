@@ -36,3 +36,8 @@ RULES.append(HostDriverConflict)
 from analyzers.rules.op_migbusy import MigChangeBlocked  # noqa: E402
 
 RULES.append(MigChangeBlocked)
+
+# OP015 (issue 15): the driver container cannot build or load its module on this OS.
+from analyzers.rules.op_driverbuild import DriverBuildFails  # noqa: E402
+
+RULES.append(DriverBuildFails)
