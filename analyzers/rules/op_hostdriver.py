@@ -170,6 +170,8 @@ class HostDriverConflict(Rule):
         differs = bool(isinstance(wanted, str) and wanted and host.version
                        and not wanted.startswith(host.version))
         failing = operand is not None and not operand.healthy
+        if operand is not None and operand.healthy:
+            return None  # whatever its old log says, the container runs now
         if not in_use and not (failing and differs):
             return None
         why = []

@@ -96,6 +96,16 @@ def test_quiet_when_the_operator_owns_the_driver_or_saw_the_host_one(tmp_path: P
     assert status(report, "OP012").value == "passed"
 
 
+def test_quiet_when_the_driver_pod_runs_again(tmp_path: Path) -> None:
+    """An old 'driver is in use' (previous log) with the container Running now."""
+    cluster = Cluster()
+    _host(cluster, "gpu-a", MODULES_WITH_NVIDIA, HOST_535)
+    cluster.log(DRIVER, "gpu-a", "nvidia-driver-ctr",
+                ["Could not unload NVIDIA driver kernel modules, driver is in use"],
+                previous=True)
+    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+
+
 def test_driver_disabled_and_no_host_driver(tmp_path: Path) -> None:
     cluster = Cluster(policies=[cluster_policy(spec={"driver": {"enabled": False},
                                                      "toolkit": {"enabled": True}})])
