@@ -8,7 +8,8 @@ Real threads behind the scenarios:
   unload NVIDIA driver kernel modules, driver is in use`` is the driver container's own
   (signature ``driver-module-in-use``);
 - the operator standing its container down on such nodes with the label
-  ``nvidia.com/gpu.deploy.driver=pre-installed`` (gpu-operator release notes, 1.9).
+  ``nvidia.com/gpu.deploy.driver=pre-installed`` (the GPU Operator release notes: "NVIDIA
+  driver container will auto-disable itself on the node with pre-installed drivers").
 """
 
 from __future__ import annotations
