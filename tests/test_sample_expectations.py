@@ -113,6 +113,9 @@ EXPECTED: dict[str, dict[str, str]] = {
         "OP001:gpu-1": "high",
         "OP001:gpu-2": "high",
         "OP006:cluster-policy": "high",
+        # the container fights the host driver it was re-enabled over (issue 15)
+        "OP012:gpu-1": "high",
+        "OP012:gpu-2": "high",
         # with driver.enabled back on, the nodes count as driver-container nodes
         "DRV005:gpu-1": "medium",
         "DRV005:gpu-2": "medium",

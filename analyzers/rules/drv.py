@@ -31,3 +31,13 @@ RULES.append(IdleButNotEmpty)
 from analyzers.rules.drv_smi import NvidiaSmiFailed  # noqa: E402
 
 RULES.append(NvidiaSmiFailed)
+
+# DRV010 (issue 15): GPUs bound to vfio-pci, nouveau or another driver (host/lspci.txt).
+from analyzers.rules.drv_binding import GpuBoundToOtherDriver  # noqa: E402
+
+RULES.append(GpuBoundToOtherDriver)
+
+# DRV008 (issue 15): the driver branch or flavour refuses the GPU.
+from analyzers.rules.drv_support import DriverCannotDriveGpu  # noqa: E402
+
+RULES.append(DriverCannotDriveGpu)

@@ -26,3 +26,18 @@ RULES: list[type[Rule]] = [
     *op_dcgm.RULES,           # OP013
     *op_crd.RULES,            # OP016
 ]
+
+# OP012 (issue 15): the host driver and the operator's driver setting disagree.
+from analyzers.rules.op_hostdriver import HostDriverConflict  # noqa: E402
+
+RULES.append(HostDriverConflict)
+
+# OP014 (issue 15): a MIG change blocked by what holds the GPU.
+from analyzers.rules.op_migbusy import MigChangeBlocked  # noqa: E402
+
+RULES.append(MigChangeBlocked)
+
+# OP015 (issue 15): the driver container cannot build or load its module on this OS.
+from analyzers.rules.op_driverbuild import DriverBuildFails  # noqa: E402
+
+RULES.append(DriverBuildFails)

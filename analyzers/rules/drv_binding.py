@@ -1,0 +1,154 @@
+"""DRV010: NVIDIA GPUs bound to another kernel driver (vfio-pci, nouveau, nova_core)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers import commands as sh
+from analyzers.facts.stages import Stage
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import node_ref
+from analyzers.rules.drv_driver import DriverNotUsable, read_modules
+from bundle.evidence import clip
+from bundle.lspci import PciDevice, parse_lspci
+
+# The drivers that make a GPU usable by containers on the node.
+NVIDIA_DRIVERS = frozenset({"nvidia"})
+# Modules whose presence in /proc/modules backs up a foreign binding.
+_FOREIGN_MODULES = ("vfio_pci", "nouveau", "nova_core", "pci_stub", "nvgrace_gpu_vfio_pci")
+# The GPU Operator's per-node workload label: these values hand GPUs to virtual machines,
+# where vfio-pci (or the vGPU manager) is the intended owner.
+WORKLOAD_LABEL = "nvidia.com/gpu.workload.config"
+VM_WORKLOADS = frozenset({"vm-passthrough", "vm-vgpu"})
+
+
+def foreign_gpus(ctx: Context, name: str) -> list[PciDevice]:
+    """The node's NVIDIA GPUs (display/3D class) bound to a driver other than nvidia."""
+    text = ctx.bundle.node(name).host("lspci.txt")
+    if not text:
+        return []
+    return [device for device in parse_lspci(text)
+            if device.is_gpu and device.driver is not None
+            and device.driver not in NVIDIA_DRIVERS]
+
+
+def _meant_for_vms(ctx: Context, name: str) -> bool:
+    node_obj = ctx.facts.nodes.get(name)
+    if node_obj is not None and node_obj.labels.get(WORKLOAD_LABEL) in VM_WORKLOADS:
+        return True
+    policy = ctx.facts.cluster_policy
+    if node_obj is None or policy is None or WORKLOAD_LABEL in node_obj.labels:
+        return False
+    sandbox = policy.spec.get("sandboxWorkloads")
+    return (isinstance(sandbox, dict) and sandbox.get("enabled") in (True, "true")
+            and sandbox.get("defaultWorkload") in VM_WORKLOADS)
+
+
+class GpuBoundToOtherDriver(Rule):
+    """NVIDIA GPUs are bound to another kernel driver.
+
+    Per node, ``host/lspci.txt`` (``lspci -nnk -d 10de:``) shows a GPU — a VGA or 3D
+    controller of vendor 10de — whose ``Kernel driver in use`` is not ``nvidia``:
+    ``vfio-pci`` (left over from a passthrough setup, a ``vfio-pci.ids=`` kernel argument,
+    or the GPU Operator's VFIO manager), ``nouveau`` or ``nova_core`` (the in-kernel
+    open drivers, which take the GPU at boot), or ``pci-stub``. The matching module in
+    ``host/modules.txt`` is quoted too. Audio, USB and serial functions of the same card
+    are ignored: their own drivers are normal. Nodes labelled
+    ``nvidia.com/gpu.workload.config=vm-passthrough`` or ``vm-vgpu`` (or a ClusterPolicy
+    whose ``sandboxWorkloads.defaultWorkload`` is one of these, for nodes without the
+    label) are meant to give their GPUs to virtual machines and are left alone. The
+    finding causes DRV003's "driver not usable" finding and OP001's driver stage on
+    the same node when those fire.
+
+    Why it matters:
+    A GPU held by another driver is invisible to nvidia.ko: the driver container
+    fails to load or finds no device, nvidia-smi says ``No devices were found``, the
+    device plugin advertises nothing and GPU pods stay Pending. The cause is on the
+    host, so restarting operator pods never helps.
+
+    Remediation:
+    On the node: ``lspci -nnk -d 10de:`` to see each GPU's driver. For vfio-pci,
+    remove the ``vfio-pci.ids=`` kernel argument or the ``/etc/modprobe.d`` line that
+    claims the device, or set the node's ``nvidia.com/gpu.workload.config`` label to
+    ``container``; for nouveau, blacklist it and rebuild the initramfs. Then drain and
+    reboot the node, one node at a time.
+    """
+
+    id = "DRV010"
+    slug = "gpu-bound-to-other-driver"
+    severity = Severity.CRITICAL
+    inputs = (
+        node("host/lspci.txt"),
+        node("host/modules.txt", optional=True),
+        node("dmesg.txt", optional=True),
+        cluster("nodes.json", optional=True),
+        cluster("clusterpolicies.json", optional=True),
+        cluster("pods.json", optional=True),
+    )
+    tags = ("driver", "kernel", "pci")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        for name in sorted(ctx.bundle.node_names):
+            devices = foreign_gpus(ctx, name)
+            if devices and not _meant_for_vms(ctx, name):
+                yield self._finding(ctx, name, devices)
+
+    def _finding(self, ctx: Context, name: str, devices: list[PciDevice]) -> Finding:
+        path = ctx.bundle.node(name).path("host/lspci.txt")
+        drivers = sorted({device.driver or "" for device in devices})
+        evidence: list[Evidence] = []
+        for device in devices[:4]:
+            evidence.append(Evidence(path=path, line=device.line, excerpt=clip(device.text)))
+            evidence.append(Evidence(path=path, line=device.driver_line,
+                                     excerpt=clip(device.driver_text)))
+        modules = read_modules(ctx, name)
+        if modules is not None:
+            evidence += [modules.evidence(module) for module in _FOREIGN_MODULES
+                         if modules.loaded(module)]
+        listed = ", ".join(f"{device.address} ({device.driver})" for device in devices[:4])
+        more = f" and {len(devices) - 4} more" if len(devices) > 4 else ""
+        summary = (f"On {name}, {len(devices)} NVIDIA GPU(s) are bound to "
+                   f"{' and '.join(drivers)} instead of nvidia: {listed}{more}. nvidia.ko "
+                   "cannot drive them, so the node offers no GPU to pods.")
+        causes = []
+        if DriverNotUsable.explains(ctx, name):
+            causes.append(f"DRV003:{name}")
+        stages = ctx.facts.operand_stages.get(name)
+        if stages is not None and stages.first is Stage.DRIVER:
+            causes.append(f"OP001:{name}")
+        return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
+                            evidence=evidence, remediation=_remediation(name, drivers),
+                            causes=causes)
+
+
+def _remediation(name: str, drivers: list[str]) -> str:
+    node_arg = sh.node(name)
+    lines = [
+        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
+                "bash):", node=node_arg),
+        "lspci -nnk -d 10de:   # the driver bound to each NVIDIA device",
+        "cat /proc/cmdline; grep -rE 'vfio|nouveau|pci-stub' /etc/modprobe.d/ "
+        "/etc/modules-load.d/ 2>/dev/null",
+    ]
+    if "vfio-pci" in drivers or "pci-stub" in drivers:
+        lines.insert(0, sh.cmd("kubectl", "get", "node", node_arg, "-L", WORKLOAD_LABEL,
+                               tail="   # 'container' (or unset) for GPU pods"))
+        lines.append("# remove the vfio-pci.ids=/pci-stub.ids= kernel argument or "
+                     "modprobe.d line that claims the GPU")
+    if "nouveau" in drivers or "nova_core" in drivers:
+        lines += [
+            "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > "
+            "/etc/modprobe.d/blacklist-nouveau.conf",
+            "update-initramfs -u   # dracut -f on RHEL-family hosts",
+        ]
+    lines += [
+        sh.cmd("kubectl", "drain", node_arg, "--ignore-daemonsets", "--delete-emptydir-data",
+               tail="   # then reboot the node"),
+        sh.cmd("kubectl", "uncordon", node_arg,
+               tail="   # once lspci shows 'Kernel driver in use: nvidia'"),
+    ]
+    return sh.lines(lines)
+
+
+RULES = [GpuBoundToOtherDriver]

@@ -1,0 +1,140 @@
+"""OP015: the driver container cannot build or load its module on this OS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers import commands as sh
+from analyzers import signatures
+from analyzers.facts.stages import Stage
+from analyzers.models import Evidence, Finding, Severity
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import node_ref
+from analyzers.rules.drv_common import node_logs
+from analyzers.rules.op_common import LOGS
+from bundle.evidence import clip
+
+HEADERS = "driver-kernel-headers-unavailable"
+DENIED = "driver-module-insert-permission-denied"
+SELINUX_FILE = "host/selinux.txt"
+_ENFORCING = frozenset({"enforcing", "1"})
+
+
+def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
+    """The first line of each wording in the node's driver container logs."""
+    wanted = (signatures.get(HEADERS), signatures.get(DENIED))
+    found: dict[str, Evidence] = {}
+    for path, container, text in node_logs(ctx, name, components=("driver",)):
+        for hit in signatures.match(text, "log", container=container, signatures=wanted):
+            found.setdefault(hit.signature.id,
+                             Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
+    return found
+
+
+def _selinux(ctx: Context, name: str) -> tuple[str | None, Evidence | None]:
+    artifacts = ctx.bundle.node(name)
+    text = artifacts.host("selinux.txt")
+    if not text or not text.strip():
+        return None, None
+    first = text.strip().splitlines()[0].strip()
+    return first, Evidence(path=artifacts.path(SELINUX_FILE), line=1, excerpt=clip(first))
+
+
+class DriverBuildFails(Rule):
+    """The driver container cannot build or load its module on this OS.
+
+    Per node, the driver container's log: the packages to build for the running kernel
+    are missing — ``Error: Unable to find a match: kernel-devel-<kernel>`` (dnf on RHEL,
+    RHCOS, CentOS) or ``/lib/modules/<kernel>/build: No such file or directory`` — or
+    the built module is refused with ``could not insert 'nvidia': Permission denied``,
+    which on a host whose ``host/selinux.txt`` says ``Enforcing`` is SELinux. The
+    kernel version (Node ``nodeInfo``) and SELinux state are quoted. This is the build
+    case; a missing image tag or precompiled image is OP010, a Secure Boot refusal
+    (``Operation not permitted``, ``Key was rejected``) DRV004. The finding causes
+    OP001's driver stage on the node.
+
+    Why it matters:
+    Without the module the node has no driver: the driver pod restarts forever and the
+    validator, toolkit, device plugin and every GPU pod wait behind it.
+
+    Remediation:
+    Headers: use precompiled driver images for this kernel (``driver.usePrecompiled``),
+    give the container a repository with this kernel's ``kernel-devel``
+    (``driver.repoConfig``, RHEL entitlement), or run a kernel whose headers are
+    published. SELinux: follow the operator's documented SELinux setup for the OS, or
+    set the node Permissive while you confirm the AVC denial (``ausearch -m avc``).
+    """
+
+    id = "OP015"
+    slug = "driver-build-fails"
+    severity = Severity.HIGH
+    inputs = (
+        LOGS,
+        node(SELINUX_FILE, optional=True),
+        cluster("nodes.json", optional=True),
+        cluster("pods.json", optional=True),
+    )
+    tags = ("operator", "driver")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set
+                       | set(ctx.facts.operands))
+        for name in names:
+            hits = _hits(ctx, name)
+            if hits:
+                yield self._finding(ctx, name, hits)
+
+    def _finding(self, ctx: Context, name: str, hits: dict[str, Evidence]) -> Finding:
+        node_obj = ctx.facts.nodes.get(name)
+        info = node_obj.status.node_info if node_obj is not None else None
+        kernel = info.kernel_version if info is not None and info.kernel_version else ""
+        os_image = info.os_image if info is not None and info.os_image else ""
+        evidence = list(hits.values())
+        reasons = []
+        if HEADERS in hits:
+            on = f"kernel {kernel}" + (f" ({os_image})" if os_image else "") if kernel \
+                else "the running kernel"
+            reasons.append(f"the headers to build the module for {on} are not available "
+                           "to it")
+        state, where = _selinux(ctx, name)
+        if DENIED in hits:
+            if state is not None and state.lower() in _ENFORCING:
+                reasons.append(f"SELinux ({state}) denies loading the built module")
+            else:
+                shown = f"SELinux is {state}" if state else "SELinux state not collected"
+                reasons.append(f"loading the built module is denied ({shown})")
+            if where is not None:
+                evidence.append(where)
+        summary = (f"On {name}, the driver container cannot install the driver: "
+                   + "; ".join(reasons) + ".")
+        causes = []
+        stages = ctx.facts.operand_stages.get(name)
+        if stages is not None and stages.first is Stage.DRIVER:
+            causes.append(f"OP001:{name}")
+        return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
+                            evidence=evidence, causes=causes,
+                            remediation=_remediation(name, set(hits)))
+
+
+def _remediation(name: str, kinds: set[str]) -> str:
+    node_arg = sh.node(name)
+    lines = [
+        sh.cmd("kubectl", "get", "node", node_arg, "-o",
+               "jsonpath={.status.nodeInfo.kernelVersion} {.status.nodeInfo.osImage}",
+               tail="; echo"),
+        "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
+    ]
+    if HEADERS in kinds:
+        lines.append("# use precompiled images for this kernel (driver.usePrecompiled=true), "
+                     "a driver.repoConfig repository that has its kernel-devel, or a kernel "
+                     "whose headers are published")
+    if DENIED in kinds:
+        lines += [
+            sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot "
+                    "/host bash):", node=node_arg),
+            "getenforce; ausearch -m avc -ts recent | grep -iE 'module_load|nvidia' | tail",
+        ]
+    return sh.lines(lines)
+
+
+RULES = [DriverBuildFails]
