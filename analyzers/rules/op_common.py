@@ -20,6 +20,8 @@ _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d
 LOG_CAP = 6
 POD_CAP = 4
 EVENT_CAP = 3
+# The DCGM exporter's setting for a separate DCGM host engine (host:port).
+HOSTENGINE_ENV = "DCGM_REMOTE_HOSTENGINE_INFO"
 
 
 def namespace(ctx: Context) -> str:
@@ -35,6 +37,12 @@ def logs_cmd(ns: str, log: ContainerLog, tail: int = 50) -> str:
     previous = ("--previous",) if log.previous else ()
     return sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", sh.pod(log.pod.name),
                   "-c", sh.container(log.container), *previous, f"--tail={tail}")
+
+
+def hostengine_address(pod: Pod) -> str | None:
+    """The separate DCGM host engine a DCGM exporter pod is set to use, if any."""
+    return next((e.value for c in pod.spec.containers for e in c.env
+                 if e.name == HOSTENGINE_ENV and e.value), None)
 
 
 def quote(text: str, limit: int = 200) -> str:

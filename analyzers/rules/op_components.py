@@ -17,10 +17,12 @@ from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.op_common import (
+    HOSTENGINE_ENV,
     LOGS,
     blocked_evidence,
     capped,
     events_evidence,
+    hostengine_address,
     logs_cmd,
     namespace,
     on_node,
@@ -33,7 +35,6 @@ from bundle.kube import Node, quantity_int
 
 _UUID = re.compile(r"\bGPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b")
 _XID = re.compile(r"Xid=(\d{1,4})")
-HOSTENGINE_ENV = "DCGM_REMOTE_HOSTENGINE_INFO"
 
 
 def _restarts(operand: OperandPod) -> int:
@@ -101,8 +102,7 @@ class DcgmExporterNoDcgm(Rule):
                  hits: list[Locator], logs: tuple[ContainerLog, ...]) -> Finding:
         ns = namespace(ctx)
         pod = exporter.pod
-        address = next((e.value for c in pod.spec.containers for e in c.env
-                        if e.name == HOSTENGINE_ENV and e.value), None)
+        address = hostengine_address(pod)
         target = f" at {address}" if address else ""
         restarts = _restarts(exporter)
         summary = (f"On {name}, the DCGM exporter {pod.name} ({exporter.state}, {restarts} "

@@ -12,6 +12,7 @@ from analyzers.rules.common import node_ref
 from analyzers.rules.op_common import (
     LOGS,
     capped,
+    hostengine_address,
     logs_cmd,
     namespace,
     operand_evidence,
@@ -22,7 +23,6 @@ from bundle.evidence import Locator
 NOT_SUPPORTED = "dcgm-profiling-not-supported"
 MODULE_ERROR = "dcgm-profiling-module-error"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
-HOSTENGINE_ENV = "DCGM_REMOTE_HOSTENGINE_INFO"
 
 
 def profiling_hits(ctx: Context, exporter: OperandPod) -> list[tuple[str, Locator]]:
@@ -99,8 +99,7 @@ class DcgmProfilingUnavailable(Rule):
         lines = [line for _, line in hits]
         product = _product(ctx, name)
         gpu = f" ({product})" if product else ""
-        remote = next((e.value for c in pod.spec.containers for e in c.env
-                       if e.name == HOSTENGINE_ENV and e.value), None)
+        remote = hostengine_address(pod)
         reasons = []
         if MODULE_ERROR in kinds:
             holder = ""
