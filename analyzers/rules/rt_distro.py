@@ -84,20 +84,18 @@ class ToolkitMisdirected(Rule):
         target = wrong.target
         parts = []
         evidence: list[Evidence] = []
-        if wrong.config_wrong:
-            origin = (f"{target.config_setting.origin} sets {target.config_setting.name}="
-                      f"{target.config}" if target.config_setting is not None
-                      else f"the toolkit's default {target.config} is in effect")
-            parts.append(f"{origin}, but this node's containerd runs with {nr.config}")
-            if target.config_setting is not None:
-                evidence.append(target.config_setting.evidence)
-        if wrong.socket_wrong:
-            origin = (f"{target.socket_setting.origin} sets {target.socket_setting.name}="
-                      f"{target.socket}" if target.socket_setting is not None
-                      else f"the toolkit's default socket {target.socket} is in effect")
-            parts.append(f"{origin}, but containerd listens on {wrong.expected_socket}")
-            if target.socket_setting is not None:
-                evidence.append(target.socket_setting.evidence)
+        for is_wrong, setting, value, default, actual in (
+                (wrong.config_wrong, target.config_setting, target.config, "",
+                 f"this node's containerd runs with {nr.config}"),
+                (wrong.socket_wrong, target.socket_setting, target.socket, "socket ",
+                 f"containerd listens on {wrong.expected_socket}")):
+            if not is_wrong:
+                continue
+            origin = (f"{setting.origin} sets {setting.name}={value}" if setting is not None
+                      else f"the toolkit's default {default}{value} is in effect")
+            parts.append(f"{origin}, but {actual}")
+            if setting is not None:
+                evidence.append(setting.evidence)
         if wrong.dump_failures:
             parts.append("the toolkit could not run containerd on the host to dump its "
                          "configuration (exit status 127: no containerd on the host PATH)")
