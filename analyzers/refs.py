@@ -21,6 +21,7 @@ time is normal and is dropped when the findings are linked.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import NewType
 
@@ -66,7 +67,8 @@ class GpuRef(Ref):
         return self._link(self.subject(node, gpu))
 
     def accepts(self, subject: str) -> bool:
-        return "/" in subject
+        node, slash, gpu = subject.rpartition("/")
+        return bool(node and slash and gpu)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,8 @@ class SharingRef(Ref):
         return self._link(self.configmap_subject(namespace, name))
 
     def accepts(self, subject: str) -> bool:
-        return "/" in subject
+        namespace, slash, name = subject.partition("/")
+        return bool(namespace and slash and name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +177,7 @@ BY_ID: dict[str, Ref] = {ref.rule_id: ref for ref in (
     RT002, RT003, RT008, RT009, SC006)}
 
 
-def dangling(link: str, rule_ids: frozenset[str] | set[str]) -> str | None:
+def dangling(link: str, rule_ids: AbstractSet[str]) -> str | None:
     """Why ``link`` can never name a finding (None: it can), given the ids of the rules
     loaded for this run. Only the rules listed here have a known subject shape."""
     rule_id, colon, subject = link.partition(":")
