@@ -142,7 +142,8 @@ class ReleaseRef(Ref):
         return self._link(release)
 
 
-# One reference per rule that other rules link to, named by the rule's id.
+# One reference per rule that other rules link to, named by the rule's id (and the
+# rule's class beside it).
 CFG004 = PolicyRef("CFG004")      # ToolkitDisabledHostNotConfigured
 DRV001 = GpuRef("DRV001")         # XidEvents
 DRV002 = GpuRef("DRV002")         # GpuLost
@@ -171,10 +172,9 @@ RT008 = NodeRef("RT008")          # ToolkitMisdirected
 RT009 = NodeRef("RT009")          # TemplateLostRuntime
 SC006 = SharingRef("SC006")       # SharedGpuMisuse
 
-BY_ID: dict[str, Ref] = {ref.rule_id: ref for ref in (
-    CFG004, DRV001, DRV002, DRV003, DRV004, DRV005, DRV006, DRV007, DRV009, HELM001,
-    HELM002, OP001, OP002, OP003, OP004, OP005, OP006, OP008, OP009, OP010, OP013, RT001,
-    RT002, RT003, RT008, RT009, SC006)}
+# Every reference above, by rule id.
+BY_ID: dict[str, Ref] = {value.rule_id: value for value in list(globals().values())
+                         if isinstance(value, Ref)}
 
 
 def dangling(link: str, rule_ids: AbstractSet[str]) -> str | None:

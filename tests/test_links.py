@@ -99,11 +99,18 @@ def test_the_scan_finds_ids_typed_by_hand(source: str, flagged: bool) -> None:
 
 
 def test_each_reference_names_a_builtin_rule_under_its_own_id() -> None:
-    builtin = {loaded.rule.id for loaded in discover().rules}
-    assert set(refs.BY_ID) <= builtin, set(refs.BY_ID) - builtin
+    builtin = {loaded.rule.id: loaded.rule.__name__ for loaded in discover().rules}
+    assert set(refs.BY_ID) <= set(builtin), set(refs.BY_ID) - set(builtin)
     for rule_id, ref in refs.BY_ID.items():
         assert getattr(refs, rule_id) is ref
         assert ref.rule_id == rule_id
+    # The class named beside each reference is the rule's.
+    declared = re.findall(r'^([A-Z]+[0-9]+) = \w+\("([A-Z]+[0-9]+)".*# (\w+)$',
+                          (ROOT / "analyzers" / "refs.py").read_text(encoding="utf-8"),
+                          re.MULTILINE)
+    assert sorted(name for name, _, _ in declared) == sorted(refs.BY_ID)
+    assert [(name, builtin[rule_id]) for name, rule_id, _ in declared] == [
+        (name, cls) for name, _, cls in declared]
 
 
 def test_references_build_the_ids_their_rules_emit() -> None:
