@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analyzers import __version__, grouping, overview
+from analyzers import __version__, grouping, overview, refs
 from analyzers.coverage import Coverage
 from analyzers.facts import Facts, prefetch
 from analyzers.models import (
@@ -64,11 +64,29 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     wrong = [f.id for f in found if f.rule_id != rule.id]
     if wrong:
         return outcome(RuleStatus.ERROR, f"produced findings of another rule: {wrong[:3]}", [])
+    dangling = _dangling_links(found, {r.id for r in ctx.rules})
+    if dangling:
+        return outcome(RuleStatus.ERROR, f"linked findings that cannot exist: {dangling}", [])
     return outcome(RuleStatus.FAILED if found else RuleStatus.PASSED, None, found)
 
 
+def _dangling_links(found: list[Finding], rule_ids: set[str]) -> str | None:
+    """Why some of the rule's links can never name a finding (a typo in a rule id, a
+    subject of the wrong shape); None when every link can. A link to a finding that
+    did not fire this time is fine: :func:`link` drops it."""
+    reasons = sorted({reason for finding in found for target in (*finding.caused_by,
+                                                                  *finding.causes)
+                      if (reason := refs.dangling(target, rule_ids)) is not None})
+    if not reasons:
+        return None
+    more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""
+    return "; ".join(reasons[:3]) + more
+
+
 def link(findings: list[Finding]) -> list[Finding]:
-    """Make ``caused_by``/``causes`` symmetric and drop links to absent findings."""
+    """Make ``caused_by``/``causes`` symmetric and drop links to findings that are absent
+    (their rule did not fire, or did not run; a link that can never name a finding made
+    its rule an error in :func:`run_rule`)."""
     ids = {f.id for f in findings}
     causes: dict[str, set[str]] = defaultdict(set)
     caused_by: dict[str, set[str]] = defaultdict(set)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from bundle.evidence import Locator
 
 if TYPE_CHECKING:
@@ -148,10 +149,11 @@ class Rule:
         objects: Iterable[ObjectRef] = (),
         evidence: Iterable[Locator | Evidence] = (),
         remediation: str | None = None,
-        caused_by: Iterable[str] = (),
-        causes: Iterable[str] = (),
+        caused_by: Iterable[Link] = (),
+        causes: Iterable[Link] = (),
     ) -> Finding:
-        """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles)."""
+        """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
+        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``)."""
         return Finding(
             id=f"{cls.id}:{subject}",
             rule_id=cls.id,

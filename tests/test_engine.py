@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kit import kube_list, write_dir
 
+from analyzers import refs
 from analyzers.engine import analyze, link
 from analyzers.models import Finding, RuleStatus, Severity
 from analyzers.plugins import Discovery, LoadedRule, add_rules, discover
@@ -71,7 +72,7 @@ class Root(Rule):
     severity = Severity.HIGH
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        yield self.finding("a", "root", causes=["TST004:a", "GONE:z"])
+        yield self.finding("a", "root", causes=["TST004:a", refs.RT001("z")])
 
 
 class Symptom(Rule):
@@ -89,7 +90,7 @@ class Symptom(Rule):
     severity = Severity.CRITICAL
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        yield self.finding("a", "symptom", caused_by=["TST003:a", "MISSING:q"])
+        yield self.finding("a", "symptom", caused_by=["TST003:a", refs.OP001("q")])
 
 
 class Unsure(Rule):

@@ -30,10 +30,6 @@ class IdleGPU:
     power_watts: float | None
     holders: tuple[str, ...]  # "namespace/name" of the node's GPU pods
 
-    @property
-    def subject(self) -> str:
-        return f"{self.node}/{self.pci}"
-
 
 def power_draw(gpu: GPU) -> float | None:
     raw = text_of(gpu.element, "gpu_power_readings/power_draw",

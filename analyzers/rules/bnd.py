@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from analyzers import refs
 from analyzers.gaps import MEANINGS, kind_of
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
@@ -127,7 +128,7 @@ class CollectionGaps(Rule):
                 evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
                 remediation=_REMEDIATION.get(kind),  # None: the rule's general advice
-                caused_by=[f"DRV009:{n}" for n in nodes] if kind == SMI_FAILED else [],
+                caused_by=[refs.DRV009(n) for n in nodes] if kind == SMI_FAILED else [],
             )
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
 from analyzers.products import UNLISTED, classify
 from analyzers.products import Verdict as ProductVerdict
+from analyzers.refs import Link
 from analyzers.releases import SupportStatus, parse_version
 from analyzers.releases import support as support_of
 from analyzers.rule import Context, Rule, cluster, node
@@ -465,11 +467,12 @@ class TimeSlicingExplained(Rule):
                      if (text := self._explain(ctx, node_obj, item, evidence)) is not None]
             if not lines:
                 continue
-            links = []
+            links: list[Link] = []
             if setup.configmap is not None and any("another config" in ln for ln in lines):
                 cm = setup.configmap
-                links.append(f"SC006:{cm.metadata.namespace or facts.operator_namespace}/"
-                             f"{cm.metadata.name}")
+                links.append(refs.SC006.configmap(
+                    cm.metadata.namespace or facts.operator_namespace or "gpu-operator",
+                    cm.metadata.name))
             summary = (" ".join(lines) + " Slots share one GPU: no memory or fault isolation "
                        "(one pod can take all the memory or crash the others), and DCGM "
                        "cannot attribute GPU usage to pods or containers under sharing.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -113,10 +114,10 @@ class GpuBoundToOtherDriver(Rule):
                    "cannot drive them, so the node offers no GPU to pods.")
         causes = []
         if DriverNotUsable.explains(ctx, name):
-            causes.append(f"DRV003:{name}")
+            causes.append(refs.DRV003(name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(f"OP001:{name}")
+            causes.append(refs.OP001(name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, remediation=_remediation(name, drivers),
                             causes=causes)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Finding, Severity
@@ -206,7 +206,7 @@ class DriverNotUsable(Rule):
                    + "; ".join(problems.texts) + ".")
         # Nothing loads a module that was refused (DRV004) or never delivered because
         # the driver image for this kernel does not exist (OP010).
-        links = [f"DRV004:{name}", f"OP010:{name}"] if "not-loaded" in problems.kinds else []
+        links = [refs.DRV004(name), refs.OP010(name)] if "not-loaded" in problems.kinds else []
         return self.finding(
             name, summary, severity=problems.severity, nodes=[name],
             objects=[node_ref(name)], evidence=problems.evidence,
@@ -340,9 +340,9 @@ class SecureBootRefusedModule(Rule):
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
         # The refusal is the root: the driver container's failed install (OP010) and the
         # missing module (DRV003) follow from it.
-        causes = [f"DRV003:{name}"] if absent else []
+        causes = [refs.DRV003(name)] if absent else []
         if refused or absent:
-            causes.append(f"OP010:{name}")
+            causes.append(refs.OP010(name))
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
             evidence=evidence, causes=causes,

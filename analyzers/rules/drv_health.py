@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -139,11 +140,11 @@ class GpuHealth(Rule):
         summary = f"On {name}, {who} at {pci}: " + "; ".join(i.text for i in issues) + "."
         evidence = [smi_evidence(ctx, name, bus_id, r) for i in issues for r in i.readings]
         kinds = {i.kind for i in issues}
-        causes = [f"DRV001:{name}/{pci}"] if "memory" in kinds or "recovery" in kinds else []
+        causes = [refs.DRV001(name, pci)] if "memory" in kinds or "recovery" in kinds else []
         # A fabric that never finished initialising is Fabric Manager's doing (OP005).
-        explained_by = [f"OP005:{name}"] if kinds == {"fabric"} else []
+        explained_by = [refs.OP005(name)] if kinds == {"fabric"} else []
         return self.finding(
-            f"{name}/{pci}", summary, severity=severity, nodes=[name],
+            refs.DRV006.subject(name, pci), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence[:8],
             remediation=_remediation(name, pci, identity, kinds), causes=causes,
             caused_by=explained_by,

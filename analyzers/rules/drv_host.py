@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
@@ -192,7 +193,7 @@ class AutomaticKernelUpgrades(Rule):
                 f"kernels/{os_key}", summary, nodes=members,
                 objects=[node_ref(n) for n in members], evidence=evidence,
                 remediation=_remediation(members[0]),
-                caused_by=[f"{self.id}:{n}" for n in members if n in upgrading],
+                caused_by=[refs.DRV005(n) for n in members if n in upgrading],
             )
 
 

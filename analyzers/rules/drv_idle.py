@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.usage import HELD_MIB, IDLE_UTIL_PERCENT, IdleGPU
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -85,5 +86,6 @@ class IdleButNotEmpty(Rule):
             sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
                    sh.join("spec.nodeName=", sh.node(item.node))),
             "# then ask the owner of the idle pod to release the GPU (or cull idle notebooks)")
-        return self.finding(item.subject, summary, nodes=[item.node], objects=objects,
+        subject = refs.DRV007.subject(item.node, item.pci)
+        return self.finding(subject, summary, nodes=[item.node], objects=objects,
                             evidence=evidence, remediation=remediation)

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
 from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Rule
@@ -125,10 +126,10 @@ class GpuLost(Rule):
                    + (f" Kubernetes: {health.describe()}." if health.unhealthy else ""))
         evidence = capped([line_evidence(s.source) for s in signals], 5) + health.evidence
         return self.finding(
-            f"{name}/{key}", summary, severity=severity, nodes=[name],
+            refs.DRV002.subject(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key),
-            causes=[f"DRV001:{name}/{key}"],
+            causes=[refs.DRV001(name, key)],
         )
 
 

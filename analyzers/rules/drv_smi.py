@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.stages import Stage
 from analyzers.models import Finding, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
@@ -14,22 +16,22 @@ from analyzers.rules.drv_smifail import SMI_FILE, SmiFailure, smi_failure
 from bundle.evidence import clip
 
 
-def _explanations(ctx: Context, name: str) -> list[tuple[str, str]]:
+def _explanations(ctx: Context, name: str) -> list[tuple[Link, str]]:
     """(finding id, sentence) of the findings that explain the failure."""
-    found: list[tuple[str, str]] = []
+    found: list[tuple[Link, str]] = []
     if SecureBootRefusedModule.explains(ctx, name):
-        found.append((f"DRV004:{name}", "Secure Boot refuses the unsigned nvidia module "
-                                        "(see DRV004)"))
+        found.append((refs.DRV004(name), "Secure Boot refuses the unsigned nvidia module "
+                                         "(see DRV004)"))
     if DriverNotUsable.explains(ctx, name):
-        found.append((f"DRV003:{name}", "the driver is not usable on the node (see DRV003)"))
+        found.append((refs.DRV003(name), "the driver is not usable on the node (see DRV003)"))
     driver = ctx.facts.driver_kernel.get(name)
     if driver is not None and driver.broken:
-        found.append((f"OP010:{name}", "the driver container cannot install for the node's "
-                                       "kernel (see OP010)"))
+        found.append((refs.OP010(name), "the driver container cannot install for the node's "
+                                        "kernel (see OP010)"))
     stages = ctx.facts.operand_stages.get(name)
     if stages is not None and stages.first is Stage.DRIVER:
-        found.append((f"OP001:{name}", "the operator's driver stage is failing on the node "
-                                       "(see OP001)"))
+        found.append((refs.OP001(name), "the operator's driver stage is failing on the node "
+                                        "(see OP001)"))
     return found
 
 

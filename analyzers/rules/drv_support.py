@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -144,10 +144,10 @@ class DriverCannotDriveGpu(Rule):
                    + ". The node has no usable GPU until the driver changes.")
         causes = []
         if DriverNotUsable.explains(ctx, name):
-            causes.append(f"DRV003:{name}")
+            causes.append(refs.DRV003(name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(f"OP001:{name}")
+            causes.append(refs.OP001(name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, refusal))

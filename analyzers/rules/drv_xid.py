@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers import xid as catalog
 from analyzers.facts.kernel_events import UNKNOWN_GPU, GpuIdentity, NodeKernel
 from analyzers.models import Evidence, Finding, Severity
@@ -144,11 +145,11 @@ class XidEvents(Rule):
             self._health(health, marks, xids, gpu),
         ) if part)
         evidence = self._evidence(xids) + health.evidence + marks[:2]
-        links = [f"DRV002:{name}/{key}"]
+        links = [refs.DRV002(name, key)]
         if any(catalog.lookup(n).category == "memory_ecc" for n in xids.hardware):
-            links.append(f"DRV006:{name}/{key}")
+            links.append(refs.DRV006(name, key))
         return self.finding(
-            f"{name}/{key}", summary, severity=severity, nodes=[name],
+            refs.DRV001.subject(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key, gpu, xids),
             caused_by=links,

@@ -6,7 +6,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from bundle.evidence import Locator, at_pointer, clip
 from bundle.kube import HelmRevision
@@ -110,7 +112,7 @@ class ValuesDroppedByUpgrade(Rule):
         harmful = [k for k in dropped if k in HARMFUL]
         severity = Severity.HIGH if harmful else Severity.MEDIUM
         danger = ""
-        explains: list[str] = []
+        explains: list[Link] = []
         if "driver.enabled" in harmful:
             danger = (" With driver.enabled back to true the operator deploys its driver "
                       "container over the host driver.")
@@ -118,7 +120,7 @@ class ValuesDroppedByUpgrade(Rule):
                 else []
             if failing:
                 danger += f" Its driver pods now fail on {', '.join(failing)}."
-                explains = [f"OP001:{n}" for n in failing]
+                explains = [refs.OP001(n) for n in failing]
         elif harmful:
             danger = f" {', '.join(harmful)} changes what the operator deploys."
         evidence: list[Evidence | Locator] = [
@@ -146,7 +148,8 @@ class ValuesDroppedByUpgrade(Rule):
         summary = (f"Helm release {release}: revision {after.revision} dropped values that "
                    f"revision {before.revision} had set — {'; '.join(changes[:6])}"
                    f"{' …' if len(changes) > 6 else ''}.{danger}")
-        return self.finding(f"{release}/{after.revision}", summary, severity=severity,
+        subject = refs.HELM001.subject(release, after.revision)
+        return self.finding(subject, summary, severity=severity,
                             objects=[ObjectRef(kind="HelmRelease", namespace=namespace,
                                                name=release)],
                             evidence=evidence, remediation=remediation, causes=explains)

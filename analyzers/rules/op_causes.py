@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from analyzers import refs
 from analyzers.facts.stages import NodeStages, Stage
+from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
 from analyzers.rules.op_components import exporter_hits
@@ -24,7 +26,7 @@ from analyzers.rules.op_dcgm import profiling_hits
 class Cause:
     """A finding that explains the stage: its id and one sentence for OP001's summary."""
 
-    finding: str
+    finding: Link
     text: str
 
 
@@ -50,15 +52,15 @@ def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                 "'nvidia' handler (see RT001).")
     else:
         text = "The node's containerd has no 'nvidia' runtime loaded (see RT001)."
-    return [Cause(f"RT001:{node}", text)]
+    return [Cause(refs.RT001(node), text)]
 
 
 def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     fabric = ctx.facts.nvlink_fabric.get(node)
     if fabric is None or not fabric.not_initialized:
         return []
-    return [Cause(f"OP005:{node}", "CUDA reports 'system not yet initialized': the NVLink "
-                                   "fabric is not set up (Fabric Manager, see OP005).")]
+    return [Cause(refs.OP005(node), "CUDA reports 'system not yet initialized': the NVLink "
+                                    "fabric is not set up (Fabric Manager, see OP005).")]
 
 
 def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
@@ -67,21 +69,21 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     found = []
     driver = ctx.facts.driver_kernel.get(node)
     if driver is not None and driver.broken:
-        found.append(Cause(f"OP010:{node}", "The driver container cannot match the node's "
-                                            "kernel (see OP010)."))
+        found.append(Cause(refs.OP010(node), "The driver container cannot match the node's "
+                                             "kernel (see OP010)."))
     if SecureBootRefusedModule.explains(ctx, node):
-        found.append(Cause(f"DRV004:{node}", "Secure Boot refuses the unsigned nvidia module "
-                                             "(see DRV004)."))
+        found.append(Cause(refs.DRV004(node), "Secure Boot refuses the unsigned nvidia module "
+                                              "(see DRV004)."))
     if DriverNotUsable.explains(ctx, node):
-        found.append(Cause(f"DRV003:{node}", "The NVIDIA driver is not usable on the node "
-                                             "(see DRV003)."))
+        found.append(Cause(refs.DRV003(node), "The NVIDIA driver is not usable on the node "
+                                              "(see DRV003)."))
     return found
 
 
 def _plugin(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     components = {b.operand.component for b in stages.at_first}
     if stages.first is Stage.PLUGIN and "device-plugin" in components:
-        return [Cause(f"OP008:{node}", "The device plugin itself is failing (see OP008).")]
+        return [Cause(refs.OP008(node), "The device plugin itself is failing (see OP008).")]
     return []
 
 
@@ -92,11 +94,11 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     exporter = stages.row["dcgm-exporter"]
     found = []
     if profiling_hits(ctx, exporter):
-        found.append(Cause(f"OP013:{node}", "The DCGM exporter cannot collect profiling "
-                                            "metrics (see OP013)."))
+        found.append(Cause(refs.OP013(node), "The DCGM exporter cannot collect profiling "
+                                             "metrics (see OP013)."))
     if exporter_hits(ctx, exporter):
-        found.append(Cause(f"OP004:{node}", "The DCGM exporter cannot reach DCGM "
-                                            "(see OP004)."))
+        found.append(Cause(refs.OP004(node), "The DCGM exporter cannot reach DCGM "
+                                             "(see OP004)."))
     return found
 
 

@@ -7,12 +7,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import names, node_ref
@@ -226,7 +228,7 @@ class FabricManagerNotWorking(Rule):
         return self.finding(
             name, summary, severity=self.severity if unregistered_cuda else Severity.HIGH,
             nodes=[name], objects=[node_ref(name)], evidence=evidence,
-            remediation=sh.lines(lines), causes=[f"OP001:{name}"],
+            remediation=sh.lines(lines), causes=[refs.OP001(name)],
         )
 
 
@@ -255,7 +257,7 @@ class PluginPicture:
 
     reasons: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
-    causes: list[str] = field(default_factory=list)
+    causes: list[Link] = field(default_factory=list)
     logs: list[ContainerLog] = field(default_factory=list)
 
 
@@ -344,7 +346,7 @@ class DevicePluginUnhealthy(Rule):
         if plugin is None:
             if not advertised:
                 picture.reasons.append("no device plugin pod runs on the node")
-                picture.causes.append(f"OP002:{name}")
+                picture.causes.append(refs.OP002(name))
             return picture
         stages = ctx.facts.operand_stages.get(name)
         blocked = next((b for b in stages.blocked if b.operand is plugin), None) \
@@ -354,7 +356,7 @@ class DevicePluginUnhealthy(Rule):
             if blocked.sandbox:
                 picture.reasons.append("its sandbox cannot be created: containerd has no "
                                        "'nvidia' runtime handler (see RT001)")
-                picture.causes.append(f"RT001:{name}")
+                picture.causes.append(refs.RT001(name))
                 picture.evidence += events_evidence(blocked.sandbox, 2)
             elif blocked.no_sandbox:
                 first = stages.first if stages is not None else None
@@ -362,13 +364,13 @@ class DevicePluginUnhealthy(Rule):
                 picture.reasons.append(f"it never got a pod sandbox (no container has "
                                        f"started); the node's operands stop at the {label} "
                                        "stage (see OP001)")
-                picture.causes.append(f"OP001:{name}")
+                picture.causes.append(refs.OP001(name))
             elif blocked.stage < Stage.PLUGIN:
                 first = stages.first if stages is not None else None
                 label = (first if first is not None else blocked.stage).label
                 picture.reasons.append(f"it waits in init container {blocked.container}; the "
                                        f"node's operands stop at the {label} stage (see OP001)")
-                picture.causes.append(f"OP001:{name}")
+                picture.causes.append(refs.OP001(name))
         logs = list(ctx.facts.pod_logs.of(plugin.pod))
         if plugin.healthy:
             logs = [log for log in logs if not log.previous]
@@ -409,7 +411,7 @@ class DevicePluginUnhealthy(Rule):
                 picture.reasons.append(f"the log's '{marker} plugins.' line dates the plugin "
                                        f"to {version}")
             if ctx.facts.runtime(name).has_nvidia is False:
-                picture.causes.append(f"RT001:{name}")
+                picture.causes.append(refs.RT001(name))
         if unhealthy:
             uuids = sorted({m[0] for _, text in unhealthy if (m := _UUID.search(text))})
             listed = f" ({names(uuids, 3)})" if uuids else ""
@@ -418,11 +420,11 @@ class DevicePluginUnhealthy(Rule):
         picture.evidence = _dedupe(picture.evidence)
 
     @staticmethod
-    def _gpu_links(ctx: Context, name: str, lines: list[str]) -> list[str]:
+    def _gpu_links(ctx: Context, name: str, lines: list[str]) -> list[Link]:
         """DRV001/DRV002 ids of the GPUs the plugin marked, by UUID → PCI address."""
         kernel = ctx.facts.kernel_events.get(name)
         smi = ctx.bundle.node(name).nvidia_smi
-        links: list[str] = []
+        links: list[Link] = []
         for text in lines:
             uuid = _UUID.search(text)
             if uuid is None:
@@ -436,10 +438,10 @@ class DevicePluginUnhealthy(Rule):
                             if g.uuid and g.uuid.lower() == uuid[0].lower()), None)
             if pci is None:
                 continue
-            links.append(f"DRV001:{name}/{pci}")
+            links.append(refs.DRV001(name, pci))
             xid = _XID.search(text)
             if xid is not None and xid[1] == "79":
-                links.append(f"DRV002:{name}/{pci}")
+                links.append(refs.DRV002(name, pci))
         return links
 
     def _finding(self, ctx: Context, name: str, obj: Node | None, plugin: OperandPod | None,

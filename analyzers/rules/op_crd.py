@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence
@@ -110,8 +110,8 @@ class ClusterPolicySchemaRejected(Rule):
             "# apply the CRDs of the chart version you run (kubectl apply -f <chart>/crds/), "
             "then retry: helm upgrade --reuse-values",
         )
-        causes = [f"OP006:{name}" for name in policies] + ["OP006:missing"]
-        causes += [f"HELM002:{name}" for name in releases]
+        causes = [refs.OP006(name) for name in policies] + [refs.OP006.missing()]
+        causes += [refs.HELM002(name) for name in releases]
         return_objects = [ObjectRef(kind="CustomResourceDefinition", name=CRD)]
         yield self.finding(CRD, summary, objects=return_objects,
                            evidence=capped(evidence, 5), remediation=remediation,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -137,7 +138,7 @@ class DcgmProfilingUnavailable(Rule):
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[f"OP004:{name}"])
+                            causes=[refs.OP004(name)])
 
 
 RULES = [DcgmProfilingUnavailable]

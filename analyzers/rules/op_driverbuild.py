@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -110,7 +110,7 @@ class DriverBuildFails(Rule):
         causes = []
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(f"OP001:{name}")
+            causes.append(refs.OP001(name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, set(hits)))

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.models import Evidence, Finding, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import node_ref
@@ -213,7 +214,7 @@ class HostDriverConflict(Rule):
                             remediation=_remediation(name, fight=False))
 
 
-def _dropped_by_helm(ctx: Context) -> list[str]:
+def _dropped_by_helm(ctx: Context) -> list[Link]:
     """HELM001's findings for a latest upgrade that dropped ``driver.enabled: false``:
     that is how the container came back over a host driver."""
     found = []
@@ -223,7 +224,7 @@ def _dropped_by_helm(ctx: Context) -> list[str]:
         before, after = revisions[-2], revisions[-1]
         if (flatten(before.values).get("driver.enabled") in (False, "false")
                 and "driver.enabled" not in flatten(after.values)):
-            found.append(f"HELM001:{release}/{after.revision}")
+            found.append(refs.HELM001(release, after.revision))
     return found
 
 
@@ -242,13 +243,13 @@ def _enabled_evidence(policy: ClusterPolicy) -> Evidence:
                         "spec", "driver", "enabled")
 
 
-def _causes(ctx: Context, name: str) -> list[str]:
+def _causes(ctx: Context, name: str) -> list[Link]:
     causes = []
     stages = ctx.facts.operand_stages.get(name)
     if stages is not None and stages.first is not None:
-        causes.append(f"OP001:{name}")
+        causes.append(refs.OP001(name))
     if DriverNotUsable.explains(ctx, name):
-        causes.append(f"DRV003:{name}")
+        causes.append(refs.DRV003(name))
     return causes
 
 

@@ -6,11 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import field, node_ref
 from analyzers.rules.op_common import capped, logs_cmd, namespace
@@ -187,13 +189,13 @@ class OperandsNotScheduled(Rule):
         kinds = {m.kind for _, _, found in skipped for m in found}
         summary = (f"On {name}, {len(skipped)} operand DaemonSet(s) place no pod: "
                    f"{'; '.join(parts)}.")
-        causes: list[str] = []
+        causes: list[Link] = []
         if "missing" in kinds and obj.labels.get(PRESENT) != "true":
             summary += (f" The operator has not labelled {name} as a GPU node "
                         f"({PRESENT} is not 'true'), so it set no deploy labels")
             if not _has_pci_label(obj):
                 summary += "; NFD's NVIDIA PCI label is missing too (see OP003)"
-                causes.append(f"OP003:{name}")
+                causes.append(refs.OP003(name))
             summary += "."
         if "paused" in kinds:
             summary += (" A paused-for-* value is left behind by a driver upgrade or MIG "
@@ -419,7 +421,7 @@ class NfdNotLabelling(Rule):
                                      name=worker.pod.name))
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[f"OP002:{name}"] if not labelled else [])
+                            causes=[refs.OP002(name)] if not labelled else [])
 
 
 RULES = [OperandsNotScheduled, NfdNotLabelling]

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
 from analyzers.rules.common import field, node_ref
 from analyzers.rules.drv_driver import SecureBootRefusedModule
@@ -133,7 +135,7 @@ class ClusterPolicyNotReady(Rule):
                    "does not exist, so the GPU Operator (or its CRDs) is not installed and "
                    "nothing deploys the operands.")
         return self.finding(
-            "missing", summary, title="ClusterPolicy CRD missing",
+            refs.OP006.MISSING, summary, title="ClusterPolicy CRD missing",
             evidence=[Evidence(path="manifest.json", pointer=f"/items/{index}/error",
                                excerpt=error)],
             remediation=sh.lines("kubectl get crd | grep -i nvidia",
@@ -150,7 +152,7 @@ class ClusterPolicyNotReady(Rule):
         summary = (f"No ClusterPolicy exists{running}: the operator has nothing to reconcile "
                    "and deploys no operands.")
         return self.finding(
-            "missing", summary, title="No ClusterPolicy",
+            refs.OP006.MISSING, summary, title="No ClusterPolicy",
             evidence=[Evidence(path=POLICIES, pointer="/items", excerpt="[] (empty list)")],
             remediation=sh.lines(sh.cmd("helm", "-n", sh.namespace(ns), "history",
                                         "gpu-operator"),
@@ -192,11 +194,11 @@ class ClusterPolicyNotReady(Rule):
             states = states.split("]")[0] + "]."
         summary = (f"ClusterPolicy {name} is notReady{reason_text}: the operator has not "
                    f"finished reconciling its operands.{states}")
-        causes: list[str] = []
+        causes: list[Link] = []
         if not reasons or _NODE_REASONS & set(reasons):
-            causes += [f"OP001:{n}" for n in ctx.facts.gpu_nodes]
+            causes += [refs.OP001(n) for n in ctx.facts.gpu_nodes]
         if _NFD_REASONS & set(reasons) or not reasons:
-            causes += [f"OP003:{n.name}" for n in ctx.bundle.cluster.nodes]
+            causes += [refs.OP003(n.name) for n in ctx.bundle.cluster.nodes]
         return self.finding(
             name, summary, objects=[ObjectRef(kind="ClusterPolicy", name=name)],
             evidence=evidence, caused_by=causes,
@@ -330,7 +332,7 @@ class DriverUpgradeStuck(Rule):
                 summary += "; the node is still cordoned and was not cordoned before it"
             else:
                 summary += "; the node is cordoned"
-        causes: list[str] = []
+        causes: list[Link] = []
         if driver is not None:
             summary += f". Driver pod {driver.pod.name}: {driver.state}"
             evidence.append(operand_evidence(driver))
@@ -341,7 +343,7 @@ class DriverUpgradeStuck(Rule):
             kernel = ctx.facts.driver_kernel.get(name)
             if kernel is not None and kernel.broken:
                 summary += " — the new driver cannot match the node's kernel (see OP010)"
-                causes.append(f"OP010:{name}")
+                causes.append(refs.OP010(name))
         events = [e for key in (("Node", "", name), ("Node", "default", name))
                   for e in ctx.facts.events_by_object.get(key, [])
                   if e.reason == "GPUDriverUpgrade"]
@@ -434,11 +436,11 @@ class DriverKernelMismatch(Rule):
                          f"{kernel}: {quote(driver.build_errors[-1].excerpt, 160)}")
         summary = f"On {name}, the driver pod {pod.name}{state} cannot install: " \
                   f"{'; '.join(parts)}. Every other operand on the node waits for it."
-        causes: list[str] = []
+        causes: list[Link] = []
         if SecureBootRefusedModule.explains(ctx, name):
             summary += (" Secure Boot refuses the module for its signature: that is the "
                         "cause, not the kernel match (see DRV004).")
-            causes.append(f"DRV004:{name}")
+            causes.append(refs.DRV004(name))
         evidence: list[Evidence] = capped([p.where for p in driver.pulls], 2)
         image_index = next((i for i, c in enumerate(pod.spec.containers)
                             if c.image == driver.image), None)
@@ -475,7 +477,7 @@ class DriverKernelMismatch(Rule):
                                  nodes=[sh.node(n) for n in others[:4]], more=sh.raw(more)))
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation=sh.lines(lines), causes=[f"OP001:{name}"],
+                            remediation=sh.lines(lines), causes=[refs.OP001(name)],
                             caused_by=causes)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -139,7 +139,7 @@ class MigChangeBlocked(Rule):
         return self.finding(name, summary, nodes=[name],
                             objects=[node_ref(name), *blocked.objects],
                             evidence=[*blocked.hits, *blocked.evidence],
-                            causes=[f"OP009:{name}"],
+                            causes=[refs.OP009(name)],
                             remediation=_remediation(ctx, name, blocked))
 
 

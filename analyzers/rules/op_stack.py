@@ -9,6 +9,7 @@ from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.op_causes import stage_causes, unexplained
@@ -170,7 +171,7 @@ class OperandsStuck(Rule):
         )
 
     @staticmethod
-    def _causes(ctx: Context, node_name: str, stages: NodeStages) -> tuple[list[str], str]:
+    def _causes(ctx: Context, node_name: str, stages: NodeStages) -> tuple[list[Link], str]:
         """The findings that explain the stage (see op_causes), and the summary's sentence:
         what explains it, or plainly that nothing does and what to read next."""
         first = stages.first

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
@@ -44,13 +46,20 @@ def _uses_nvidia(pod: Pod, handlers: dict[str, str]) -> bool:
     return name is not None and handlers.get(name, name) == NVIDIA_HANDLER
 
 
-def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[str]:
+# The rule that reports each per-node cause on the node itself.
+_CAUSE_RULE = {
+    Cause.DROPIN_NOT_IMPORTED: refs.RT003,
+    Cause.DROPIN_CLOBBERED: refs.RT002,
+    Cause.TOOLKIT_MISDIRECTED: refs.RT008,
+    Cause.TEMPLATE_BROKEN: refs.RT009,
+}
+
+
+def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[Link]:
     if cause is Cause.TOOLKIT_DISABLED and facts.cluster_policy is not None:
-        return [f"CFG004:{facts.cluster_policy.metadata.name}"]
-    if cause in (Cause.DROPIN_NOT_IMPORTED, Cause.DROPIN_CLOBBERED, Cause.TOOLKIT_MISDIRECTED,
-                 Cause.TEMPLATE_BROKEN):
-        return [f"{cause.value}:{node_name}"]
-    return []
+        return [refs.CFG004(facts.cluster_policy.metadata.name)]
+    rule = _CAUSE_RULE.get(cause)
+    return [rule(node_name)] if rule is not None else []
 
 
 def _look(node_name: str, where: NodeRuntime) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
 from analyzers.facts.runtimes import NVIDIA_HANDLER
@@ -119,7 +120,7 @@ class ToolkitMisdirected(Rule):
         )
         return self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                             evidence=evidence, remediation=remediation,
-                            causes=[f"RT001:{node_name}"])
+                            causes=[refs.RT001(node_name)])
 
 
 class TemplateLostRuntime(Rule):
@@ -208,7 +209,7 @@ class TemplateLostRuntime(Rule):
         )
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
                             objects=[node_ref(node_name)], evidence=evidence,
-                            remediation=remediation, causes=[f"RT001:{node_name}"])
+                            remediation=remediation, causes=[refs.RT001(node_name)])
 
 
 def _needs_nvidia(pod: Pod, handlers: dict[str, str]) -> bool:
@@ -316,4 +317,4 @@ class CrioNoNvidiaHandler(Rule):
         # device plugin not registered (links to absent findings are dropped)
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[f"OP001:{node_name}", f"OP008:{node_name}"])
+                            causes=[refs.OP001(node_name), refs.OP008(node_name)])

@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER
@@ -103,7 +104,7 @@ class DropInClobber(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
-                               causes=[f"RT001:{node_name}"])
+                               causes=[refs.RT001(node_name)])
 
 
 def _restart_line(where: NodeRuntime) -> str:
@@ -189,7 +190,7 @@ class DropInNotImported(Rule):
                 directory = where.layout.dropin_dir
                 yield self.finding(
                     node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
-                    evidence=evidence, causes=[f"RT001:{node_name}"], remediation=sh.lines(
+                    evidence=evidence, causes=[refs.RT001(node_name)], remediation=sh.lines(
                         sh.note("# on {node}: {main} is generated and imports {dir}/*.toml",
                                 node=sh.node(node_name), main=sh.path(main),
                                 dir=sh.path(directory)),
@@ -209,4 +210,4 @@ class DropInNotImported(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,
-                               remediation=remediation, causes=[f"RT001:{node_name}"])
+                               remediation=remediation, causes=[refs.RT001(node_name)])

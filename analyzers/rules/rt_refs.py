@@ -7,8 +7,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from analyzers import refs
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
 from bundle.kube import RuntimeClass
@@ -39,15 +41,15 @@ def _cdi_collected(ctx: Context, items: _ItemsByPath, node_name: str) -> bool:
         bool(ctx.bundle.node(node_name).cdi_files)
 
 
-def _cause_link(ctx: Context, node_name: str) -> list[str]:
+def _cause_link(ctx: Context, node_name: str) -> list[Link]:
     cause = ctx.facts.runtime_cause(node_name)
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
-        return [f"CFG004:{policy.metadata.name}"]
+        return [refs.CFG004(policy.metadata.name)]
     if node_name in ctx.facts.node_dirs and ctx.bundle.node(node_name).nvidia_smi is None:
         # A CDI spec is generated from the loaded driver: with no usable driver there
         # is none to generate (DRV003/DRV004 say why, when they fire).
-        return [f"DRV003:{node_name}", f"DRV004:{node_name}"]
+        return [refs.DRV003(node_name), refs.DRV004(node_name)]
     return []
 
 

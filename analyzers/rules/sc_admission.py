@@ -7,8 +7,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, names, node_ref
 from analyzers.rules.common import field as obj_field
@@ -129,7 +131,7 @@ class AdmissionAllocateFailed(Rule):
         where = f"On {subject}, " if on_node else "In the cluster (node not recorded), "
         summary = (f"{where}{total} pod(s) were rejected by kubelet at admission "
                    f"(UnexpectedAdmissionError, not retried): {kinds}. Examples: {examples}.")
-        links: list[str] = []
+        links: list[Link] = []
         evidence = list(group.evidence)
         if on_node:
             counts = facts.accounting.get(subject)
@@ -140,9 +142,9 @@ class AdmissionAllocateFailed(Rule):
                 if now:
                     summary += f" The node now shows {now}."
             fault_links, fault_ev = device_fault_links(facts, subject)
-            links += fault_links + [f"OP008:{subject}"]
+            links += fault_links + [refs.OP008(subject)]
             evidence += fault_ev
-        links += [f"SC006:{s}" for s in sorted(group.shared_subjects)]
+        links += [refs.SC006.workload(s) for s in sorted(group.shared_subjects)]
         objects = ([node_ref(subject)] if on_node else []) + [
             pod_ref(p) for p in list(group.pods.values())[:EXAMPLE_CAP] if p is not None]
         return self.finding(subject, summary, nodes=[subject] if on_node else [],

@@ -7,10 +7,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts import Facts
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.models import Evidence, ObjectRef
+from analyzers.refs import Link
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
 from bundle.evidence import clip
@@ -100,7 +101,7 @@ def limit_evidence(pod: Pod, resource: str) -> Evidence | None:
     return None
 
 
-def device_fault_links(facts: Facts, node_name: str) -> tuple[list[str], list[Evidence]]:
+def device_fault_links(facts: Facts, node_name: str) -> tuple[list[Link], list[Evidence]]:
     """DRV001/DRV002 ids for the node's faulty GPUs, from the kernel log alone.
 
     Uses ``facts.kernel_events`` when that fact exists; an Xid the device plugin ignores
@@ -112,17 +113,17 @@ def device_fault_links(facts: Facts, node_name: str) -> tuple[list[str], list[Ev
     kernel = kernel_events.get(node_name)
     if kernel is None:
         return [], []
-    links: list[str] = []
+    links: list[Link] = []
     evidence: list[Evidence] = []
     for event in getattr(kernel, "xids", ()):
         if getattr(event, "xid", None) in APPLICATION_XIDS:
             continue
-        links.append(f"DRV001:{node_name}/{kernel.key(event.pci)}")
+        links.append(refs.DRV001(node_name, kernel.key(event.pci)))
         if len(evidence) < 2:
             evidence.append(kernel_evidence(event.source))
     for signal in getattr(kernel, "signals", ()):
         if getattr(signal, "kind", None) in LOST_SIGNALS:
-            links.append(f"DRV002:{node_name}/{kernel.key(signal.pci)}")
+            links.append(refs.DRV002(node_name, kernel.key(signal.pci)))
             if len(evidence) < 3:
                 evidence.append(kernel_evidence(signal.source))
     return sorted(set(links)), evidence

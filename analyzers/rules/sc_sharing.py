@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
@@ -154,7 +155,7 @@ class SharedGpuMisuse(Rule):
         if not stale:
             return None
         namespace = configmap.metadata.namespace or facts.operator_namespace or "gpu-operator"
-        subject = f"{namespace}/{configmap.metadata.name}"
+        subject = refs.SC006.configmap_subject(namespace, configmap.metadata.name)
         nodes = [n for n, _, _ in stale]
         pointer = join_pointer(configmap.source_pointer, "metadata", *where.split("/"))
         evidence = [Evidence(path=configmap.source_path, pointer=pointer,

@@ -1,0 +1,263 @@
+"""Cross-rule links: made through analyzers/refs.py, checked by the engine.
+
+A rule names another rule's finding with the target's reference (``refs.RT001(node)``);
+no module of analyzers/ types a finding id by hand. The engine reports a link that can
+never name a finding as an error of the rule that made it, and drops, as before, a link
+to a finding that simply did not fire.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from kit import kube_list, write_dir
+
+from analyzers import refs
+from analyzers.engine import analyze
+from analyzers.models import Finding, Report, RuleStatus, Severity
+from analyzers.plugins import LoadedRule, discover
+from analyzers.rule import Context, Rule
+from bundle import open_bundle
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+# A rule id followed by a colon and a subject: "RT001:gpu-a", f"DRV001:{name}/...".
+ID_COLON = re.compile(r"(?<![A-Za-z0-9_])[A-Z]{2,5}[0-9]{3}:(?!\s)")
+# f"{<x>.id}:{subject}" builds an id from a computed rule id.
+ID_PARTS = {"id", "rule_id", "value"}
+# The two places that build ids: the references, and Rule.finding for a rule's own.
+ALLOWED = {"analyzers/refs.py": "f'{self.rule_id}:{subject}'",
+           "analyzers/rule.py": "f'{cls.id}:{subject}'"}
+# Finding ids quoted as examples in text shown to users (not links).
+EXAMPLES = {"analyzers/catalog.py": "`RT001:gpu-a`",
+            "analyzers/suppress.py": "such as RT004:gpu-a"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                found.add(id(first.value))
+    return found
+
+
+def hand_typed_ids(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string literal or f-string that types a finding id."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in skip and ID_COLON.search(node.value)):
+            hits.append((node.lineno, node.value))
+        if isinstance(node, ast.JoinedStr):
+            for part, after in zip(node.values, node.values[1:], strict=False):
+                if not (isinstance(part, ast.FormattedValue) and isinstance(after, ast.Constant)
+                        and re.match(r":(?!\s)", str(after.value))):
+                    continue
+                expr = part.value
+                if ((isinstance(expr, ast.Attribute) and expr.attr in ID_PARTS)
+                        or (isinstance(expr, ast.Name) and expr.id in ("rule", "rule_id"))):
+                    hits.append((node.lineno, ast.unparse(node)))
+    return hits
+
+
+def test_no_module_of_analyzers_types_a_finding_id_by_hand() -> None:
+    found = []
+    for path in sorted((ROOT / "analyzers").rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for line, text in hand_typed_ids(path.read_text(encoding="utf-8")):
+            if text == ALLOWED.get(where) or EXAMPLES.get(where, "\0") in text:
+                continue
+            found.append(f"{where}:{line}: {text[:80]}")
+    assert found == [], "use the target rule's reference in analyzers/refs.py:\n" + \
+        "\n".join(found)
+
+
+@pytest.mark.parametrize(("source", "flagged"), [
+    ('links = [f"RT001:{name}"]', True),
+    ('links = [f"DRV001:{name}/" f"{pci}"]', True),
+    ('causes = ["OP006:missing"]', True),
+    ('link = "RT001:" + name', True),
+    ('caused_by = [f"{self.id}:{n}" for n in nodes]', True),
+    ('link = f"{cause.value}:{node}"', True),
+    ('text = "# then follow CFG004: enable the toolkit"', False),
+    ('text = f"{point.value}: cannot load"', False),
+    ('text = "see RT001 and OP001"', False),
+    ('def f():\n    """Links RT001:gpu-a."""\n', False),
+])
+def test_the_scan_finds_ids_typed_by_hand(source: str, flagged: bool) -> None:
+    assert bool(hand_typed_ids(source)) is flagged
+
+
+def test_each_reference_names_a_builtin_rule_under_its_own_id() -> None:
+    builtin = {loaded.rule.id: loaded.rule.__name__ for loaded in discover().rules}
+    assert set(refs.BY_ID) <= set(builtin), set(refs.BY_ID) - set(builtin)
+    for rule_id, ref in refs.BY_ID.items():
+        assert getattr(refs, rule_id) is ref
+        assert ref.rule_id == rule_id
+    # The class named beside each reference is the rule's.
+    declared = re.findall(r'^([A-Z]+[0-9]+) = \w+\("([A-Z]+[0-9]+)".*# (\w+)$',
+                          (ROOT / "analyzers" / "refs.py").read_text(encoding="utf-8"),
+                          re.MULTILINE)
+    assert sorted(name for name, _, _ in declared) == sorted(refs.BY_ID)
+    assert [(name, builtin[rule_id]) for name, rule_id, _ in declared] == [
+        (name, cls) for name, _, cls in declared]
+
+
+def test_references_build_the_ids_their_rules_emit() -> None:
+    assert refs.RT001("gpu-a") == "RT001:gpu-a"
+    assert refs.DRV001("gpu-a", "0000:17:00.0") == "DRV001:gpu-a/0000:17:00.0"
+    assert refs.DRV002.subject("gpu-a", "0000:17:00.0") == "gpu-a/0000:17:00.0"
+    assert refs.CFG004("cluster-policy") == "CFG004:cluster-policy"
+    assert (refs.OP006("cluster-policy"), refs.OP006.missing()) == (
+        "OP006:cluster-policy", "OP006:missing")
+    assert refs.SC006.workload("render/sdxl") == "SC006:render/sdxl"
+    assert refs.SC006.configmap("gpu-operator", "plugin-config") == \
+        "SC006:gpu-operator/plugin-config"
+    assert refs.HELM001("gpu-operator", 2) == "HELM001:gpu-operator/2"
+    assert refs.HELM002("gpu-operator") == "HELM002:gpu-operator"
+
+
+@pytest.mark.parametrize(("link", "reason"), [
+    ("RT001:gpu-a", None),
+    ("DRV001:gpu-a/0000:17:00.0", None),
+    ("HELM001:gpu-operator/2", None),
+    ("TST001:x", None),                 # a loaded rule without a reference
+    ("RT01:gpu-a", "RT01:gpu-a names no rule (RT01 does not exist)"),
+    ("XYZ001:gpu-a", "XYZ001:gpu-a names no rule (XYZ001 does not exist)"),
+    ("DRV001:gpu-a", "DRV001:gpu-a is not a finding DRV001 produces "
+                     "(its subject is <node>/<gpu>)"),
+    ("HELM001:gpu-operator", "HELM001:gpu-operator is not a finding HELM001 produces "
+                             "(its subject is <release>/<revision>)"),
+    ("DRV001:gpu-a/", "DRV001:gpu-a/ is not a finding DRV001 produces "
+                      "(its subject is <node>/<gpu>)"),
+    ("SC006:render", "SC006:render is not a finding SC006 produces "
+                     "(its subject is <namespace>/<workload or ConfigMap>)"),
+    ("RT001:", "'RT001:' is not <rule id>:<subject>"),
+    ("RT001", "'RT001' is not <rule id>:<subject>"),
+])
+def test_dangling_says_why_a_link_can_never_name_a_finding(link: str,
+                                                           reason: str | None) -> None:
+    assert refs.dangling(link, {"TST001"}) == reason
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+class Linker(Rule):
+    """Links the findings the test gives it.
+
+    Why it matters:
+    Tests links.
+
+    Remediation:
+    None.
+    """
+
+    id = "TST010"
+    slug = "linker"
+    severity = Severity.LOW
+    links: tuple[str, ...] = ()
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        yield self.finding("gpu-a", "linked", caused_by=[refs.Link(x) for x in self.links])
+
+
+class Target(Rule):
+    """A finding that others link.
+
+    Why it matters:
+    Tests links.
+
+    Remediation:
+    None.
+    """
+
+    id = "TST011"
+    slug = "target"
+    severity = Severity.HIGH
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        yield self.finding("gpu-a", "target")
+
+
+def _run(tmp_path: Path, *links: str) -> Report:
+    rule = type("Linking", (Linker,), {"links": links, "__doc__": Linker.__doc__})
+    path = write_dir(tmp_path / "b", {"cluster/nodes.json": kube_list()})
+    with open_bundle(path) as bundle:
+        return analyze(bundle, [LoadedRule(rule, "test"), LoadedRule(Target, "test")])
+
+
+def _result(report: Report, rule_id: str) -> tuple[RuleStatus, str | None]:
+    result = next(r for r in report.rules if r.rule_id == rule_id)
+    return result.status, result.reason
+
+
+def test_a_link_to_a_rule_that_does_not_exist_is_an_error_of_its_rule(tmp_path: Path) -> None:
+    report = _run(tmp_path, "TST011:gpu-a", "RT01:gpu-a")
+    assert _result(report, "TST010") == (
+        RuleStatus.ERROR,
+        "linked findings that cannot exist: RT01:gpu-a names no rule (RT01 does not exist)")
+    assert [f.id for f in report.findings] == ["TST011:gpu-a"]
+    assert _result(report, "TST011") == (RuleStatus.FAILED, None)
+
+
+def test_a_link_of_the_wrong_shape_is_an_error_of_its_rule(tmp_path: Path) -> None:
+    report = _run(tmp_path, "DRV001:gpu-a")
+    assert _result(report, "TST010") == (
+        RuleStatus.ERROR, "linked findings that cannot exist: DRV001:gpu-a is not a finding "
+                          "DRV001 produces (its subject is <node>/<gpu>)")
+    assert [f.id for f in report.findings] == ["TST011:gpu-a"]
+
+
+def test_links_to_findings_that_did_not_fire_are_dropped_quietly(tmp_path: Path) -> None:
+    # RT001 and DRV001 are not run here; TST011 runs but has no finding on gpu-b.
+    report = _run(tmp_path, refs.RT001("gpu-a"), refs.DRV001("gpu-a", "0000:17:00.0"),
+                  "TST011:gpu-b", "TST011:gpu-a")
+    assert _result(report, "TST010") == (RuleStatus.FAILED, None)
+    by_id = report.by_id()
+    assert by_id["TST010:gpu-a"].caused_by == ["TST011:gpu-a"]
+    assert by_id["TST011:gpu-a"].causes == ["TST010:gpu-a"]
+
+
+def test_every_dangling_link_is_named_up_to_three(tmp_path: Path) -> None:
+    report = _run(tmp_path, "AB001:a", "AB002:a", "AB003:a", "AB004:a")
+    status, reason = _result(report, "TST010")
+    assert status is RuleStatus.ERROR
+    assert reason == ("linked findings that cannot exist: AB001:a names no rule (AB001 does "
+                      "not exist); AB002:a names no rule (AB002 does not exist); AB003:a "
+                      "names no rule (AB003 does not exist) (and 1 more)")
+
+
+# --- every sample --------------------------------------------------------------------------
+
+def _reports() -> Iterator[tuple[str, Report]]:
+    rules = discover().rules
+    for manifest in sorted(SAMPLES.glob("*/manifest.json")):
+        with open_bundle(manifest.parent) as bundle:
+            yield manifest.parent.name, analyze(bundle, rules)
+
+
+def test_no_rule_makes_a_dangling_link_and_every_subject_fits_its_reference() -> None:
+    errors, misfits = [], []
+    seen = 0
+    for sample, report in _reports():
+        seen += 1
+        errors += [f"{sample}: {r.rule_id}: {r.reason}" for r in report.rules
+                   if r.status is RuleStatus.ERROR]
+        for finding in report.findings:
+            ref = refs.BY_ID.get(finding.rule_id)
+            subject = finding.id.partition(":")[2]
+            if ref is not None and not ref.accepts(subject):
+                misfits.append(f"{sample}: {finding.id} ({ref.shape})")
+    assert seen >= 20
+    assert errors == []
+    assert misfits == []
