@@ -43,7 +43,8 @@ class Outcome:
 
 
 def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
-    """Run one rule: skipped when a required input is absent, error when it raises."""
+    """Run one rule: skipped when a required input is absent (or, for a rule that requires
+    none, when every input is), error when it raises."""
     start = time.perf_counter()
 
     def outcome(status: RuleStatus, reason: str | None, found: list[Finding]) -> Outcome:
@@ -54,6 +55,11 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     for needed in rule.inputs:
         if not needed.optional and not needed.present(ctx.bundle):
             return outcome(RuleStatus.SKIPPED, needed.missing_reason(ctx.bundle), [])
+    if rule.inputs and all(needed.optional for needed in rule.inputs) and not any(
+            needed.present(ctx.bundle) for needed in rule.inputs):
+        # a rule that requires no single input still needs one of them
+        shown = "; ".join(needed.missing_reason(ctx.bundle) for needed in rule.inputs)
+        return outcome(RuleStatus.SKIPPED, f"none of its inputs could be read: {shown}", [])
     try:
         found = list(rule().check(ctx))
     except CannotJudge as exc:
