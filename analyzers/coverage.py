@@ -67,6 +67,10 @@ class Coverage:
                 error = " ".join((item.error or "").split())[:200]
                 damaged[item.path] = Problem(item.path, f"not collected: {error}",
                                              kind="collection", lost=True)
+        layout = bundle.layout_report
+        for path, note in layout.partial if layout is not None else ():
+            # a foreign layout that holds part of what the file stands for
+            damaged.setdefault(path, Problem(path, note, kind="layout"))
         for path, problem in damaged.items():
             parts = path.split("/", 2)
             if parts[0] == "nodes" and len(parts) == 3:
@@ -125,20 +129,22 @@ class Coverage:
         return Damage(tuple(sorted(unique.values(), key=lambda p: p.path)), all_lost)
 
     def judge(self, rule: type[Rule], result: RuleResult) -> RuleResult:
-        """The result with its status and reason corrected for damaged inputs."""
-        if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED):
+        """The result with its status and reason corrected for damaged inputs; what the
+        rule itself said it could not judge (``Rule.unjudged``) is kept after it."""
+        if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED, RuleStatus.PARTIAL):
             return result
         damage = self.damage(rule)
         if damage is None:
             return result
+        own = f"; {result.reason}" if result.reason else ""
         if result.status is RuleStatus.FAILED:
-            reason = f"judged without damaged input: {damage.describe()}"
+            reason = f"judged without damaged input: {damage.describe()}{own}"
             return result.model_copy(update={"reason": reason})
         if damage.all_lost:
             return result.model_copy(update={"status": RuleStatus.SKIPPED,
                                              "reason": f"cannot judge: {damage.describe()}"})
         return result.model_copy(update={"status": RuleStatus.PARTIAL,
-                                         "reason": f"read in part: {damage.describe()}"})
+                                         "reason": f"read in part: {damage.describe()}{own}"})
 
 
 def _alternatives(rule: type[Rule]) -> bool:

@@ -60,8 +60,9 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
         # a rule that requires no single input still needs one of them
         shown = "; ".join(needed.missing_reason(ctx.bundle) for needed in rule.inputs)
         return outcome(RuleStatus.SKIPPED, f"none of its inputs could be read: {shown}", [])
+    instance = rule()
     try:
-        found = list(rule().check(ctx))
+        found = list(instance.check(ctx))
     except CannotJudge as exc:
         return outcome(RuleStatus.SKIPPED, str(exc), [])
     except Exception as exc:  # noqa: BLE001 - isolation is the point
@@ -70,6 +71,10 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     wrong = [f.id for f in found if f.rule_id != rule.id]
     if wrong:
         return outcome(RuleStatus.ERROR, f"produced findings of another rule: {wrong[:3]}", [])
+    unjudged = instance.unjudged_reasons()
+    if unjudged:
+        reason = "judged in part: " + "; ".join(unjudged)
+        return outcome(RuleStatus.FAILED if found else RuleStatus.PARTIAL, reason, found)
     return outcome(RuleStatus.FAILED if found else RuleStatus.PASSED, None, found)
 
 
@@ -156,6 +161,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
             layout_missing=list(report.missing) if report is not None else [],
             layout_notes=[LayoutNote(path=path, note=note)
                           for path, note in (report.notes if report is not None else ())],
+            layout_partial=[LayoutNote(path=path, note=note)
+                            for path, note in (report.partial if report is not None else ())],
         ),
         summary=Summary(**counts),
         findings=linked,

@@ -100,3 +100,42 @@ def test_log_only_rules_run_when_any_log_is_there(tmp_path: Path) -> None:
     report = cluster.analyze(tmp_path)
     assert status(report, "OP014") is RuleStatus.PASSED
     assert status(report, "OP015") is RuleStatus.PASSED
+
+
+class Halfway(Rule):
+    """Test rule that judges one node and cannot judge another.
+
+    Why it matters:
+    It is a test.
+
+    Remediation:
+    None.
+    """
+
+    id = "TST102"
+    slug = "halfway"
+    severity = Severity.LOW
+    inputs = (cluster("nodes.json"),)
+    found = False
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        self.unjudged("no dmesg for gpu-b")
+        if self.found:
+            yield self.finding("gpu-a", "something on gpu-a", nodes=["gpu-a"])
+
+
+class HalfwayFinding(Halfway):
+    id = "TST103"
+    found = True
+
+
+def test_a_rule_that_says_what_it_could_not_judge_is_partial(tmp_path: Path) -> None:
+    path = write_dir(tmp_path / "b", {"cluster/nodes.json": kube_list()})
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, [LoadedRule(Halfway, "test"), LoadedRule(HalfwayFinding,
+                                                                          "test")])
+    statuses = {r.rule_id: (r.status, r.reason) for r in report.rules}
+    assert statuses == {
+        "TST102": (RuleStatus.PARTIAL, "judged in part: no dmesg for gpu-b"),
+        "TST103": (RuleStatus.FAILED, "judged in part: no dmesg for gpu-b")}
+    assert [f.id for f in report.findings] == ["TST103:gpu-a"]
