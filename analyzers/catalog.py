@@ -44,7 +44,8 @@ bundle paths it reads ([bundle-format.md](bundle-format.md); `nodes/*/` means ev
 node directory), what it checks, why it matters and what to do. A rule whose required
 input is absent or unusable is reported `skipped`, and one whose input was damaged in
 part is `partial`, never silently `passed` ([findings-schema.md](findings-schema.md#rules)).
-An *optional* input only corroborates: without it the rule still runs.
+An *optional* input only corroborates: without it the rule still runs (a rule whose
+inputs are all optional needs at least one of them).
 
 `gpu-triage rules` lists the rules installed in your environment (plugins included) and
 `gpu-triage explain ID` prints one rule's documentation.

@@ -16,7 +16,10 @@ timed out: analyzers/gaps.py) counts as a file lost whole. A rule that failed ke
 per-node inputs also depend on ``cluster/nodes.json``: it is how GPU nodes are chosen.
 When it is damaged, every node directory counts as a GPU node (analyzers/facts/gpu.py),
 so such a rule is ``partial``, never ``skipped``, for that file alone. Optional inputs
-only corroborate and never change a status.
+only corroborate and never change a status, except in a rule that requires none: there
+they are what it judges, together, so it is ``skipped`` when every one of them was lost
+(the engine already skips it when none is in the bundle) and ``partial`` when any was
+damaged.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers.gaps import LOST, kind_of
@@ -65,6 +67,10 @@ class Coverage:
                 error = " ".join((item.error or "").split())[:200]
                 damaged[item.path] = Problem(item.path, f"not collected: {error}",
                                              kind="collection", lost=True)
+        layout = bundle.layout_report
+        for path, note in layout.partial if layout is not None else ():
+            # a foreign layout that holds part of what the file stands for
+            damaged.setdefault(path, Problem(path, note, kind="layout"))
         for path, problem in damaged.items():
             parts = path.split("/", 2)
             if parts[0] == "nodes" and len(parts) == 3:
@@ -98,44 +104,60 @@ class Coverage:
 
     def damage(self, rule: type[Rule]) -> Damage | None:
         problems: list[Problem] = []
-        all_lost = False
-        declared = set(rule.inputs)
+        unusable: list[bool] = []  # per declared input: nothing of it could be used
+        alternatives = _alternatives(rule)
         for needed in required_inputs(rule):
             found = self._problems(needed)
-            if not found:
-                continue
             problems.extend(found)
+            if needed not in rule.inputs:  # cluster/nodes.json, implied by per-node inputs
+                continue
             # unusable when every file of it that the bundle holds was lost whole (a
-            # refused member is not held: the rule was skipped for it before it ran)
+            # refused member is not held: the rule was skipped for it before it ran);
+            # an alternative the bundle does not hold at all is unusable too
             held_lost = sum(p.lost and self._bundle.has(p.path) for p in found)
-            if needed in declared and held_lost and held_lost >= self._readable(needed):
-                all_lost = True
+            if held_lost:
+                unusable.append(held_lost >= self._readable(needed))
+            elif alternatives and not found:
+                unusable.append(self._readable(needed) == 0)
+            else:
+                unusable.append(False)
         if not problems:
             return None
+        # alternatives are unusable together only; one required input suffices
+        all_lost = all(unusable) if alternatives else any(unusable)
         unique = {p.path: p for p in problems}
         return Damage(tuple(sorted(unique.values(), key=lambda p: p.path)), all_lost)
 
     def judge(self, rule: type[Rule], result: RuleResult) -> RuleResult:
-        """The result with its status and reason corrected for damaged inputs."""
-        if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED):
+        """The result with its status and reason corrected for damaged inputs; what the
+        rule itself said it could not judge (``Rule.unjudged``) is kept after it."""
+        if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED, RuleStatus.PARTIAL):
             return result
         damage = self.damage(rule)
         if damage is None:
             return result
+        own = f"; {result.reason}" if result.reason else ""
         if result.status is RuleStatus.FAILED:
-            reason = f"judged without damaged input: {damage.describe()}"
+            reason = f"judged without damaged input: {damage.describe()}{own}"
             return result.model_copy(update={"reason": reason})
         if damage.all_lost:
             return result.model_copy(update={"status": RuleStatus.SKIPPED,
                                              "reason": f"cannot judge: {damage.describe()}"})
         return result.model_copy(update={"status": RuleStatus.PARTIAL,
-                                         "reason": f"read in part: {damage.describe()}"})
+                                         "reason": f"read in part: {damage.describe()}{own}"})
 
 
-def required_inputs(rule: type[Rule]) -> Iterable[Input]:
-    """The inputs whose damage changes the rule's status: the required ones, and
-    ``cluster/nodes.json`` for a rule with per-node inputs."""
-    required = [needed for needed in rule.inputs if not needed.optional]
+def _alternatives(rule: type[Rule]) -> bool:
+    """Whether the rule's inputs are alternatives: it requires none of them."""
+    return bool(rule.inputs) and all(needed.optional for needed in rule.inputs)
+
+
+def required_inputs(rule: type[Rule]) -> list[Input]:
+    """The inputs whose damage changes the rule's status: the required ones (every
+    input, when the rule requires none), and ``cluster/nodes.json`` for a rule with
+    per-node inputs."""
+    required = [needed for needed in rule.inputs
+                if not needed.optional or _alternatives(rule)]
     if any(needed.per_node for needed in required) and all(
             needed.path != NODES_JSON for needed in required):
         required.append(Input(NODES_JSON))

@@ -43,7 +43,8 @@ class Outcome:
 
 
 def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
-    """Run one rule: skipped when a required input is absent, error when it raises."""
+    """Run one rule: skipped when a required input is absent (or, for a rule that requires
+    none, when every input is), error when it raises."""
     start = time.perf_counter()
 
     def outcome(status: RuleStatus, reason: str | None, found: list[Finding]) -> Outcome:
@@ -54,8 +55,14 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     for needed in rule.inputs:
         if not needed.optional and not needed.present(ctx.bundle):
             return outcome(RuleStatus.SKIPPED, needed.missing_reason(ctx.bundle), [])
+    if rule.inputs and all(needed.optional for needed in rule.inputs) and not any(
+            needed.present(ctx.bundle) for needed in rule.inputs):
+        # a rule that requires no single input still needs one of them
+        shown = "; ".join(needed.missing_reason(ctx.bundle) for needed in rule.inputs)
+        return outcome(RuleStatus.SKIPPED, f"none of its inputs could be read: {shown}", [])
+    instance = rule()
     try:
-        found = list(rule().check(ctx))
+        found = list(instance.check(ctx))
     except CannotJudge as exc:
         return outcome(RuleStatus.SKIPPED, str(exc), [])
     except Exception as exc:  # noqa: BLE001 - isolation is the point
@@ -67,6 +74,10 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     dangling = _dangling_links(found, {r.id for r in ctx.rules})
     if dangling:
         return outcome(RuleStatus.ERROR, f"linked findings that cannot exist: {dangling}", [])
+    unjudged = instance.unjudged_reasons()
+    if unjudged:
+        reason = "judged in part: " + "; ".join(unjudged)
+        return outcome(RuleStatus.FAILED if found else RuleStatus.PARTIAL, reason, found)
     return outcome(RuleStatus.FAILED if found else RuleStatus.PASSED, None, found)
 
 
@@ -168,6 +179,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
             layout_missing=list(report.missing) if report is not None else [],
             layout_notes=[LayoutNote(path=path, note=note)
                           for path, note in (report.notes if report is not None else ())],
+            layout_partial=[LayoutNote(path=path, note=note)
+                            for path, note in (report.partial if report is not None else ())],
         ),
         summary=Summary(**counts),
         findings=linked,

@@ -184,6 +184,8 @@ class BundleInfo(_Strict):
     # under it), and notes on its files (bundle.layouts.base.LayoutReport).
     layout_missing: list[str] = Field(default_factory=fresh_list)
     layout_notes: list[LayoutNote] = Field(default_factory=fresh_list)
+    # Format v1 paths a foreign layout provides only in part, and what is left out.
+    layout_partial: list[LayoutNote] = Field(default_factory=fresh_list)
 
 
 class Summary(_Strict):

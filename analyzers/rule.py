@@ -120,6 +120,15 @@ class Rule:
     def check(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
+    def unjudged(self, reason: str) -> None:
+        """Say, from ``check``, that part of what this rule checks could not be judged
+        (a file one node lacks, say): the engine reports the rule ``partial`` with the
+        reason instead of ``passed`` (``failed`` keeps its findings and names it)."""
+        self.__dict__.setdefault("_unjudged", []).append(reason)
+
+    def unjudged_reasons(self) -> list[str]:
+        return list(self.__dict__.get("_unjudged", ()))
+
     @classmethod
     def family(cls) -> str:
         return cls.id.rstrip("0123456789")

@@ -127,6 +127,17 @@ class _Refusals:
         return mapped
 
 
+def not_a_bundle(names: list[str]) -> str:
+    """Why a file set is no bundle, with a few of its names so the user sees what it is."""
+    files = sorted(name for name in names if not name.endswith("/"))
+    shown = ", ".join(name if len(name) <= 120 else name[:117] + "..." for name in files[:3])
+    shown += f" and {len(files) - 3} more" if len(files) > 3 else ""
+    held = f"it holds {len(files)} file(s): {shown}" if files else "it holds no file"
+    return (f"no {MANIFEST} at the top or one directory down, and none of the other layouts "
+            f"gpu-triage reads (troubleshoot's cluster-resources/, must-gather's "
+            f"gpu_operand_pods.yaml); {held}")
+
+
 class ArchiveSource(_Refusals):
     """A .tar or .tgz read in a single streaming pass."""
 
@@ -152,7 +163,7 @@ class ArchiveSource(_Refusals):
             if self.stopped_at is not None:
                 raise BundleError(self.display, f"archive is truncated or corrupt before "
                                   f"{MANIFEST} ({self.stopped_at})")
-            raise BundleError(self.display, f"no {MANIFEST} at the top or one directory down")
+            raise BundleError(self.display, not_a_bundle(names))
         self._names = self._rebase(names, root)
 
     def _read_all(self, path: Path) -> None:

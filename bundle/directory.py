@@ -35,6 +35,7 @@ from bundle.archive import (
     _kind,
     _Refusals,
     clean_name,
+    not_a_bundle,
     printable,
 )
 from bundle.problems import BundleError, ProblemLog
@@ -108,7 +109,7 @@ class DirectorySource(_Refusals):
                 raise BundleError(self.display, f"reading stopped before {MANIFEST} was found "
                                   f"({self._stopped})")
             if root is None:
-                raise BundleError(self.display, f"no {MANIFEST} at the top or one directory down")
+                raise BundleError(self.display, not_a_bundle(list(self._listed)))
         except BaseException:
             self.close()
             raise

@@ -228,7 +228,8 @@ def troubleshoot(root: Path, out: Path) -> None:
     for source, directory in (("pods.json", "pods"), ("events.json", "events"),
                               ("daemonsets.json", "daemonsets"),
                               ("deployments.json", "deployments"),
-                              ("configmaps.json", "configmaps")):
+                              ("configmaps.json", "configmaps"),
+                              ("resourcequotas.json", "resource-quota")):
         by_namespace: dict[str, list[dict[str, Any]]] = {}
         for item in _items(root, source) or []:
             by_namespace.setdefault(item["metadata"].get("namespace", ""), []).append(item)
@@ -273,6 +274,20 @@ def troubleshoot(root: Path, out: Path) -> None:
                  "/usr/bin/containerd --version"),
                 ("nvidia-smi.xml", "nvidia-smi", "run-host", "/usr/bin/nvidia-smi -q -x"),
                 ("host/uname.txt", "uname", "run-host", "/usr/bin/uname -a"),
+                ("host/os-release", "os-release", "run-host", "cat /etc/os-release"),
+                ("host/cmdline", "cmdline", "run-host", "/bin/cat /proc/cmdline"),
+                ("host/modules.txt", "modules", "run-host", "cat /proc/modules"),
+                ("host/lspci.txt", "lspci", "run-host", "/usr/bin/lspci -nnk -d 10de:"),
+                ("host/nvidia-driver-version.txt", "nvidia-version", "run-host",
+                 "cat /proc/driver/nvidia/version"),
+                ("host/secureboot.txt", "secureboot", "run-host", "mokutil --sb-state"),
+                ("host/selinux.txt", "selinux", "run-host", "/usr/sbin/getenforce"),
+                ("host/unattended-upgrades.txt", "unattended-upgrades", "run-host",
+                 "tail -n +1 /etc/apt/apt.conf.d/20auto-upgrades "
+                 "/etc/apt/apt.conf.d/50unattended-upgrades"),
+                ("dmesg.txt", "dmesg", "run-host", "/usr/bin/dmesg -T"),
+                ("systemd/containerd.txt", "containerd-unit", "run-host",
+                 "systemctl show containerd"),
                 ("journal/containerd.jsonl", "containerd", "journald",
                  "/usr/bin/journalctl -u containerd --output json --no-pager"),
                 ("journal/kubelet.jsonl", "kubelet", "journald",

@@ -14,7 +14,7 @@ from analyzers.products import Verdict as ProductVerdict
 from analyzers.refs import Link
 from analyzers.releases import SupportStatus, parse_version
 from analyzers.releases import support as support_of
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
 from bundle.evidence import Locator, at_pointer, first_line
 from bundle.kube import HelmRevision, Node
@@ -342,6 +342,8 @@ class UnsupportedGpuProduct(Rule):
                 verdict = verdicts[(product, brand)] = classify(product, brand)
             return verdict
 
+        found: list[Finding] = []
+        known = 0  # GPU nodes that name a product at all
         for node_name in facts.gpu_nodes:
             node_obj = facts.nodes.get(node_name)
             seen: dict[str, tuple[ProductVerdict, Evidence]] = {}
@@ -366,10 +368,15 @@ class UnsupportedGpuProduct(Rule):
                     path=path, line=hit.line if hit else None,
                     excerpt=f"{gpu.bus_id}: {gpu.product_name} (brand "
                             f"{gpu.product_brand or 'unknown'})"))
+            known += bool(seen)
             flagged = [(v, e) for v, e in seen.values()
                        if v.klass not in ("datacenter", "professional")]
             if flagged:
-                yield self._finding(node_name, node_obj, flagged)
+                found.append(self._finding(node_name, node_obj, flagged))
+        if facts.gpu_nodes and not known:
+            raise CannotJudge("no GPU node names its product (no nvidia.com/gpu.product "
+                              "label, no readable nvidia-smi.xml)")
+        return found
 
     def _finding(self, node_name: str, node_obj: Node | None,
                  flagged: list[tuple[ProductVerdict, Evidence]]) -> Finding:

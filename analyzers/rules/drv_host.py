@@ -94,12 +94,19 @@ def _kernel(ctx: Context, name: str) -> tuple[str, Evidence] | None:
     return None
 
 
+_NFD_OS = "feature.node.kubernetes.io/system-os_release."
+
+
 def _os_key(ctx: Context, name: str) -> str:
     text = ctx.bundle.node(name).host("os-release") or ""
     values = dict(_os_pair(line) for line in text.splitlines() if "=" in line)
     if values.get("ID"):
         return f"{values['ID']}{values.get('VERSION_ID', '')}"
     obj = ctx.facts.nodes.get(name)
+    # NFD copies /etc/os-release into labels: the same key without the host file
+    labelled = obj.labels.get(_NFD_OS + "ID", "") if obj is not None else ""
+    if obj is not None and labelled:
+        return (labelled + obj.labels.get(_NFD_OS + "VERSION_ID", "")).lower()
     image = obj.status.node_info.os_image if obj is not None else ""
     return re.sub(r"[^a-z0-9.]+", "-", image.lower()).strip("-") or "unknown-os"
 
@@ -147,11 +154,18 @@ class AutomaticKernelUpgrades(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         drivers = driver_container_nodes(ctx)
         upgrading: set[str] = set()
+        uncollected = []
         for name in drivers:
+            if not ctx.bundle.has(f"nodes/{name}/host/unattended-upgrades.txt"):
+                uncollected.append(name)  # the collector writes it, empty where no apt
+                continue
             finding = self._unattended(ctx, name)
             if finding is not None:
                 upgrading.add(name)
                 yield finding
+        if uncollected:
+            self.unjudged("the unattended-upgrades settings (host/unattended-upgrades.txt) "
+                          f"are not in the bundle for {names(uncollected)}")
         yield from self._drift(ctx, drivers, upgrading)
 
     def _unattended(self, ctx: Context, name: str) -> Finding | None:

@@ -16,6 +16,8 @@ from bundle.evidence import Locator
 from bundle.kube import Event, Pod
 
 LOGS = Input("logs/*", optional=True)
+# for a rule that judges nothing but container logs: without them it is skipped
+LOGS_REQUIRED = Input("logs/*")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)\s+")
 LOG_CAP = 6
 POD_CAP = 4

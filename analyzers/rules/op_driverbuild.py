@@ -11,7 +11,7 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import node_logs
-from analyzers.rules.op_common import LOGS
+from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
@@ -69,7 +69,7 @@ class DriverBuildFails(Rule):
     slug = "driver-build-fails"
     severity = Severity.HIGH
     inputs = (
-        LOGS,
+        LOGS_REQUIRED,
         node(SELINUX_FILE, optional=True),
         cluster("nodes.json", optional=True),
         cluster("pods.json", optional=True),

@@ -15,7 +15,7 @@ from analyzers.rules.common import field as object_field
 from analyzers.rules.common import node_ref, ref
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import read_modules
-from analyzers.rules.op_common import LOGS
+from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 from bundle.hostprocs import parse_gpu_processes
 
@@ -110,7 +110,7 @@ class MigChangeBlocked(Rule):
     slug = "mig-change-blocked"
     severity = Severity.HIGH
     inputs = (
-        LOGS,
+        LOGS_REQUIRED,
         node(PROCESSES_FILE, optional=True),
         node("host/modules.txt", optional=True),
         cluster("pods.json", optional=True),

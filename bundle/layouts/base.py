@@ -89,10 +89,13 @@ class LayoutReport:
     files under it); the rules that need them are ``skipped``. ``notes``: files of the
     bundle not read on purpose, or read in another way than usual, each with why (a
     troubleshoot symbolic link that repeats a file read elsewhere; nodes taken from
-    must-gather's labels file)."""
+    must-gather's labels file). ``partial``: format v1 paths this bundle provides only in
+    part, each with what is left out (must-gather lists the pods of one namespace); the
+    rules that read them are ``partial``, not ``passed``."""
 
     missing: tuple[str, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    partial: tuple[tuple[str, str], ...] = ()
 
 
 def missing_paths(paths: Iterable[str]) -> tuple[str, ...]:

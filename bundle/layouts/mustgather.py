@@ -97,7 +97,17 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
                         operator_namespace=namespace)
     return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins(),
                    report=LayoutReport(missing=missing_paths(source.paths()),
-                                       notes=tuple(notes)))
+                                       notes=tuple(notes), partial=_partial(source, namespace)))
+
+
+def _partial(source: VirtualSource, namespace: str | None) -> tuple[tuple[str, str], ...]:
+    """must-gather.sh lists the pods of the operator's namespace only: workload pods,
+    pending or running elsewhere, are not in the bundle."""
+    if "cluster/pods.json" not in source.paths():
+        return ()
+    where = f"namespace {namespace}" if namespace else "the GPU Operator's namespace"
+    return (("cluster/pods.json", f"must-gather lists only the pods of {where}; "
+             "workload pods in other namespaces are not in the bundle"),)
 
 
 def _pods(source: VirtualSource, paths: set[str]) -> list[dict[str, Any]]:

@@ -94,6 +94,13 @@ COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^cat /etc/os-release$"), "host/os-release"),
     (re.compile(r"^mokutil --sb-state$"), "host/secureboot.txt"),
     (re.compile(r"^systemctl show containerd( .*)?$"), "systemd/containerd.txt"),
+    (re.compile(r"^cat /proc/modules$"), "host/modules.txt"),
+    (re.compile(r"^lspci (-nnk|-knn|-nnvk) -d 10de:$"), "host/lspci.txt"),
+    (re.compile(r"^cat /proc/driver/nvidia/version$"), "host/nvidia-driver-version.txt"),
+    (re.compile(r"^getenforce$"), "host/selinux.txt"),
+    # `tail -n +1 FILE...` heads each file with `==> FILE <==`, the collector's own form
+    (re.compile(r"^tail -n \+1( /etc/apt/apt\.conf\.d/\S+)+$"),
+     "host/unattended-upgrades.txt"),
 )
 _LOG = re.compile(r"^(?P<container>.+?)(?P<previous>-previous)?\.log$")
 _SHELLS = frozenset({"sh", "bash", "dash", "ash"})
