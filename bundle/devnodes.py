@@ -11,7 +11,7 @@ Pure format parsing, with 1-based line numbers kept for evidence.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _SYSTEMD_CGROUP = re.compile(r"SystemdCgroup\s*=\s*(true|false)", re.IGNORECASE)
 _CGROUP_MANAGER = re.compile(r"cgroup_manager\s*=\s*\"?(\w+)")
@@ -79,7 +79,7 @@ class DevNvidia:
     char_links: tuple[Line, ...] = ()
     char_listed: bool = False
     char_header: int | None = None
-    names: tuple[str, ...] = field(default=())
+    names: tuple[str, ...] = ()
 
 
 def parse_dev_nvidia(text: str) -> DevNvidia:

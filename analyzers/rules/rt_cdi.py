@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts.cdi import CdiSpec, is_uuid, node_specs, requested
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
-from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
 from bundle.kube import Event, Pod
 
@@ -56,12 +56,15 @@ class CdiDeviceUnresolvable(Rule):
     id = "RT013"
     slug = "cdi-device-unresolvable"
     severity = Severity.HIGH
-    inputs = (cluster("events.json"), cluster("pods.json"), node("cdi/*", optional=True),
+    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
+              node("cdi/*", optional=True),
               node("nvidia-smi.xml", optional=True))
     tags = ("runtime", "cdi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
+        if not ctx.bundle.has("cluster/events.json"):
+            raise CannotJudge("the events (cluster/events.json) were not collected")
         for node_name in sorted(facts.pods_by_node):
             failing: list[tuple[Pod, Event]] = []
             for pod in facts.pods_by_node[node_name]:

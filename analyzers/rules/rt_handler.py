@@ -158,8 +158,10 @@ class NvidiaHandlerBroken(Rule):
                 excerpt=f"(runtimes.{name} has no runtime_type)"))
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
         broken.pods += [p for p in pods if any(e in events for e in ctx.facts.pod_events(p))]
-        broken.fixes.append('# add runtime_type = "io.containerd.runc.v2" to that table in the '
-                            "file containerd runs with (or its template)")
+        where = ctx.facts.node_runtime(node_name)
+        edit = where.layout.templates[0] if where.layout.templates else where.config
+        broken.fixes.append(sh.note('# add runtime_type = "io.containerd.runc.v2" to that table '
+                                    "in {file}", file=sh.path(edit)))
 
     def _binary(self, ctx: Context, node_name: str, nvidia: dict[str, RuntimeEntry],
                 pods: list[Pod], broken: _Broken) -> None:

@@ -124,3 +124,15 @@ def test_rt011_explains_the_device_plugin(tmp_path: Path) -> None:
     linked = {f.id for f in report.findings if "RT011:gpu-a" in f.caused_by}
     assert linked == set(finding.causes) and linked <= {"OP001:gpu-a", "OP008:gpu-a"}
     assert linked
+
+
+def test_k3s_fix_names_the_template(tmp_path: Path) -> None:
+    bundle = files({"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""')}},
+                   [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)])
+    bundle["cluster/nodes.json"]["items"][0]["status"]["nodeInfo"] = {
+        "kubeletVersion": "v1.30.4+k3s1", "containerRuntimeVersion": "containerd://1.7.20-k3s1"}
+    remediation = of(run(tmp_path, bundle), "RT011")["RT011:gpu-a"].remediation
+    assert ('# add runtime_type = "io.containerd.runc.v2" to that table in '
+            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl") in remediation
+    assert ("/var/lib/rancher/k3s/data/current/bin/containerd --config "
+            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml config dump") in remediation
