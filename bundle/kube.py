@@ -118,11 +118,17 @@ class EnvVar(View):
     value_from: Any = None
 
 
+class VolumeMount(View):
+    name: str = ""
+    mount_path: str = ""
+
+
 class Container(View):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements
     env: list[EnvVar]
+    volume_mounts: list[VolumeMount]
     security_context: Any = None
 
 
@@ -133,10 +139,20 @@ class Toleration(View):
     effect: str | None = None
 
 
+class HostPathSource(View):
+    path: str = ""
+
+
+class Volume(View):
+    name: str = ""
+    host_path: HostPathSource | None = None
+
+
 class PodSpec(View):
     node_name: str | None = None
     containers: list[Container]
     init_containers: list[Container]
+    volumes: list[Volume]
     runtime_class_name: str | None = None
     node_selector: dict[str, str]
     tolerations: list[Toleration]

@@ -201,8 +201,12 @@ class Facts:
 
     @cached_property
     def toolkit_settings(self) -> dict[str, toolkit_env.Setting]:
-        """The toolkit's env values (host paths) from the ClusterPolicy and Helm values."""
-        return toolkit_env.settings(self.cluster_policy, self.bundle.cluster.helm)
+        """The toolkit's env values (host paths) from the ClusterPolicy and Helm values,
+        and from the toolkit pod's hostPath volumes for path variables neither sets."""
+        pods = [self.operands[n]["toolkit"].pod for n in sorted(self.operands)
+                if "toolkit" in self.operands[n]]
+        return toolkit_env.settings(self.cluster_policy, self.bundle.cluster.helm,
+                                    pods[0] if pods else None)
 
     def toolkit_log_hits(self, node: str, signature_id: str) -> tuple[gate.LogHit, ...]:
         """Lines of the toolkit pod on ``node`` that match the signature ``signature_id``."""

@@ -6,7 +6,13 @@ The toolkit reads ``CONTAINERD_CONFIG`` / ``RUNTIME_CONFIG`` and ``CONTAINERD_SO
 ClusterPolicy's ``spec.toolkit.env`` (Helm values ``toolkit.env`` end up there) and
 rewrites the paths to container paths (``/runtime/config-dir/…``) before the pod starts,
 so the *host* paths are read here from the ClusterPolicy and the Helm values, never from
-the pod's own env. Unset, the toolkit edits ``/etc/containerd/config.toml`` and talks to
+the pod's own env. The pod still says which host directories it really got: each
+container path of its env lies under a ``volumeMounts`` entry whose volume is a
+``hostPath`` (``containerd-config`` at ``/runtime/config-dir/``, ``containerd-socket`` at
+``/runtime/sock-dir/``), so the host path is the volume's path joined with the rest. Those
+are read when neither the ClusterPolicy nor the Helm values set the variable (the
+operator's own defaults for the runtime, or a bundle without the ClusterPolicy). Unset
+everywhere, the toolkit edits ``/etc/containerd/config.toml`` and talks to
 ``/run/containerd/containerd.sock``: the stock layout.
 """
 
@@ -19,7 +25,7 @@ from typing import Any
 from analyzers.facts.distro import STOCK, Layout
 from analyzers.models import Evidence
 from bundle.evidence import clip, join_pointer
-from bundle.kube import ClusterPolicy, HelmRevision
+from bundle.kube import ClusterPolicy, Container, HelmRevision, Pod
 
 CONFIG_KEYS = ("CONTAINERD_CONFIG", "RUNTIME_CONFIG")
 SOCKET_KEYS = ("CONTAINERD_SOCKET", "RUNTIME_SOCKET")
@@ -59,10 +65,61 @@ def _env_list(env: object, origin: str, path: str, pointer: str) -> dict[str, Se
     return found
 
 
+PATH_KEYS = CONFIG_KEYS + SOCKET_KEYS + ("RUNTIME_DROP_IN_CONFIG",)
+
+
+def host_path(pod: Pod, container: Container, value: str) -> tuple[str, int] | None:
+    """The host path behind container path ``value`` in ``container`` of ``pod``, and
+    the index of the hostPath volume it comes through (None: not under a hostPath)."""
+    volumes = {v.name: (i, v.host_path.path) for i, v in enumerate(pod.spec.volumes)
+               if v.host_path is not None and v.host_path.path.startswith("/")}
+    best: tuple[str, int] | None = None
+    depth = -1
+    for mount in container.volume_mounts:
+        where = volumes.get(mount.name)
+        target = mount.mount_path.rstrip("/")
+        if where is None or not target:
+            continue
+        if value != target and not value.startswith(target + "/"):
+            continue
+        if len(target) > depth:  # the deepest mount holds the path
+            depth = len(target)
+            rest = value[len(target):].lstrip("/")
+            best = (posixpath.join(where[1], rest) if rest else where[1], where[0])
+    return best
+
+
+def pod_settings(pod: Pod) -> dict[str, Setting]:
+    """The toolkit pod's path variables turned into host paths through its hostPath
+    volumes (a value under no hostPath is left out: it is not a host path)."""
+    found: dict[str, Setting] = {}
+    containers = list(pod.spec.init_containers) + list(pod.spec.containers)
+    for container in containers:
+        for env in container.env:
+            if env.name not in PATH_KEYS or not env.value or env.name in found:
+                continue
+            mapped = host_path(pod, container, env.value)
+            if mapped is None:
+                continue
+            path, index = mapped
+            volume = pod.spec.volumes[index]
+            found[env.name] = Setting(
+                env.name, path, f"toolkit pod {pod.namespace}/{pod.name} (hostPath volume "
+                f"{volume.name})", Evidence(
+                    path=pod.source_path,
+                    pointer=join_pointer(pod.source_pointer, "spec", "volumes", index,
+                                         "hostPath", "path"),
+                    excerpt=clip(f"{env.name}={env.value} -> hostPath {volume.name}: "
+                                 f"{volume.host_path.path if volume.host_path else ''}")))
+    return found
+
+
 def settings(policy: ClusterPolicy | None,
-             helm: dict[str, list[HelmRevision]]) -> dict[str, Setting]:
+             helm: dict[str, list[HelmRevision]],
+             toolkit_pod: Pod | None = None) -> dict[str, Setting]:
     """Toolkit env values by name: the ClusterPolicy's win over the Helm values (the
-    operator reads the policy; Helm values only reach it through an upgrade)."""
+    operator reads the policy; Helm values only reach it through an upgrade). Path
+    variables that neither sets come from the toolkit pod's hostPath volumes."""
     found: dict[str, Setting] = {}
     for release, revisions in sorted(helm.items()):
         if not revisions:
@@ -80,6 +137,11 @@ def settings(policy: ClusterPolicy | None,
         found.update(_env_list(env, f"ClusterPolicy {policy.metadata.name}",
                                policy.source_path,
                                join_pointer(policy.source_pointer, "spec", "toolkit", "env")))
+    if toolkit_pod is not None:
+        for name, setting in pod_settings(toolkit_pod).items():
+            group = next((g for g in (CONFIG_KEYS, SOCKET_KEYS) if name in g), (name,))
+            if not any(k in found for k in group):
+                found[name] = setting
     return found
 
 

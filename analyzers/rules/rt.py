@@ -203,15 +203,19 @@ class NoNvidiaRuntime(Rule):
         )
 
 
+from analyzers.rules.rt_cdi import CdiDeviceUnresolvable  # noqa: E402
+from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload  # noqa: E402
 from analyzers.rules.rt_distro import (  # noqa: E402
     CrioNoNvidiaHandler,
     TemplateLostRuntime,
     ToolkitMisdirected,
 )
 from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported  # noqa: E402
+from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault  # noqa: E402
 from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing  # noqa: E402
 from analyzers.rules.rt_service import ContainerdRestarts, CriPluginDisabled  # noqa: E402
 
 RULES = [NoNvidiaRuntime, DropInClobber, DropInNotImported, ContainerdRestarts,
          CriPluginDisabled, CdiSpecMissing, BrokenRuntimeReference, ToolkitMisdirected,
-         TemplateLostRuntime, CrioNoNvidiaHandler]
+         TemplateLostRuntime, CrioNoNvidiaHandler, NvidiaHandlerBroken, NvidiaNotDefault,
+         CdiDeviceUnresolvable, GpuLostOnSystemdReload]

@@ -1,0 +1,66 @@
+"""CDI device names: those a container asked for (from ``unresolvable CDI devices``
+messages) and those the node's specs define (``nodes/<n>/cdi/*``, YAML or JSON).
+
+A CDI device is ``<vendor>/<class>=<name>`` (``nvidia.com/gpu=0``,
+``management.nvidia.com/gpu=GPU-<uuid>``, ``nvidia.com/gpu=all``). The runtime resolves
+each requested name against the ``kind`` and ``devices[].name`` of every spec under
+``/etc/cdi`` and ``/var/run/cdi``; a name no spec defines is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bundle import NodeArtifacts
+from bundle.yamldoc import load_yaml
+
+_AFTER = re.compile(r"unresolvable CDI devices?\s+(.*)", re.IGNORECASE | re.DOTALL)
+_DEVICE = re.compile(r"([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9_.-]*)=([A-Za-z0-9_.:-]*[A-Za-z0-9_.-])")
+_UUID = re.compile(r"^(?:GPU|MIG)-[0-9a-fA-F-]{8,}$")
+MAX_DEVICES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class CdiSpec:
+    file: str                 # name under cdi/
+    kind: str
+    devices: tuple[str, ...]
+
+
+def requested(message: str) -> list[tuple[str, str]]:
+    """(kind, name) of each device an ``unresolvable CDI devices`` message names."""
+    after = _AFTER.search(message)
+    if after is None:
+        return []
+    found: list[tuple[str, str]] = []
+    for kind, name in _DEVICE.findall(after[1]):
+        if (kind, name) not in found:
+            found.append((kind, name))
+    return found[:MAX_DEVICES]
+
+
+def is_uuid(name: str) -> bool:
+    return bool(_UUID.match(name))
+
+
+def node_specs(artifacts: NodeArtifacts) -> list[CdiSpec]:
+    """The CDI specs collected from the node; a file that is no spec is a recorded
+    problem and left out."""
+    specs: list[CdiSpec] = []
+    for name, text in sorted(artifacts.cdi_files.items()):
+        path = artifacts.path("cdi/" + name)
+        try:
+            data = load_yaml(text)
+        except ValueError as exc:
+            artifacts.bundle.problem(path, f"CDI spec not understood: {exc}", lost=True)
+            continue
+        kind = data.get("kind") if isinstance(data, dict) else None
+        devices = data.get("devices") if isinstance(data, dict) else None
+        if not isinstance(kind, str) or not isinstance(devices, list):
+            artifacts.bundle.problem(path, "CDI spec without 'kind' and 'devices'", lost=True)
+            continue
+        names = tuple(str(d["name"]) for d in devices
+                      if isinstance(d, dict) and isinstance(d.get("name"), (str, int)))
+        specs.append(CdiSpec(name, kind, names))
+    return specs

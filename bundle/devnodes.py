@@ -1,0 +1,105 @@
+"""Parse ``host/cgroup.txt`` and ``host/dev-nvidia.txt`` (bundle format 1.1).
+
+``cgroup.txt`` holds ``key: value`` lines (``fs-type``, ``version``,
+``kubelet-cgroup-driver``), then ``containerd: [<table>] SystemdCgroup = <value>`` and
+``crio: cgroup_manager = "<value>"`` lines. ``dev-nvidia.txt`` holds a
+``==> /dev/nvidia* <==`` section with ``ls -ld`` of each ``/dev/nvidia*`` entry and a
+``==> /dev/char <==`` section with the ``ls -l /dev/char`` lines that name NVIDIA devices.
+Pure format parsing, with 1-based line numbers kept for evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SYSTEMD_CGROUP = re.compile(r"SystemdCgroup\s*=\s*(true|false)", re.IGNORECASE)
+_CGROUP_MANAGER = re.compile(r"cgroup_manager\s*=\s*\"?(\w+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    number: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupInfo:
+    """What ``host/cgroup.txt`` says; ``None`` where a value was not recorded."""
+
+    version: str | None = None
+    kubelet_driver: Line | None = None      # its value: kubelet_driver_name
+    kubelet_driver_name: str | None = None  # "systemd", "cgroupfs", or None ("not set")
+    systemd_runtime: tuple[Line, ...] = ()  # containerd SystemdCgroup = true / crio systemd
+    cgroupfs_runtime: tuple[Line, ...] = ()  # containerd SystemdCgroup = false / crio cgroupfs
+
+    @property
+    def systemd(self) -> Line | None:
+        """The line that says systemd manages the containers' cgroups, if any."""
+        if self.systemd_runtime:
+            return self.systemd_runtime[0]
+        if self.kubelet_driver_name == "systemd":
+            return self.kubelet_driver
+        return None
+
+
+def parse_cgroup(text: str) -> CgroupInfo:
+    version = None
+    kubelet: Line | None = None
+    kubelet_name: str | None = None
+    systemd: list[Line] = []
+    cgroupfs: list[Line] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        key, _, value = line.partition(":")
+        value = value.strip()
+        if key == "version":
+            version = value or None
+        elif key == "kubelet-cgroup-driver":
+            name = value.split(" ", 1)[0].strip().lower()
+            kubelet = Line(number, line)
+            kubelet_name = name if name in ("systemd", "cgroupfs") else None
+        elif key == "containerd":
+            found = _SYSTEMD_CGROUP.search(value)
+            if found is not None:
+                (systemd if found[1].lower() == "true" else cgroupfs).append(Line(number, line))
+        elif key == "crio":
+            found = _CGROUP_MANAGER.search(value)
+            if found is not None:
+                (systemd if found[1] == "systemd" else cgroupfs).append(Line(number, line))
+    return CgroupInfo(version, kubelet, kubelet_name, tuple(systemd), tuple(cgroupfs))
+
+
+@dataclass(frozen=True, slots=True)
+class DevNvidia:
+    """NVIDIA device nodes and their ``/dev/char`` links; ``char_listed`` is False when
+    the file has no ``/dev/char`` section (nothing can be said about links)."""
+
+    devices: tuple[Line, ...] = ()
+    char_links: tuple[Line, ...] = ()
+    char_listed: bool = False
+    char_header: int | None = None
+    names: tuple[str, ...] = ()
+
+
+def parse_dev_nvidia(text: str) -> DevNvidia:
+    devices: list[Line] = []
+    links: list[Line] = []
+    names: list[str] = []
+    section = None
+    header: int | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if line.startswith("==> ") and line.endswith(" <=="):
+            section = line[4:-4].strip()
+            if section == "/dev/char":
+                header = number
+            continue
+        if not line.strip() or line.startswith("total "):
+            continue
+        if section == "/dev/char" and "nvidia" in line:
+            links.append(Line(number, line))
+        elif section is not None and section.startswith("/dev/nvidia") and line[:1] in "cld":
+            devices.append(Line(number, line))
+            names.append(line.split()[-1])
+    return DevNvidia(tuple(devices), tuple(links), header is not None, header, tuple(names))

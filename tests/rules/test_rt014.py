@@ -1,0 +1,68 @@
+"""RT014: running GPU containers lose their GPUs after a systemd reload.
+
+Thread: NVIDIA/nvidia-container-toolkit#1227 (Ubuntu 22.04, systemd 249: ``Failed to
+initialize NVML: Unknown Error`` inside running containers after ``systemctl
+daemon-reload``), explained in NVIDIA/nvidia-container-toolkit#48 (no ``/dev/char`` links
+for the NVIDIA devices, systemd-managed cgroups).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rt_gate_kit import dump, files, gpu_pod, of, run, status
+
+CGROUP_SYSTEMD = (
+    "fs-type: cgroup2fs\nversion: 2\n"
+    "kubelet-cgroup-driver: systemd (/var/lib/kubelet/config.yaml)\n"
+    'containerd: [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options] '
+    "SystemdCgroup = true\n")
+CGROUP_FS = ("fs-type: tmpfs\nversion: 1\nkubelet-cgroup-driver: cgroupfs "
+             "(/var/lib/kubelet/config.yaml)\n")
+DEVICES = ("==> /dev/nvidia* <==\n"
+           "crw-rw-rw- 1 root root 195,   0 Jul 14 16:20 nvidia0\n"
+           "crw-rw-rw- 1 root root 195, 255 Jul 14 16:20 nvidiactl\n"
+           "crw-rw-rw- 1 root root 509,   0 Jul 14 16:20 nvidia-uvm\n"
+           "==> /dev/char <==\n")
+LINKS = "lrwxrwxrwx 1 root root 10 Jul 14 16:21 195:0 -> ../nvidia0\n"
+# https://github.com/NVIDIA/nvidia-container-toolkit/issues/1227
+LOST = ("2025-07-14T16:20:01Z GPU 0: NVIDIA A10 (UUID: GPU-f15ae561-21b1-6003-c768-861fc285203b)\n"
+        "2025-07-14T16:25:58Z Failed to initialize NVML: Unknown Error\n")
+
+
+def node_files(cgroup: str = CGROUP_SYSTEMD, devices: str = DEVICES) -> dict[str, str]:
+    return {"containerd/config-dump.toml": dump(), "host/cgroup.txt": cgroup,
+            "host/dev-nvidia.txt": devices}
+
+
+def test_fires_with_systemd_and_no_char_links(tmp_path: Path) -> None:
+    report = run(tmp_path, files(
+        {"gpu-a": node_files(), "gpu-b": node_files(devices=DEVICES + LINKS)},
+        [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
+        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}))
+    found = of(report, "RT014")
+    assert set(found) == {"RT014:gpu-a"}
+    finding = found["RT014:gpu-a"]
+    assert finding.summary.startswith(
+        "On gpu-a, Running GPU pod(s) train-0 lost their GPUs (Failed to initialize NVML: "
+        "Unknown Error): systemd manages the containers' cgroups (containerd: ")
+    assert "/dev/char has no NVIDIA links although nvidia0 and the other NVIDIA devices " \
+           "exist" in finding.summary
+    assert [(e.path, e.line) for e in finding.evidence] == [
+        ("logs/ml/train-0/main.log", 2), ("nodes/gpu-a/host/cgroup.txt", 4),
+        ("nodes/gpu-a/host/dev-nvidia.txt", 5)]
+    assert "kubectl -n ml delete pod train-0" in finding.remediation
+
+
+def test_quiet_with_cgroupfs_or_pending_pods(tmp_path: Path) -> None:
+    report = run(tmp_path, files(
+        {"gpu-a": node_files(cgroup=CGROUP_FS), "gpu-b": node_files()},
+        [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b", phase="Pending")],
+        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}))
+    assert of(report, "RT014") == {} and status(report, "RT014") == "passed"
+
+
+def test_skipped_on_a_bundle_without_the_host_files(tmp_path: Path) -> None:
+    report = run(tmp_path, files({"gpu-a": {"containerd/config-dump.toml": dump()}},
+                                 [gpu_pod("train-0", "gpu-a")], logs={"ml/train-0/main": LOST}))
+    assert status(report, "RT014") == "skipped"
