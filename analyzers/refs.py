@@ -142,6 +142,24 @@ class ReleaseRef(Ref):
         return self._link(release)
 
 
+@dataclass(frozen=True, slots=True)
+class PodRef(Ref):
+    """A rule with one finding per pod: ``<namespace>/<pod>``."""
+
+    shape: str = "<namespace>/<pod>"
+
+    @staticmethod
+    def subject(namespace: str, pod: str) -> str:
+        return f"{namespace}/{pod}"
+
+    def __call__(self, namespace: str, pod: str) -> Link:
+        return self._link(self.subject(namespace, pod))
+
+    def accepts(self, subject: str) -> bool:
+        namespace, slash, pod = subject.partition("/")
+        return bool(namespace and slash and pod)
+
+
 # One reference per rule that other rules link to, named by the rule's id (and the
 # rule's class beside it).
 CFG004 = PolicyRef("CFG004")      # ToolkitDisabledHostNotConfigured
@@ -168,8 +186,10 @@ OP013 = NodeRef("OP013")          # DcgmProfilingUnavailable
 RT001 = NodeRef("RT001")          # NoNvidiaRuntime
 RT002 = NodeRef("RT002")          # DropInClobber
 RT003 = NodeRef("RT003")          # DropInNotImported
+RT006 = NodeRef("RT006")          # CdiSpecMissing
 RT008 = NodeRef("RT008")          # ToolkitMisdirected
 RT009 = NodeRef("RT009")          # TemplateLostRuntime
+SC001 = PodRef("SC001")           # InsufficientGPU
 SC006 = SharingRef("SC006")       # SharedGpuMisuse
 
 # Every reference above, by rule id.

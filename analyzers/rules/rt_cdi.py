@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.cdi import CdiSpec, is_uuid, node_specs, requested
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
@@ -121,6 +122,6 @@ class CdiDeviceUnresolvable(Rule):
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in pods[:10]]
-        caused_by = [f"RT006:{node_name}"] if collected and not specs else []
+        caused_by = [refs.RT006(node_name)] if collected and not specs else []
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation, caused_by=caused_by)

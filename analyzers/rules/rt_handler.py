@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import CriRuntimes, RuntimeEntry, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
@@ -49,14 +50,14 @@ def _logs_with(facts: Facts, pods: Iterable[Pod],
             for hit in log.matches() if hit.signature.id in signatures]
 
 
-def _sc001_links(facts: Facts, node_name: str) -> list[str]:
+def _sc001_links(facts: Facts, node_name: str) -> list[refs.Link]:
     """SC001 findings of pending GPU pods that this node's silent device plugin explains."""
     links = []
     for key, verdict in sorted(facts.gate_verdicts.items()):
         if any(node_name in r.culprits or any(row.node == node_name and not row.advertised
                                               for row in r.rows)
                for r in verdict.resources):
-            links.append(f"SC001:{key[0]}/{key[1]}")
+            links.append(refs.SC001(key[0], key[1]))
     return links
 
 
@@ -238,7 +239,7 @@ class NvidiaHandlerBroken(Rule):
         return self.finding(
             node_name, summary, nodes=[node_name], objects=objects, evidence=broken.evidence,
             remediation=remediation,
-            causes=[f"OP001:{node_name}", f"OP008:{node_name}",
+            causes=[refs.OP001(node_name), refs.OP008(node_name),
                     *_sc001_links(facts, node_name)])
 
 
@@ -407,5 +408,5 @@ class NvidiaNotDefault(Rule):
             remediation=sh.lines(_look(ctx, node_name,
                                        " | grep -nE 'default_runtime_name|enable_cdi'"),
                                  fixes),
-            causes=[f"OP008:{node_name}", *(_sc001_links(facts, node_name)
+            causes=[refs.OP008(node_name), *(_sc001_links(facts, node_name)
                                             if starved.plugins else [])])

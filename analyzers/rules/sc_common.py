@@ -11,7 +11,7 @@ from analyzers import refs, signatures
 from analyzers.facts import Facts
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.models import Evidence, ObjectRef
-from analyzers.refs import Link
+from analyzers.refs import Link, PodRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
 from bundle.evidence import clip
@@ -30,7 +30,7 @@ LOST_SIGNALS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed")
 
 
 def pod_key(pod: Pod) -> str:
-    return f"{pod.namespace}/{pod.name}"
+    return PodRef.subject(pod.namespace, pod.name)
 
 
 def pod_ref(pod: Pod) -> ObjectRef:
