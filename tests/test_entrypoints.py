@@ -68,7 +68,7 @@ def test_builtin_only_answers_as_importlib_metadata(site: Path,
     monkeypatch.setattr(entrypoints, "builtin_only", lambda *_: False)
     slow = _pairs(discover())
     assert fast == slow
-    assert len(fast[0]) == 51 and fast[1] == []  # 38 + issue-15 and runtime rules
+    assert len(fast[0]) == 52 and fast[1] == []  # 38 + issue-15 and runtime rules
     assert {origin for _, origin in fast[0]} == {"built-in"}
 
 
