@@ -31,7 +31,7 @@ UNREACHABLE = "nfd-master-unreachable"
 DENIED = "nfd-label-namespace-denied"
 # ClusterPolicy condition reasons that say the operator found no GPU node.
 NFD_REASONS = frozenset({"NFDLabelsMissing", "NoGPUNodes"})
-_NFD_NAMES = ("node-feature-discovery", "nfd-")
+_NFD_NAMES = ("node-feature-discovery", "-nfd-")
 _CAP = 3
 
 
@@ -40,7 +40,7 @@ def nfd_role(pod: Pod) -> str | None:
     labels = pod.metadata.labels
     name = pod.name
     is_nfd = labels.get("app.kubernetes.io/name") == "node-feature-discovery" or \
-        any(part in name for part in _NFD_NAMES)
+        name.startswith("nfd-") or any(part in name for part in _NFD_NAMES)
     if not is_nfd:
         return None
     role = labels.get("role") or labels.get("app.kubernetes.io/component") or ""
@@ -74,7 +74,14 @@ class Labelling:
 
     @property
     def nfd_at_fault(self) -> bool:
-        return self.nfd_absent or bool(self.broken) or bool(self.unreachable)
+        """NFD cannot label anything: absent, its master down, its workers unable to reach
+        the master, or every worker down (one worker down elsewhere is OP003's)."""
+        masters = self.nfd_pods.get("master", [])
+        workers = self.nfd_pods.get("worker", [])
+        down = {id(pod) for pod, _ in self.broken}
+        return self.nfd_absent or bool(self.unreachable) or \
+            any(id(pod) in down for pod in masters) or \
+            (bool(workers) and all(id(pod) in down for pod in workers))
 
 
 def _log_hits(ctx: Context, pods: Iterable[Pod], wanted: tuple[str, ...]

@@ -231,3 +231,33 @@ def test_skipped_without_the_operator(tmp_path: Path) -> None:
     report = cluster.analyze(tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.SKIPPED
+
+
+def test_master_crash_looping_fires(tmp_path: Path) -> None:
+    """gpu-operator#619 (NFD master crash-looping, probes failing) on a cluster whose
+    nodes show no GPU yet; the operator's newer wording of 'no NFD label'."""
+    cluster = _fresh_install(("gpu-a",))
+    del cluster.files["nodes/gpu-a/host/lspci.txt"]
+    _operator(cluster, ["INFO controllers.ClusterPolicy WARNING: NFD labels missing in the "
+                        "cluster, GPU nodes cannot be discovered."])
+    cluster.put(nfd_worker("gpu-a"))
+    _nfd_master(cluster, [], state={"waiting": {"reason": "CrashLoopBackOff"}})
+    op = of_rule(cluster.analyze(tmp_path), "OP011")[SUBJECT]
+    assert ("NFD master gpu-operator/gpu-operator-node-feature-discovery-master-6d9b8c7f5-qx2lm "
+            "is CrashLoopBackOff") in op.summary
+    assert "NFD labels missing" in op.summary
+
+
+def test_quiet_when_one_worker_is_pending_on_a_cpu_node(tmp_path: Path) -> None:
+    """No GPU node has joined; one worker waits on a tainted CPU node: OP003's business
+    at most, no labelling failure."""
+    cluster = Cluster(gpu_nodes=())
+    cluster.nodes["cpu-1"] = gpu_node("cpu-1", gpus=0, drop=NVIDIA_LABELS)
+    cluster.put(nfd_worker("cpu-1", "waiting:ContainerCreating"))
+    cluster.put(nfd_worker("cp-1"))
+    _nfd_master(cluster, [])
+    _operator(cluster, ["INFO controllers.ClusterPolicy No GPU node found, watching for new "
+                        "nodes to join the cluster."])
+    report = cluster.analyze(tmp_path)
+    assert of_rule(report, "OP011") == {}
+    assert status(report, "OP011") is RuleStatus.PASSED
