@@ -174,6 +174,9 @@ class NodeLabellingBroken(Rule):
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.bundle.has("cluster/pods.json"):
+            # without the pods nothing says whether NFD runs: OP003 still names the nodes
+            raise CannotJudge("the pods were not collected, so NFD's state is unknown")
         picture = labelling(ctx)
         expected = ctx.facts.operator_expected
         if not expected and not picture.denied:

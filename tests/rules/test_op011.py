@@ -261,3 +261,21 @@ def test_quiet_when_one_worker_is_pending_on_a_cpu_node(tmp_path: Path) -> None:
     report = cluster.analyze(tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.PASSED
+
+
+def test_skipped_without_the_pods(tmp_path: Path) -> None:
+    """Without cluster/pods.json nothing says whether NFD runs: OP003 names the node,
+    OP011 does not guess a cause."""
+    cluster = _fresh_install(("gpu-a",))
+    files = cluster.bundle_files()
+    del files["cluster/pods.json"]
+    from kit import write_dir
+
+    from analyzers.engine import analyze
+    from analyzers.plugins import discover
+    from bundle import open_bundle
+    with open_bundle(write_dir(tmp_path / "b", files)) as opened:
+        report = analyze(opened, discover().rules)
+    assert of_rule(report, "OP011") == {}
+    assert status(report, "OP011") is RuleStatus.SKIPPED
+    assert sorted(of_rule(report, "OP003")) == ["OP003:gpu-a"]
