@@ -59,10 +59,12 @@ __all__ = [
     "SIGNAL_KINDS",
     "KernelLine",
     "KernelSignal",
+    "SXidEvent",
     "XidEvent",
     "kernel_lines_from_journal",
     "normalize_pci",
     "parse_dmesg",
+    "parse_sxid",
     "parse_xid",
     "scan_signals",
 ]
@@ -128,6 +130,26 @@ class XidEvent:
     caused_by: int | None
     mig_gi: int | None
     mig_ci: int | None
+    source: KernelLine
+
+
+@dataclass(frozen=True, slots=True)
+class SXidEvent:
+    """An NVSwitch ``SXid`` report (HGX/DGX systems), read like an Xid.
+
+    ``switch`` is the reporting device (``nvidia-nvswitch3``) when the line names it;
+    ``pci`` is the switch's canonical address. ``severity`` is ``fatal`` or
+    ``non-fatal`` as printed, ``None`` on the detail lines the driver prints after the
+    first one (``Severity 1 Engine instance ...``, ``Data {...}``). ``link`` is the
+    NVLink port (``Link 32``) when printed.
+    """
+
+    sxid: int
+    switch: str | None
+    pci: str | None
+    severity: str | None
+    link: int | None
+    detail: str
     source: KernelLine
 
 
@@ -728,6 +750,39 @@ def parse_xid(line: KernelLine) -> XidEvent | None:
         caused_by=int(caused["num"]) if caused else None,
         mig_gi=int(gi["n"]) if gi else None,
         mig_ci=int(ci["n"]) if ci else None,
+        source=line,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# SXid (NVSwitch)
+# --------------------------------------------------------------------------------------
+
+_SWITCH_RE = _Pattern(r"(?P<switch>nvidia-nvswitch[0-9]{1,3})\s*:\s*SXid")
+_LINK_RE = _Pattern(r"\bLink\s+(?P<n>[0-9]{1,3})\b")
+
+
+def parse_sxid(line: KernelLine) -> SXidEvent | None:
+    """Read a ``nvidia-nvswitchN: SXid (PCI:<bdf>): <n>, <Fatal|Non-fatal>, <detail>``
+    line, in every kernel-log format :func:`parse_xid` reads (the prefixes are already
+    gone from ``line.message``). Follow-up lines of the same report (no severity) are
+    returned too, with ``severity`` None."""
+    message = line.message
+    if "SXid" not in message:
+        return None
+    m = _SXID_RE.search(message)
+    if m is None:
+        return None
+    severity = m["sev"].lower().replace("nonfatal", "non-fatal") if m["sev"] else None
+    switch = _SWITCH_RE.search(message)
+    link = _LINK_RE.search(m["rest"]) if severity else None
+    return SXidEvent(
+        sxid=int(m["num"]),
+        switch=switch["switch"] if switch else None,
+        pci=normalize_pci(m["pci"]),
+        severity=severity,
+        link=int(link["n"]) if link else None,
+        detail=_clip(m["rest"]),
         source=line,
     )
 

@@ -68,7 +68,7 @@ def test_builtin_only_answers_as_importlib_metadata(site: Path,
     monkeypatch.setattr(entrypoints, "builtin_only", lambda *_: False)
     slow = _pairs(discover())
     assert fast == slow
-    assert len(fast[0]) == 54 and fast[1] == []  # 38 + issue-15 and runtime rules + RT011-RT014
+    assert len(fast[0]) == 56 and fast[1] == []  # 38 + issue-15 and runtime rules + RT011-RT014
     assert {origin for _, origin in fast[0]} == {"built-in"}
 
 

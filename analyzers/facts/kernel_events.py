@@ -1,4 +1,4 @@
-"""Kernel events per node: Xid reports and GPU-relevant kernel signals.
+"""Kernel events per node: Xid and NVSwitch SXid reports and GPU-relevant kernel signals.
 
 Kernel lines come from ``dmesg.txt`` and from the kernel entries of every
 ``journal/*.jsonl`` of the node. A journal entry that repeats a dmesg line (same
@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from analyzers.facts.journals import journal_scan, journal_units
@@ -25,13 +26,16 @@ from bundle import Bundle
 from bundle.kernel import (
     KernelLine,
     KernelSignal,
+    SXidEvent,
     XidEvent,
     normalize_pci,
+    parse_sxid,
     parse_xid,
     scan_signals,
 )
 from bundle.nvsmi import NvidiaSmi
 
+_Event = TypeVar("_Event", XidEvent, SXidEvent)
 UNKNOWN_GPU = "unknown"
 """Key of Xid events whose line names no PCI address."""
 
@@ -71,6 +75,7 @@ class NodeKernel:
     signals: tuple[KernelSignal, ...]
     gpus: tuple[GpuIdentity, ...]
     sources: tuple[str, ...]
+    sxids: tuple[SXidEvent, ...] = ()   # NVSwitch reports, in time order
 
     def gpu(self, pci: str | None) -> GpuIdentity | None:
         """The GPU at ``pci`` (any spelling), or None."""
@@ -140,6 +145,7 @@ def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
             lines = merge_lines(lines, kernel)
     xids = [event for line in lines if (event := parse_xid(line)) is not None]
     signals = [signal for line in lines for signal in scan_signals(line)]
+    sxids = [report for line in lines if (report := parse_sxid(line)) is not None]
     return NodeKernel(
         node=name,
         lines=tuple(lines),
@@ -147,6 +153,7 @@ def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
         signals=tuple(signals),
         gpus=tuple(identities(artifacts.nvidia_smi, lines)),
         sources=tuple(sources),
+        sxids=tuple(in_time_order(sxids)),
     )
 
 
@@ -196,7 +203,7 @@ def merge_lines(kept: Sequence[KernelLine], extra: Iterable[KernelLine]) -> list
     return merged
 
 
-def in_time_order(events: Sequence[XidEvent]) -> list[XidEvent]:
+def in_time_order(events: Sequence[_Event]) -> list[_Event]:
     """Sorted by wall clock when every event has one, else by uptime when every event
     has one, else left in log order (dmesg first, then journal-only events)."""
     if events and all(e.source.time is not None for e in events):

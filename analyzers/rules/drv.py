@@ -41,3 +41,8 @@ RULES.append(GpuBoundToOtherDriver)
 from analyzers.rules.drv_support import DriverCannotDriveGpu  # noqa: E402
 
 RULES.append(DriverCannotDriveGpu)
+
+# DRV011 (issue 15): NVSwitch SXid errors, linked to the GPU Xids and Fabric Manager.
+from analyzers.rules.drv_sxid import NvswitchSXid  # noqa: E402
+
+RULES.append(NvswitchSXid)

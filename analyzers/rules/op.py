@@ -41,3 +41,8 @@ RULES.append(MigChangeBlocked)
 from analyzers.rules.op_driverbuild import DriverBuildFails  # noqa: E402
 
 RULES.append(DriverBuildFails)
+
+# OP011 (issue 15): node labelling (NFD, GFD's label namespace) is broken.
+from analyzers.rules.op_nfd import NodeLabellingBroken  # noqa: E402
+
+RULES.append(NodeLabellingBroken)

@@ -1,25 +1,109 @@
-"""OP016: the API server rejects the ClusterPolicy — its CRD is not the chart's.
+"""OP016: the ClusterPolicy CRD is older than the operator — its CRD is not the chart's.
 
-This part reads what the cluster said about the policy (operator logs, events, Helm's
-release records). Comparing the installed CRD's schema with the operator's needs the
-CRD itself (``cluster/crds.json`` of bundle format 1.1) and is not done here.
+Two halves feed one finding: what the cluster said about the policy (operator logs,
+events, Helm's release records), and the installed CRDs themselves (``cluster/crds.json``
+of bundle format 1.1) compared with the fields and CRDs the running operator's release
+ships (``analyzers/data/clusterpolicy_crd.toml``).
 """
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 
 from analyzers import commands as sh
-from analyzers import refs, signatures
+from analyzers import datafiles, refs, signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.cfg import _operator_image as operator_image
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import LOGS, capped, namespace, quote
+from bundle.crds import parse_crds
 from bundle.evidence import Locator
 
 SIGNATURE = "clusterpolicy-schema-rejected"
 CRD = "clusterpolicies.nvidia.com"
+CRDS = "cluster/crds.json"
+_VERSION = re.compile(r"(?<![0-9.])v?(\d{1,2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
+_SHOWN = 5
+
+
+def _release(text: str) -> tuple[int, int, int] | None:
+    m = _VERSION.search(text.rpartition(":")[2] or text)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+@cache
+def _needs() -> tuple[tuple[tuple[str, tuple[int, int, int]], ...],
+                      tuple[tuple[str, tuple[int, int, int]], ...]]:
+    """(ClusterPolicy spec fields, CRDs), each with the first release that ships it."""
+    data = tomllib.loads(datafiles.read_toml("clusterpolicy_crd"))
+
+    def table(key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
+        rows = []
+        for name, entry in data.get(key, {}).items():
+            since = _release(entry["since"])
+            if since is not None:
+                rows.append((name, since))
+        return tuple(sorted(rows, key=lambda row: (row[1], row[0])))
+
+    return table("field"), table("crd")
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaGap:
+    """What the installed CRDs lack for the running operator."""
+
+    running: str
+    evidence: tuple[Evidence, ...]
+    fields: tuple[tuple[str, str], ...]   # (spec field, release that added it)
+    crds: tuple[tuple[str, str], ...]     # (missing CRD, release that needs it)
+
+
+def _text(version: tuple[int, int, int]) -> str:
+    return "v" + ".".join(map(str, version))
+
+
+def schema_gap(ctx: Context) -> SchemaGap | None:
+    """Compare ``cluster/crds.json`` with what the running operator's release ships."""
+    if not ctx.bundle.has(CRDS):
+        return None
+    found = operator_image(ctx)
+    running = _release(found[0]) if found is not None else None
+    if found is None or running is None:
+        return None
+    crds = {crd.name: crd for crd in parse_crds(ctx.bundle.read_json(CRDS))}
+    policy = crds.get(CRD)
+    stored = policy.stored if policy is not None else None
+    need_fields, need_crds = _needs()
+    fields: list[tuple[str, str]] = []
+    evidence: list[Evidence] = []
+    if stored is not None and not stored.open_schema:
+        for name, since in need_fields:
+            parent = name.partition(".")[0]
+            if since <= running and name not in stored.fields and \
+                    ("." not in name or parent in stored.fields):
+                fields.append((name, _text(since)))
+        if fields:
+            listed = ", ".join(f"spec.{n}" for n, _ in fields[:_SHOWN])
+            evidence.append(Evidence(
+                path=CRDS, pointer=stored.pointer + "/properties",
+                excerpt=f"{CRD} {stored.name} schema has no {listed}"
+                        + (f" (and {len(fields) - _SHOWN} more)" if len(fields) > _SHOWN
+                           else "")))
+    crds_missing = [(name, _text(since)) for name, since in need_crds
+                    if since <= running and name not in crds]
+    for name, first in crds_missing:
+        evidence.append(Evidence(path=CRDS, pointer="/items",
+                                 excerpt=f"no {name} CRD (the operator needs it since {first})"))
+    if not evidence:
+        return None
+    return SchemaGap(running=found[0], evidence=(found[1], *evidence),
+                     fields=tuple(fields), crds=tuple(crds_missing))
 
 
 def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list[str]]:
@@ -32,7 +116,8 @@ def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list
         for log in ctx.facts.pod_logs.of(pod):
             for hit in log.matches("OP016"):
                 evidence.append(log.locate(hit))
-                said.append(hit.text)
+                if hit.signature.id == SIGNATURE:
+                    said.append(hit.text)
     for event in ctx.bundle.cluster.events:
         if any(h.signature.id == SIGNATURE for h in ctx.facts.event_signatures(event)):
             evidence.append(event_evidence(event))
@@ -62,8 +147,14 @@ class ClusterPolicySchemaRejected(Rule):
     reads these wordings in the operator's log, in events, and in the description of
     Helm release revisions (a failed ``helm upgrade``), and links the symptoms it
     explains: the ClusterPolicy not ready or missing (OP006) and the failed release
-    (HELM002). Comparing the installed CRD's schema with the operator's needs the CRD
-    itself, which this rule does not read.
+    (HELM002). With the CRDs in the bundle (``cluster/crds.json``) it also compares the
+    installed schema with the running operator's release (operator Deployment image,
+    else Helm app version, else operator pod image): a ``spec`` section or field the
+    release's chart CRD has (``analyzers/data/clusterpolicy_crd.toml``, read from every
+    release's ``crds/``) that the stored schema lacks is pruned by the API server without
+    a word, and a CRD the release needs (``nvidiadrivers.nvidia.com`` from v23.9.0) that
+    is absent stops the operator's controllers (``nvidia.com/v1alpha1: the server could
+    not find the requested resource``).
 
     Why it matters:
     The upgrade stops half-way (a failed release, an old policy the new operator
@@ -81,22 +172,33 @@ class ClusterPolicySchemaRejected(Rule):
     slug = "clusterpolicy-schema-rejected"
     severity = Severity.HIGH
     inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
-              cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True))
+              cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
+              cluster("crds.json", optional=True), cluster("deployments.json", optional=True))
     tags = ("operator", "clusterpolicy", "crd", "helm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         evidence, said, releases = _rejections(ctx)
-        if not evidence:
+        gap = schema_gap(ctx)
+        if not evidence and gap is None:
             return
         ns = namespace(ctx)
         policy = ctx.facts.cluster_policy
         policies = [p.metadata.name for p in ctx.bundle.cluster.clusterpolicies]
-        summary = (f"The API server rejects the ClusterPolicy against the installed {CRD} "
-                   f"schema: {quote(said[-1], 220)}. Helm never upgrades CRDs, so the CRD is "
-                   "still the one of an earlier chart; the upgrade cannot finish (or new "
-                   "fields are dropped) until the chart's CRDs are applied.")
-        if len(said) > 1:
-            summary += f" Seen {len(said)} time(s)."
+        if said:
+            summary = (f"The API server rejects the ClusterPolicy against the installed {CRD} "
+                       f"schema: {quote(said[-1], 220)}. Helm never upgrades CRDs, so the CRD "
+                       "is still the one of an earlier chart; the upgrade cannot finish (or "
+                       "new fields are dropped) until the chart's CRDs are applied.")
+            if len(said) > 1:
+                summary += f" Seen {len(said)} time(s)."
+        else:
+            summary = ("The installed GPU Operator CRDs are older than the running operator "
+                       "(Helm never upgrades CRDs).")
+            if evidence:
+                summary += f" The operator logs: {quote(evidence[-1].excerpt, 200)}."
+        if gap is not None:
+            summary += " " + _gap_text(gap)
+            evidence = [*gap.evidence, *evidence]
         if policy is None:
             summary += " No ClusterPolicy is in effect."
         release = releases[-1] if releases else "gpu-operator"
@@ -116,6 +218,21 @@ class ClusterPolicySchemaRejected(Rule):
         yield self.finding(CRD, summary, objects=return_objects,
                            evidence=capped(evidence, 5), remediation=remediation,
                            causes=causes)
+
+
+def _gap_text(gap: SchemaGap) -> str:
+    parts = []
+    if gap.fields:
+        listed = ", ".join(f"spec.{name} ({since})" for name, since in gap.fields[:_SHOWN])
+        more = f" and {len(gap.fields) - _SHOWN} more" if len(gap.fields) > _SHOWN else ""
+        parts.append(f"The stored {CRD} schema lacks {listed}{more}, which the running "
+                     f"operator's release ({gap.running}) has: the API server prunes those "
+                     "fields from the ClusterPolicy, so their settings have no effect")
+    if gap.crds:
+        listed = ", ".join(f"{name} (needed since {since})" for name, since in gap.crds)
+        parts.append(f"The {listed} CRD is not installed for operator {gap.running}: its "
+                     "controller cannot start")
+    return ". ".join(parts) + "."
 
 
 RULES = [ClusterPolicySchemaRejected]

@@ -18,6 +18,7 @@ from analyzers.rules.common import field, node_ref
 from analyzers.rules.op_common import capped, logs_cmd, namespace
 from bundle.evidence import Locator, clip
 from bundle.kube import DaemonSet, Node, Pod, quantity_int
+from bundle.lspci import parse_lspci
 
 DEPLOY = "nvidia.com/gpu.deploy."
 PRESENT = "nvidia.com/gpu.present"
@@ -101,7 +102,7 @@ def _deploy_key(ds: DaemonSet) -> str | None:
     return None
 
 
-def _has_pci_label(obj: Node) -> bool:
+def has_pci_label(obj: Node) -> bool:
     return any(obj.labels.get(key) == "true" for key in PCI_LABELS)
 
 
@@ -193,7 +194,7 @@ class OperandsNotScheduled(Rule):
         if "missing" in kinds and obj.labels.get(PRESENT) != "true":
             summary += (f" The operator has not labelled {name} as a GPU node "
                         f"({PRESENT} is not 'true'), so it set no deploy labels")
-            if not _has_pci_label(obj):
+            if not has_pci_label(obj):
                 summary += "; NFD's NVIDIA PCI label is missing too (see OP003)"
                 causes.append(refs.OP003(name))
             summary += "."
@@ -261,7 +262,7 @@ class OperandsNotScheduled(Rule):
         return sh.lines(lines)
 
 
-def _gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
+def gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
     """Evidence that a node has NVIDIA GPUs, independent of NFD's PCI label."""
     found: list[Evidence] = []
     product = obj.labels.get("nvidia.com/gpu.product")
@@ -279,9 +280,22 @@ def _gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
         found.append(Evidence(path=ctx.bundle.node(obj.name).path("nvidia-smi.xml"),
                               excerpt=f"nvidia-smi lists {len(smi.gpus)} GPU(s): "
                                       f"{product_name}"))
+    found += _lspci_signs(ctx, obj.name)
     if obj.labels.get(PRESENT) == "true":
         found.append(field(obj, f"{PRESENT}=true", "metadata", "labels", PRESENT))
     return found
+
+
+def _lspci_signs(ctx: Context, name: str) -> list[Evidence]:
+    """The first NVIDIA GPU of the node's ``host/lspci.txt``: the one sign that needs
+    neither the driver nor any operand, so it holds on a fresh install."""
+    artifacts = ctx.bundle.node(name)
+    text = artifacts.host("lspci.txt")
+    gpus = [d for d in parse_lspci(text) if d.is_gpu] if text else []
+    if not gpus:
+        return []
+    return [Evidence(path=artifacts.path("host/lspci.txt"), line=gpus[0].line,
+                     excerpt=f"lspci lists {len(gpus)} NVIDIA GPU(s): {clip(gpus[0].text)}")]
 
 
 def _nfd_workers(pods: Iterable[Pod]) -> dict[str, OperandPod]:
@@ -310,11 +324,13 @@ class NfdNotLabelling(Rule):
     """NFD did not label a GPU node.
 
     A node shows NVIDIA GPUs (``nvidia.com/gpu.product`` label, ``nvidia.com/*``
-    capacity, or GPUs in nvidia-smi) but lacks NFD's PCI label
-    ``feature.node.kubernetes.io/pci-10de.present`` (or the class-vendor forms
-    ``pci-0302_10de`` / ``pci-0300_10de``), or the NFD worker is not running there.
-    The operator turns that PCI label into ``nvidia.com/gpu.present`` and the deploy
-    labels; without it the node gets no operands.
+    capacity, GPUs in nvidia-smi, or an NVIDIA VGA/3D controller in the node's
+    ``host/lspci.txt``, the one sign a fresh install has before any operand ran) but
+    lacks NFD's PCI label ``feature.node.kubernetes.io/pci-10de.present`` (or the
+    class-vendor forms ``pci-0302_10de`` / ``pci-0300_10de``), or the NFD worker is
+    not running there. The operator turns that PCI label into
+    ``nvidia.com/gpu.present`` and the deploy labels; without it the node gets no
+    operands.
 
     Why it matters:
     NFD failing is silent: no error anywhere, the operand DaemonSets just skip the
@@ -332,7 +348,8 @@ class NfdNotLabelling(Rule):
     slug = "nfd-not-labelling"
     severity = Severity.HIGH
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True))
+              cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True),
+              node("host/lspci.txt", optional=True))
     tags = ("operator", "nfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -342,10 +359,10 @@ class NfdNotLabelling(Rule):
         nfd_ds = _nfd_daemonset(ctx.bundle.cluster.daemonsets)
         operator_lines = self._operator_lines(ctx)
         for obj in ctx.bundle.cluster.nodes:
-            signs = _gpu_signs(ctx, obj)
+            signs = gpu_signs(ctx, obj)
             if not signs:
                 continue
-            labelled = _has_pci_label(obj)
+            labelled = has_pci_label(obj)
             worker = workers.get(obj.name)
             if labelled and (worker.healthy if worker is not None else not workers):
                 continue

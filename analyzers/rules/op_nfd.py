@@ -1,0 +1,282 @@
+"""OP011: node labelling is broken, so the operator deploys nothing.
+
+The operator learns which nodes have GPUs only from labels: NFD's PCI label
+``feature.node.kubernetes.io/pci-10de.present`` becomes ``nvidia.com/gpu.present``,
+which becomes the deploy labels every operand DaemonSet selects on; GPU Feature
+Discovery's ``nvidia.com/gpu.*`` labels reach the node through NFD's master. OP003
+says per node that a label is missing; this rule names why for the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from analyzers import commands as sh
+from analyzers import refs
+from analyzers.facts.operands import HEALTHY_STATES, pod_state
+from analyzers.facts.operator_presence import STANDALONE
+from analyzers.facts.podlogs import ContainerLog
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.rule import CannotJudge, Context, Rule, cluster, node
+from analyzers.rules.common import field as object_field
+from analyzers.rules.common import node_ref
+from analyzers.rules.op_common import LOGS, capped, logs_cmd, namespace, quote
+from analyzers.rules.op_labels import PCI_LABELS, PRESENT, gpu_signs, has_pci_label
+from bundle.evidence import Locator
+from bundle.kube import Pod
+
+SUBJECT = "node-feature-discovery"
+NO_GPU_NODE = ("operator-no-gpu-node", "operator-nfd-labels-missing")
+UNREACHABLE = "nfd-master-unreachable"
+DENIED = "nfd-label-namespace-denied"
+# ClusterPolicy condition reasons that say the operator found no GPU node.
+NFD_REASONS = frozenset({"NFDLabelsMissing", "NoGPUNodes"})
+_NFD_NAMES = ("node-feature-discovery", "-nfd-")
+_CAP = 3
+
+
+def nfd_role(pod: Pod) -> str | None:
+    """``master``, ``worker``, ``gc`` or ``other`` for an NFD pod, None for other pods."""
+    labels = pod.metadata.labels
+    name = pod.name
+    is_nfd = labels.get("app.kubernetes.io/name") == "node-feature-discovery" or \
+        name.startswith("nfd-") or any(part in name for part in _NFD_NAMES)
+    if not is_nfd:
+        return None
+    role = labels.get("role") or labels.get("app.kubernetes.io/component") or ""
+    for wanted in ("master", "worker", "gc"):
+        if role == wanted or f"nfd-{wanted}" in name or f"discovery-{wanted}" in name:
+            return wanted
+    return "other"
+
+
+def _is_gfd(pod: Pod) -> bool:
+    return pod.metadata.labels.get("app") == "gpu-feature-discovery" or \
+        pod.name.startswith(("gpu-feature-discovery", "nvidia-gpu-feature-discovery"))
+
+
+@dataclass
+class Labelling:
+    """What the bundle says about node labelling."""
+
+    unlabelled: dict[str, list[Evidence]] = field(default_factory=dict)   # node → GPU signs
+    nfd_pods: dict[str, list[Pod]] = field(default_factory=dict)          # role → pods
+    broken: list[tuple[Pod, str]] = field(default_factory=list)            # NFD pod, state
+    unreachable: list[tuple[ContainerLog, Locator]] = field(default_factory=list)
+    denied: list[tuple[ContainerLog, Locator]] = field(default_factory=list)
+    no_gpu_node: list[Locator] = field(default_factory=list)
+    conditions: list[Evidence] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+
+    @property
+    def nfd_absent(self) -> bool:
+        return not self.nfd_pods.get("master") and not self.nfd_pods.get("worker")
+
+    @property
+    def nfd_at_fault(self) -> bool:
+        """NFD cannot label anything: absent, its master down, its workers unable to reach
+        the master, or every worker down (one worker down elsewhere is OP003's)."""
+        masters = self.nfd_pods.get("master", [])
+        workers = self.nfd_pods.get("worker", [])
+        down = {id(pod) for pod, _ in self.broken}
+        return self.nfd_absent or bool(self.unreachable) or \
+            any(id(pod) in down for pod in masters) or \
+            (bool(workers) and all(id(pod) in down for pod in workers))
+
+
+def _log_hits(ctx: Context, pods: Iterable[Pod], wanted: tuple[str, ...]
+              ) -> list[tuple[ContainerLog, Locator]]:
+    found: list[tuple[ContainerLog, Locator]] = []
+    for pod in pods:
+        for log in ctx.facts.pod_logs.of(pod):
+            seen: set[int] = set()
+            for hit in log.matches():
+                if hit.signature.id in wanted and hit.line not in seen:
+                    seen.add(hit.line)
+                    found.append((log, log.locate(hit)))
+    return found
+
+
+def labelling(ctx: Context) -> Labelling:
+    """Read nodes, NFD and GFD pods, their logs, the operator's log and the policy."""
+    picture = Labelling()
+    for obj in ctx.bundle.cluster.nodes:
+        if not has_pci_label(obj):
+            signs = [s for s in gpu_signs(ctx, obj) if not s.excerpt.startswith(PRESENT)]
+            if signs:
+                picture.unlabelled[obj.name] = signs
+    labellers: list[Pod] = []
+    for pod in ctx.bundle.cluster.pods:
+        role = nfd_role(pod)
+        if role is not None:
+            picture.nfd_pods.setdefault(role, []).append(pod)
+            labellers.append(pod)
+            state = pod_state(pod)
+            if role in ("master", "worker") and state not in HEALTHY_STATES:
+                picture.broken.append((pod, state))
+        elif _is_gfd(pod):
+            labellers.append(pod)
+    picture.unreachable = _log_hits(ctx, labellers, (UNREACHABLE,))
+    picture.denied = _log_hits(ctx, labellers, (DENIED,))
+    picture.no_gpu_node = [hit for _, hit in
+                           _log_hits(ctx, ctx.facts.operator_pods, NO_GPU_NODE)][-1:]
+    for policy in ctx.bundle.cluster.clusterpolicies:
+        for index, condition in enumerate(policy.status.conditions):
+            if condition.reason in NFD_REASONS:
+                picture.policies.append(policy.metadata.name)
+                picture.conditions.append(object_field(
+                    policy, f"{condition.type}={condition.status} {condition.reason}: "
+                            f"{condition.message or ''}".strip(),
+                    "status", "conditions", index))
+    return picture
+
+
+class NodeLabellingBroken(Rule):
+    """Node labelling is broken, so the operator deploys nothing on the GPU nodes.
+
+    The operator never looks at the hardware: it deploys operands on nodes labelled
+    ``nvidia.com/gpu.present=true``, which it sets from NFD's PCI label
+    ``feature.node.kubernetes.io/pci-10de.present`` (or ``pci-0302_10de`` /
+    ``pci-0300_10de``). The rule fires when nodes that have NVIDIA GPUs — in
+    ``host/lspci.txt``, ``nvidia-smi.xml``, ``nvidia.com/*`` capacity or the
+    ``nvidia.com/gpu.product`` label — carry no PCI label; when NFD's master refuses
+    GPU Feature Discovery's label namespace (``Namespace 'nvidia.com' is not
+    allowed``), so no ``nvidia.com/gpu.*`` label reaches a node; or when the operator
+    reports it found no GPU node (``Could not get any nodes to match
+    nvidia.com/gpu.present``, ``NFD labels missing``, ``No GPU node found``, condition
+    ``NFDLabelsMissing`` / ``NoGPUNodes``) while NFD is absent, not running, or its
+    workers cannot reach the master. It names the reason it found: no NFD in the
+    cluster, NFD pods not running, workers unable to reach the master, the namespace
+    refused. OP003 (per node), OP002, OP001 and OP006 hang under it. Without the
+    operator (a standalone device plugin) only the refused namespace is judged.
+
+    Why it matters:
+    Nothing fails loudly: the operand DaemonSets show ``DESIRED 0`` and the operator
+    waits for GPU nodes, so a fresh install looks merely slow while no GPU is ever
+    offered to pods.
+
+    Remediation:
+    Compare hardware and labels (``kubectl get nodes -L
+    feature.node.kubernetes.io/pci-10de.present,nvidia.com/gpu.present``), then read
+    the NFD pods (``kubectl get pods -A -o wide | grep node-feature-discovery``, the
+    worker's and master's logs). Install NFD (the chart's ``nfd.enabled=true``, or the
+    NFD operator on OpenShift), let the worker reach the master (Service name,
+    port 8080, network policy), or allow ``nvidia.com`` on the master
+    (``--extra-label-ns=nvidia.com``).
+    """
+
+    id = "OP011"
+    slug = "node-labelling-broken"
+    severity = Severity.HIGH
+    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
+              cluster("clusterpolicies.json", optional=True),
+              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True))
+    tags = ("operator", "nfd", "gfd", "labels")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        if not ctx.bundle.has("cluster/pods.json"):
+            # without the pods nothing says whether NFD runs: OP003 still names the nodes
+            raise CannotJudge("the pods were not collected, so NFD's state is unknown")
+        picture = labelling(ctx)
+        expected = ctx.facts.operator_expected
+        if not expected and not picture.denied:
+            raise CannotJudge(STANDALONE)
+        operator_says = bool(picture.no_gpu_node or picture.conditions)
+        fires = bool(picture.denied) or (expected and (
+            bool(picture.unlabelled) or (operator_says and picture.nfd_at_fault)))
+        if fires:
+            yield self._finding(ctx, picture, expected)
+
+    def _finding(self, ctx: Context, picture: Labelling, expected: bool) -> Finding:
+        ns = namespace(ctx)
+        nodes = sorted(picture.unlabelled) if expected else []
+        parts: list[str] = []
+        evidence: list[Evidence] = []
+        if nodes:
+            first = picture.unlabelled[nodes[0]][0]
+            parts.append(f"{len(nodes)} node(s) with NVIDIA GPUs carry no "
+                         f"{PCI_LABELS[0]} label ({', '.join(nodes[:_CAP])}"
+                         f"{', …' if len(nodes) > _CAP else ''}; {nodes[0]}: "
+                         f"{first.excerpt}), so the operator sees no GPU there and "
+                         "deploys nothing")
+            for name in nodes[:2]:
+                obj = ctx.facts.nodes[name]
+                evidence.append(object_field(obj, f"{name}: no {PCI_LABELS[0]} label "
+                                                  "(nor pci-0302_10de / pci-0300_10de)",
+                                             "metadata", "labels"))
+                evidence.append(picture.unlabelled[name][0])
+        elif picture.no_gpu_node or picture.conditions:
+            said = picture.no_gpu_node[0].excerpt if picture.no_gpu_node else \
+                picture.conditions[0].excerpt
+            parts.append(f"the operator finds no GPU node ({quote(said, 160)})")
+        evidence += capped(picture.no_gpu_node, 1) + picture.conditions[:1]
+        parts += self._reasons(picture, evidence, expected)
+        summary = "Node labelling is broken: " + "; ".join(parts) + "."
+        causes = [link for name in nodes for link in (refs.OP003(name), refs.OP001(name))]
+        causes += [refs.OP006(name) for name in picture.policies]
+        objects = [node_ref(name) for name in nodes[:_CAP]]
+        objects += [ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)
+                    for pod, _ in picture.broken[:2]]
+        return self.finding(SUBJECT, summary, nodes=nodes, objects=objects,
+                            evidence=evidence, causes=causes,
+                            remediation=self._remediation(ctx, ns, picture))
+
+    @staticmethod
+    def _reasons(picture: Labelling, evidence: list[Evidence], expected: bool) -> list[str]:
+        reasons: list[str] = []
+        if expected and picture.nfd_absent:
+            reasons.append("no NFD master or worker pod exists in the cluster (the chart's "
+                           "nfd.enabled=false without a separate NFD, or the NFD operator "
+                           "not installed), so nothing writes the PCI labels")
+        for pod, state in picture.broken[:_CAP]:
+            reasons.append(f"NFD {nfd_role(pod)} {pod.namespace}/{pod.name} is {state}")
+            evidence.append(object_field(pod, f"{pod.namespace}/{pod.name}: {state}",
+                                         "status"))
+        if picture.unreachable:
+            log, hit = picture.unreachable[-1]
+            said = hit.excerpt
+            said = said[said.index("desc ="):] if "desc =" in said else said  # grpc's reason
+            reasons.append(f"the NFD worker {log.pod.name} cannot reach the NFD master "
+                           f"({quote(said, 160)}), so its labels are never written")
+            evidence += capped([h for _, h in picture.unreachable], 2)
+        if picture.denied:
+            log, hit = picture.denied[0]
+            reasons.append(f"NFD's master refuses the nvidia.com label namespace "
+                           f"({quote(hit.excerpt, 120)}): GPU Feature Discovery's "
+                           "nvidia.com/gpu.* labels never reach the nodes")
+            evidence += capped([h for _, h in picture.denied], 2)
+        if expected and not reasons and not picture.nfd_at_fault:
+            reasons.append("NFD runs but does not label NVIDIA PCI devices (check its "
+                           "worker configuration: deviceClassWhitelist, label sources)")
+        return reasons
+
+    @staticmethod
+    def _remediation(ctx: Context, ns: str, picture: Labelling) -> str:
+        lines: list[str] = [
+            "# look first: which nodes have the labels, and where NFD runs",
+            "kubectl get nodes -L " + ",".join(PCI_LABELS[:1]) + f",{PRESENT}",
+            "kubectl get pods -A -o wide | grep -iE 'node-feature-discovery|nfd-'",
+        ]
+        shown: set[tuple[str, str]] = set()
+        for log, _ in picture.unreachable[-1:] + picture.denied[:1]:
+            if (log.pod.name, log.container) not in shown:
+                shown.add((log.pod.name, log.container))
+                lines.append(logs_cmd(log.pod.namespace, log, tail=30))
+        if picture.no_gpu_node or picture.conditions:
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(ns), "logs", "deploy/gpu-operator",
+                                "--tail=200", tail=" | grep -iE 'nfd|gpu.present|GPU node'"))
+        if picture.nfd_absent and ctx.facts.operator_expected:
+            lines.append("# no NFD: install it (helm upgrade --reuse-values --set "
+                         "nfd.enabled=true, or the NFD operator and a NodeFeatureDiscovery "
+                         "instance on OpenShift)")
+        if picture.unreachable:
+            lines.append("# the worker must resolve and reach the master's Service on port 8080: "
+                         "check the Service, its namespace and network policies")
+        if picture.denied:
+            lines.append("# allow the namespace on nfd-master: --extra-label-ns=nvidia.com "
+                         "(chart value node-feature-discovery.master.extraLabelNs)")
+        return sh.lines(lines)
+
+
+RULES = [NodeLabellingBroken]

@@ -1,0 +1,171 @@
+"""OP016, CRD half: the installed CRDs (cluster/crds.json) are older than the running
+operator.
+
+Bundles built from real public threads:
+- chart v22.9.0 over a CRD of an earlier release (``unknown field "enabled" in
+  com.nvidia.v1.ClusterPolicy.spec.dcgmExporter``, ``... spec.toolkit: unknown field
+  "installDir"``): https://github.com/NVIDIA/gpu-operator/issues/431 and
+  https://github.com/NVIDIA/gpu-operator/issues/435;
+- v26.3.3 validated against a schema from 2025, new fields silently pruned, no error
+  anywhere: https://github.com/edgelesssys/contrast/pull/2599;
+- v23.9.0 upgraded from v23.6.1 without the nvidiadrivers.nvidia.com CRD, the operator
+  crash-looping: https://github.com/NVIDIA/gpu-operator/issues/602.
+The field table is read from the chart CRDs of every release tag of NVIDIA/gpu-operator.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from kit import kube_list
+from op_kit import NS, Cluster, of_rule, stamp, status
+
+from analyzers import datafiles
+from analyzers.models import RuleStatus
+
+SUBJECT = "OP016:clusterpolicies.nvidia.com"
+BASE = ("operator", "driver", "toolkit", "devicePlugin", "dcgmExporter", "gfd", "mig",
+        "migManager", "validator", "psp")
+TABLE = tomllib.loads(datafiles.read_toml("clusterpolicy_crd"))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.lstrip("v").split("."))
+
+
+def _fields_before(release: str) -> set[str]:
+    """The spec fields of the chart CRD of ``release`` (the table's fields up to it, and
+    the sections every release has)."""
+    fields = {f"{section}.image" for section in BASE} | set(BASE)
+    for name, entry in TABLE["field"].items():
+        if _version(entry["since"]) <= _version(release):
+            fields.add(name)
+            if "." not in name:
+                fields.add(f"{name}.image")
+    return fields
+
+
+def _crd(name: str, fields: set[str], *, open_spec: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": "object", "properties": {}}
+    for field in sorted(fields):
+        section, _, child = field.partition(".")
+        entry = spec["properties"].setdefault(section, {"type": "object", "properties": {}})
+        if child:
+            entry["properties"][child] = {"type": "string"}
+    if open_spec:
+        spec["x-kubernetes-preserve-unknown-fields"] = True
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": "nvidia.com", "names": {"kind": "ClusterPolicy"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "properties": {"spec": spec}}}}]}}
+
+
+def _operator(cluster: Cluster, release: str) -> None:
+    image = f"nvcr.io/nvidia/gpu-operator:{release}"
+    cluster.files["cluster/deployments.json"] = kube_list(
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "gpu-operator", "namespace": NS},
+         "spec": {"template": {"spec": {"containers": [{"name": "gpu-operator",
+                                                          "image": image}]}}}})
+
+
+def test_chart_22_9_over_an_older_crd_fires(tmp_path: Path) -> None:
+    """gpu-operator#431/#435: the v22.9.0 chart's dcgmExporter.enabled, gfd.enabled,
+    toolkit.installDir are unknown to the installed CRD of v1.11."""
+    cluster = Cluster()
+    _operator(cluster, "v22.9.0")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v1.11.1")))
+    report = cluster.analyze(tmp_path)
+    found = of_rule(report, "OP016")
+    assert sorted(found) == [SUBJECT]
+    op = found[SUBJECT]
+    assert "spec.dcgmExporter.enabled (v22.9.0)" in op.summary
+    assert "spec.toolkit.installDir (v22.9.0)" in op.summary
+    assert "nvcr.io/nvidia/gpu-operator:v22.9.0" in op.summary
+    assert "the API server prunes those fields" in op.summary
+    assert [(e.path, e.pointer) for e in op.evidence] == [
+        ("cluster/deployments.json", "/items/0/spec/template/spec/containers/0/image"),
+        ("cluster/crds.json",
+         "/items/0/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties")]
+    assert "kubectl get crd clusterpolicies.nvidia.com" in op.remediation
+
+
+def test_26_3_3_over_a_2025_schema_fires(tmp_path: Path) -> None:
+    """edgelesssys/contrast#2599: v26.3.3 against a v25.3 schema, pruned silently."""
+    cluster = Cluster()
+    _operator(cluster, "v26.3.3")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
+        _crd("nvidiadrivers.nvidia.com", set()))
+    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    assert "spec.dcgmExporter.hostPID (v25.10.0)" in op.summary
+    assert "spec.driver.secretEnv (v25.10.0)" in op.summary
+    assert "spec.cdi.nriPluginEnabled (v26.3.0)" in op.summary
+    assert " and 22 more" in op.summary
+    assert "CRD is not installed" not in op.summary
+
+
+def test_missing_nvidiadriver_crd_after_upgrade_fires(tmp_path: Path) -> None:
+    """gpu-operator#602: v23.9.0 without the nvidiadrivers.nvidia.com CRD."""
+    cluster = Cluster()
+    _operator(cluster, "v23.9.0")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v23.9.0")))
+    name = "gpu-operator-6fdbc66bd4-k82lb"
+    cluster.put({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": name, "namespace": NS, "labels": {"app": "gpu-operator"}},
+                 "spec": {"nodeName": "cp-1", "containers": [
+                     {"name": "gpu-operator", "image": "nvcr.io/nvidia/gpu-operator:v23.9.0"}]},
+                 "status": {"phase": "Running", "containerStatuses": [
+                     {"name": "gpu-operator", "ready": False, "restartCount": 5,
+                      "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}})
+    log = f"logs/{NS}/{name}/gpu-operator.log"
+    cluster.files[log] = stamp([
+        "ERROR controller-runtime.source.EventHandler failed to get API group resources: "
+        "unable to retrieve the complete list of server APIs: nvidia.com/v1alpha1: the "
+        "server could not find the requested resource",
+        "ERROR setup problem running manager: failed to wait for nvidia-driver-controller "
+        "caches to sync: timed out waiting for cache to be synced for Kind "
+        "*v1alpha1.NVIDIADriver"])
+    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    assert ("The nvidiadrivers.nvidia.com (needed since v23.9.0) CRD is not installed"
+            in op.summary)
+    assert "lacks" not in op.summary
+    located = [(e.path, e.line, e.pointer) for e in op.evidence]
+    assert ("cluster/crds.json", None, "/items") in located
+    assert (log, 1, None) in located and (log, 2, None) in located
+
+
+def test_quiet_when_the_crd_matches_the_operator(tmp_path: Path) -> None:
+    cluster = Cluster()
+    _operator(cluster, "v26.3.3")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v26.3.3")),
+        _crd("nvidiadrivers.nvidia.com", set()))
+    report = cluster.analyze(tmp_path)
+    assert of_rule(report, "OP016") == {}
+    assert status(report, "OP016") is RuleStatus.PASSED
+
+
+def test_quiet_on_a_schema_that_keeps_unknown_fields(tmp_path: Path) -> None:
+    cluster = Cluster()
+    _operator(cluster, "v26.3.3")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", set(BASE), open_spec=True),
+        _crd("nvidiadrivers.nvidia.com", set()))
+    assert of_rule(cluster.analyze(tmp_path), "OP016") == {}
+
+
+def test_quiet_when_a_newer_crd_runs_an_older_operator(tmp_path: Path) -> None:
+    """The CRD may be ahead of the operator (CRDs applied first, as NVIDIA documents)."""
+    cluster = Cluster()
+    _operator(cluster, "v24.9.2")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v26.7.0")),
+        _crd("nvidiadrivers.nvidia.com", set()))
+    assert of_rule(cluster.analyze(tmp_path), "OP016") == {}
