@@ -39,7 +39,7 @@ EXAMPLE_IDS = [f"{s.id}#{i}" for s in ALL for i, _ in enumerate(s.examples, star
 
 
 def test_knowledge_base_size_and_unique_ids() -> None:
-    assert 35 <= len(ALL) <= 80
+    assert 35 <= len(ALL) <= 120  # a sanity range: a lost table or a duplicated file
     assert len(BY_ID) == len(ALL)
 
 
