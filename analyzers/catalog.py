@@ -3,10 +3,11 @@
 Each rule's title, description, "Why it matters" and "Remediation" come from its
 docstring (:meth:`analyzers.rule.Rule.docs`), its id, slug, severity and inputs from its
 class attributes, and each family's heading from the first line of the module that
-registers the family (:data:`analyzers.plugins.BUILTIN`). Nothing is written by hand, so
-the document cannot drift from the code; ``tests/test_rule_catalog_doc.py`` fails when
-the committed file differs from what this module prints. Third-party rules installed in
-the same environment are not part of the project's catalog and are left out.
+registers the family (the built-in entry points of ``pyproject.toml``). Nothing is
+written by hand, so the document cannot drift from the code;
+``tests/test_rule_catalog_doc.py`` fails when the committed file differs from what this
+module prints. Third-party rules installed in the same environment are not part of the
+project's catalog and are left out.
 
     python -m analyzers.catalog > docs/rule-catalog.md     # regenerate
     python -m analyzers.catalog --check docs/rule-catalog.md   # exit 1 when stale
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.plugins import BUILTIN, check_rule
+from analyzers.plugins import BUILTIN_ORIGIN, check_rule, entry_points
 from analyzers.rule import SECTIONS, Rule
 
 REGENERATE = "python -m analyzers.catalog > docs/rule-catalog.md"
@@ -62,7 +63,10 @@ class Family:
 def builtin_families() -> list[Family]:
     """The built-in families in entry-point order, each rule checked as discovery would."""
     families = []
-    for _name, value in BUILTIN:
+    for point in entry_points():
+        if point.origin != BUILTIN_ORIGIN:
+            continue
+        value = point.value
         module_name, _, attribute = value.partition(":")
         module = importlib.import_module(module_name)
         provided = getattr(module, attribute)
