@@ -38,7 +38,7 @@ Change the rule, then regenerate: {regenerate} -->
 Every diagnosis gpu-triage makes, by rule family. A rule id (`RT001`) is stable: it is
 never renamed or given to another diagnosis, so tickets, suppression files and
 automation can quote it. A finding's id is the rule id and its subject
-(`RT001:gpu-a`).
+(`RT001:gpu-a`). The table names the module that defines each rule.
 
 For each rule: its default severity (a finding may be raised or lowered from it), the
 bundle paths it reads ([bundle-format.md](bundle-format.md); `nodes/*/` means every
@@ -125,6 +125,15 @@ def _anchor(rule: type[Rule]) -> str:
     return rule.id.lower()
 
 
+def source_path(rule: type[Rule]) -> str:
+    """The file that defines ``rule``, relative to the repository root."""
+    return rule.__module__.replace(".", "/") + ".py"
+
+
+def _source_link(rule: type[Rule]) -> str:
+    return f"[`{source_path(rule)}`](../{source_path(rule)})"  # from docs/
+
+
 def _inputs(rule: type[Rule]) -> str:
     if not rule.inputs:
         return "none (it reads what the other rules recorded while reading the bundle)"
@@ -139,6 +148,8 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
     yield f"**{rule.title()}**"
     yield ""
     yield f"Severity **{rule.severity.value}** · slug `{rule.slug}` · inputs: {_inputs(rule)}"
+    yield ""
+    yield f"Defined in {_source_link(rule)}."
     about = description(rule)
     if about:
         yield ""
@@ -153,12 +164,13 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
 
 
 def _index(families: Sequence[Family]) -> Iterator[str]:
-    yield "| rule | severity | title |"
-    yield "|---|---|---|"
+    yield "| rule | severity | title | defined in |"
+    yield "|---|---|---|---|"
     for family in families:
         for rule in family.rules:
             title = rule.title().replace("|", "\\|")
-            yield f"| [{rule.id}](#{_anchor(rule)}) | {rule.severity.value} | {title} |"
+            yield (f"| [{rule.id}](#{_anchor(rule)}) | {rule.severity.value} | {title} | "
+                   f"{_source_link(rule)} |")
     yield ""
 
 

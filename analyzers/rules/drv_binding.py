@@ -150,5 +150,3 @@ def _remediation(name: str, drivers: list[str]) -> str:
     ]
     return sh.lines(lines)
 
-
-RULES = [GpuBoundToOtherDriver]

@@ -117,5 +117,3 @@ class ClusterPolicySchemaRejected(Rule):
                            evidence=capped(evidence, 5), remediation=remediation,
                            causes=causes)
 
-
-RULES = [ClusterPolicySchemaRejected]

@@ -139,5 +139,3 @@ class DcgmProfilingUnavailable(Rule):
                             evidence=evidence, remediation=remediation,
                             causes=[f"OP004:{name}"])
 
-
-RULES = [DcgmProfilingUnavailable]

@@ -421,5 +421,3 @@ class NfdNotLabelling(Rule):
                             evidence=evidence, remediation=remediation,
                             causes=[f"OP002:{name}"] if not labelled else [])
 
-
-RULES = [OperandsNotScheduled, NfdNotLabelling]

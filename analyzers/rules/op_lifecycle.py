@@ -478,5 +478,3 @@ class DriverKernelMismatch(Rule):
                             remediation=sh.lines(lines), causes=[f"OP001:{name}"],
                             caused_by=causes)
 
-
-RULES = [ClusterPolicyNotReady, DriverUpgradeStuck, DriverKernelMismatch]
