@@ -1,4 +1,4 @@
-"""Issue 6 and issue 4 samples: the node, the kernel and the GPU, and the operator's
+"""Node and driver samples: the node, the kernel and the GPU, and the operator's
 driver life cycle.
 
 - ``xid79-fallen-off-bus``: HGX A100, PCIe AER and Xid 79 on one GPU; capacity 8,

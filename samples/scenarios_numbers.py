@@ -1,4 +1,4 @@
-"""Issue 5 samples: the number gate. Each is a small fleet (``samplekit/fleet.py``) of
+"""Scheduling samples: the number gate. Each is a small fleet (``samplekit/fleet.py``) of
 two GPU servers and a control-plane node, healthy except for the one thing the sample
 shows, with a GPU pod that cannot get what it asks for.
 

@@ -1,4 +1,4 @@
-"""Scenarios of issue 15: a root cause of catalog 2 with its symptoms in the report.
+"""Root-cause scenarios: a root cause behind an operator symptom, with its symptoms in the report.
 
 ``dcgm-profiling-crashloop``: on gpu-2 the node image runs its own DCGM host engine
 (the distribution's datacenter-gpu-manager service), which holds the L40S GPUs'

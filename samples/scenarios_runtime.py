@@ -1,4 +1,4 @@
-"""Issue 4 samples: the runtime gate broken by a file, and by values nobody carried.
+"""Runtime samples: the runtime gate broken by a file, and by values nobody carried.
 
 - ``dropin-clobber``: the first write-up's incident on four GPU nodes. A registry
   drop-in named to sort after the toolkit's ``99-nvidia.toml`` replaced the whole CRI
