@@ -1,8 +1,9 @@
 """The packaged data files (``analyzers/data``) and the generated JSON twins of large ones.
 
-Each TOML file there is the one edited source. ``tomllib`` is pure Python: parsing
-``signatures.toml`` or ``xid.toml`` takes 10 ms each, against 0.1 ms for ``orjson`` on the
-same document, and a small bundle's whole analysis takes about 0.1 s. So each file in
+Each TOML file there is the one edited source. ``tomllib`` is pure Python: loading the
+signatures (parsed, and each checked against its examples) and the Xid catalog from their
+TOML takes about 14 times as long as from ``orjson`` documents, 40-50 ms of CPU on each
+run (docs/performance.md, "Optimisations weighed against their code"). So each file in
 :data:`TWINNED` has a twin ``<name>.toml.json`` beside it, holding the document the TOML
 parses to and the SHA-256 of the TOML it was made from. :func:`twin` gives that document only
 while the hash matches the TOML as it is now, and the caller parses the TOML otherwise. A
