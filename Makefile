@@ -14,6 +14,9 @@ test:
 	@.venv/bin/python -m pytest; code=$$?; \
 	  if [ $$code -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$code
 
+# Static checks: ruff, mypy --strict, and the import layering (packages in the order
+# bundle -> analyzers -> reports -> gpu_triage, no import cycle: tests/test_layering.py).
 lint:
 	@.venv/bin/ruff check bundle analyzers reports gpu_triage collectors tests samples
 	@.venv/bin/mypy
+	@.venv/bin/python -m pytest -q -p no:cacheprovider tests/test_layering.py

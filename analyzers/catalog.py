@@ -3,10 +3,11 @@
 Each rule's title, description, "Why it matters" and "Remediation" come from its
 docstring (:meth:`analyzers.rule.Rule.docs`), its id, slug, severity and inputs from its
 class attributes, and each family's heading from the first line of the module that
-registers the family (:data:`analyzers.plugins.BUILTIN`). Nothing is written by hand, so
-the document cannot drift from the code; ``tests/test_rule_catalog_doc.py`` fails when
-the committed file differs from what this module prints. Third-party rules installed in
-the same environment are not part of the project's catalog and are left out.
+registers the family (the built-in entry points of ``pyproject.toml``). Nothing is
+written by hand, so the document cannot drift from the code;
+``tests/test_rule_catalog_doc.py`` fails when the committed file differs from what this
+module prints. Third-party rules installed in the same environment are not part of the
+project's catalog and are left out.
 
     python -m analyzers.catalog > docs/rule-catalog.md     # regenerate
     python -m analyzers.catalog --check docs/rule-catalog.md   # exit 1 when stale
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.plugins import BUILTIN, check_rule
+from analyzers.plugins import BUILTIN_ORIGIN, check_rule, entry_points
 from analyzers.rule import SECTIONS, Rule
 
 REGENERATE = "python -m analyzers.catalog > docs/rule-catalog.md"
@@ -37,7 +38,7 @@ Change the rule, then regenerate: {regenerate} -->
 Every diagnosis gpu-triage makes, by rule family. A rule id (`RT001`) is stable: it is
 never renamed or given to another diagnosis, so tickets, suppression files and
 automation can quote it. A finding's id is the rule id and its subject
-(`RT001:gpu-a`).
+(`RT001:gpu-a`). The table names the module that defines each rule.
 
 For each rule: its default severity (a finding may be raised or lowered from it), the
 bundle paths it reads ([bundle-format.md](bundle-format.md); `nodes/*/` means every
@@ -63,7 +64,10 @@ class Family:
 def builtin_families() -> list[Family]:
     """The built-in families in entry-point order, each rule checked as discovery would."""
     families = []
-    for _name, value in BUILTIN:
+    for point in entry_points():
+        if point.origin != BUILTIN_ORIGIN:
+            continue
+        value = point.value
         module_name, _, attribute = value.partition(":")
         module = importlib.import_module(module_name)
         provided = getattr(module, attribute)
@@ -122,6 +126,15 @@ def _anchor(rule: type[Rule]) -> str:
     return rule.id.lower()
 
 
+def source_path(rule: type[Rule]) -> str:
+    """The file that defines ``rule``, relative to the repository root."""
+    return rule.__module__.replace(".", "/") + ".py"
+
+
+def _source_link(rule: type[Rule]) -> str:
+    return f"[`{source_path(rule)}`](../{source_path(rule)})"  # from docs/
+
+
 def _inputs(rule: type[Rule]) -> str:
     if not rule.inputs:
         return "none (it reads what the other rules recorded while reading the bundle)"
@@ -136,6 +149,8 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
     yield f"**{rule.title()}**"
     yield ""
     yield f"Severity **{rule.severity.value}** · slug `{rule.slug}` · inputs: {_inputs(rule)}"
+    yield ""
+    yield f"Defined in {_source_link(rule)}."
     about = description(rule)
     if about:
         yield ""
@@ -150,12 +165,13 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
 
 
 def _index(families: Sequence[Family]) -> Iterator[str]:
-    yield "| rule | severity | title |"
-    yield "|---|---|---|"
+    yield "| rule | severity | title | defined in |"
+    yield "|---|---|---|---|"
     for family in families:
         for rule in family.rules:
             title = rule.title().replace("|", "\\|")
-            yield f"| [{rule.id}](#{_anchor(rule)}) | {rule.severity.value} | {title} |"
+            yield (f"| [{rule.id}](#{_anchor(rule)}) | {rule.severity.value} | {title} | "
+                   f"{_source_link(rule)} |")
     yield ""
 
 

@@ -3,8 +3,8 @@
 Two bundles of one cluster are compared at the level of findings (their ids are
 ``<rule>:<subject>``, stable across bundles), not files, plus the facts that moved
 (versions, operand states, per-node GPU numbers, the Helm revision). Strict like the
-findings contract; ``kind`` tells this document from a findings report. Renderers import
-these through :mod:`analyzers.models`.
+findings contract; ``kind`` tells this document from a findings report. They build on
+:mod:`analyzers.models`, which knows nothing of them.
 """
 
 from __future__ import annotations

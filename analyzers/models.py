@@ -8,7 +8,6 @@ new ``schema_version``.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,9 +36,6 @@ __all__ = [
     "ObjectRef", "OperandCell", "OperatorRelease", "Overview", "ParseProblem", "Report",
     "ResourceTotal", "RuleDoc", "RuleResult", "RuleStatus", "Severity", "Summary", "Timeline",
     "TimelinePoint", "ToolInfo", "ValueSpread", "SuppressedFinding",
-    # the result of `gpu-triage diff` (analyzers.diff_models), re-exported lazily below
-    "ChangedFinding", "DiffReport", "DiffSummary", "FactChange", "FindingChange",
-    "RuleChange", "UnverifiedFinding",
 ]
 
 SCHEMA_VERSION = 1
@@ -241,28 +237,3 @@ class Report(_Strict):
 
     def by_id(self) -> dict[str, Finding]:
         return {f.id: f for f in self.findings}
-
-
-# The diff models build on the models above, so they live in analyzers.diff_models and
-# are re-exported here lazily (PEP 562): renderers import every result model from here.
-_DIFF_MODELS = frozenset({"ChangedFinding", "DiffReport", "DiffSummary", "FactChange",
-                          "FindingChange", "RuleChange", "UnverifiedFinding"})
-
-if TYPE_CHECKING:
-    from analyzers.diff_models import (
-        ChangedFinding,
-        DiffReport,
-        DiffSummary,
-        FactChange,
-        FindingChange,
-        RuleChange,
-        UnverifiedFinding,
-    )
-
-
-def __getattr__(name: str) -> object:
-    if name in _DIFF_MODELS:
-        from analyzers import diff_models
-
-        return getattr(diff_models, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
-from analyzers import datafiles
+from analyzers import packaged
 
 _NUMERIC = re.compile(r"(\d+(?:\.\d+)+)")
 
@@ -35,7 +35,7 @@ class OperandTable:
 
 @cache
 def table() -> OperandTable:
-    raw = tomllib.loads(datafiles.read_toml("operand_versions"))
+    raw = tomllib.loads(packaged.read_toml("operand_versions"))
     return OperandTable(
         source=str(raw["source"]),
         labels={str(k): str(v) for k, v in raw["images"].items()},

@@ -1,42 +1,23 @@
 """Rule discovery through the ``gpu_triage.rules`` entry-point group.
 
-Built-in families register there exactly as a third-party package would. Discovery
-runs in three steps, each plugin in its own try block: find the entry points, load
-each one, and check what it provided. A broken plugin is reported and skipped.
-
-When :func:`analyzers.entrypoints.builtin_only` can tell that :mod:`importlib.metadata`
-would return exactly :data:`BUILTIN` (no third-party plugin is installed), those are
-loaded directly, with the same origins and order, without asking it (8 of 9 ms).
+Built-in families register there exactly as a third-party package would
+(``pyproject.toml``). Discovery runs in three steps, each plugin in its own try block:
+find the entry points (:mod:`importlib.metadata`), load each one, and check what it
+provided. A broken plugin is reported and skipped.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from importlib import metadata
 
-from analyzers import entrypoints
 from analyzers.rule import RULE_ID, Rule
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
 
 GROUP = "gpu_triage.rules"
 BUILTIN_ORIGIN = "built-in"
-# The built-in families as pyproject.toml registers them (tests/test_entrypoints.py
-# checks that the two agree).
-BUILTIN = (
-    ("builtin-bnd", "analyzers.rules.bnd:RULES"),
-    ("builtin-cfg", "analyzers.rules.cfg:RULES"),
-    ("builtin-drv", "analyzers.rules.drv:RULES"),
-    ("builtin-helm", "analyzers.rules.helm:RULES"),
-    ("builtin-op", "analyzers.rules.op:RULES"),
-    ("builtin-rt", "analyzers.rules.rt:RULES"),
-    ("builtin-sc", "analyzers.rules.sc:RULES"),
-)
+OWN_NAME = "gpu-triage"  # the distribution's name: its entry points are the built-in ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +36,7 @@ class Discovery:
 
 
 @dataclass(frozen=True, slots=True)
-class _Point:
+class Point:
     """An entry point to load: its origin, name, value and loader."""
 
     origin: str
@@ -64,25 +45,14 @@ class _Point:
     load: Callable[[], object]
 
 
-def _origin(ep: EntryPoint) -> str:
+def _origin(ep: metadata.EntryPoint) -> str:
     dist = ep.dist.name if ep.dist is not None else "unknown"
-    return BUILTIN_ORIGIN if dist == entrypoints.OWN_NAME else f"{dist} ({ep.name})"
+    return BUILTIN_ORIGIN if dist == OWN_NAME else f"{dist} ({ep.name})"
 
 
-def _load(value: str) -> object:
-    """What ``EntryPoint(value=...).load()`` returns for a ``module:attr`` value."""
-    module, _, attrs = value.partition(":")
-    return functools.reduce(getattr, attrs.split("."), importlib.import_module(module))
-
-
-def _entry_points(group: str) -> list[_Point]:
+def entry_points(group: str = GROUP) -> list[Point]:
     """The entry points of ``group``, built-in ones first, each run by name."""
-    if group == GROUP and entrypoints.builtin_only(group, BUILTIN):
-        return [_Point(BUILTIN_ORIGIN, name, value, functools.partial(_load, value))
-                for name, value in BUILTIN]
-    from importlib import metadata
-
-    points = [_Point(_origin(ep), ep.name, ep.value, ep.load)
+    points = [Point(_origin(ep), ep.name, ep.value, ep.load)
               for ep in metadata.entry_points(group=group)]
     return sorted(points, key=lambda p: (p.origin != BUILTIN_ORIGIN, p.name))
 
@@ -126,7 +96,7 @@ def add_rules(discovery: Discovery, provided: Iterable[object], origin: str) -> 
 
 def discover(group: str = GROUP) -> Discovery:
     discovery = Discovery()
-    for point in _entry_points(group):
+    for point in entry_points(group):
         try:
             loaded = point.load()
         except Exception as exc:  # noqa: BLE001 - a plugin may fail in any way

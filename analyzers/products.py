@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
-from analyzers import datafiles
+from analyzers import packaged
 
 UNLISTED = "unlisted"
 _SUFFIX = re.compile(r"(-MIG-[0-9A-Za-z.+-]*|-SHARED)+$", re.IGNORECASE)
@@ -41,7 +41,7 @@ class Verdict:
 
 @cache
 def table() -> ProductTable:
-    raw = tomllib.loads(datafiles.read_toml("gpu_products"))
+    raw = tomllib.loads(packaged.read_toml("gpu_products"))
     families = tuple(
         Family(name=str(item["name"]), klass=str(item["class"]),
                mig=item.get("mig") if isinstance(item.get("mig"), bool) else None,

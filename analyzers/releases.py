@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
-from analyzers import datafiles
+from analyzers import packaged
 
 Version = tuple[int, int, int]
 
@@ -81,7 +81,7 @@ def _series(text: str) -> tuple[int, int]:
 
 @cache
 def table() -> ReleaseTable:
-    raw = tomllib.loads(datafiles.read_toml("operator_releases"))
+    raw = tomllib.loads(packaged.read_toml("operator_releases"))
     lines = tuple(
         ReleaseLine(series=_series(str(item["series"])), status=SupportStatus(item["status"]),
                     released=str(item.get("released", "")),

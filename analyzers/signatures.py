@@ -3,7 +3,8 @@
 The knowledge base is data (``analyzers/data/signatures.toml``), not code, so a support
 engineer can add an entry without writing Python; :func:`load_file` validates an extra
 TOML file with the same rules as the packaged one. A run reads the packaged file from its
-generated JSON twin (:mod:`analyzers.datafiles`), which was checked when it was written.
+generated JSON twin (:mod:`analyzers.packaged`), which ``python -m analyzers.datafiles``
+checked when it wrote it.
 
 Each signature says *what a line means* (one diagnosis, many wordings across component
 versions), where such a line can appear (``sources``, optionally narrowed to container
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Final
 
-from analyzers import datafiles
+from analyzers import packaged
 
 __all__ = [
     "COMPONENTS",
@@ -422,9 +423,9 @@ def _parse_text(text: str, origin: str, known_ids: Iterable[str]) -> tuple[Signa
 def load() -> tuple[Signature, ...]:
     """The packaged signatures, read once: from the JSON twin while it matches the TOML
     (checked when it was written), else from the TOML with every check."""
-    document = datafiles.twin(_DATA_NAME)
+    document = packaged.twin(_DATA_NAME)
     if document is None:
-        return _parse_text(datafiles.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml",
+        return _parse_text(packaged.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml",
                            ())
     return tuple(_build(raw) for raw in document["signature"])
 

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers import datafiles
+from analyzers import packaged
 
 __all__ = ["SXidInfo", "guide", "lookup"]
 
@@ -33,7 +33,7 @@ class SXidInfo:
 
 @functools.cache
 def _data() -> dict[str, Any]:
-    return tomllib.loads(datafiles.read_toml("sxid"))
+    return tomllib.loads(packaged.read_toml("sxid"))
 
 
 def guide() -> str:

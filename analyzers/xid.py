@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from analyzers import datafiles
+from analyzers import packaged
 
 __all__ = [
     "SEVERITIES",
@@ -182,7 +182,7 @@ def _entry(number: int, table: Mapping[str, object]) -> XidInfo:
 def catalog() -> Mapping[int, XidInfo]:
     """Every catalog entry by Xid number (read from the package data once, from its JSON
     twin while that matches the TOML)."""
-    data = datafiles.twin("xid") or tomllib.loads(datafiles.read_toml("xid"))
+    data = packaged.twin("xid") or tomllib.loads(packaged.read_toml("xid"))
     tables = data.get("xid", {})
     entries = {
         int(key): _entry(int(key), value)

@@ -354,24 +354,6 @@ class ArchiveSource(_Refusals):
             self._spool = None
 
 
-def open_source(path: Path, limits: Limits, problems: ProblemLog,
-                find_root: RootFinder | None = None) -> Source:
-    """Open a directory or archive as a Source; BundleError when it cannot be read.
-    ``find_root`` locates the bundle root among the stored names (default: the
-    directory of ``manifest.json``; :mod:`bundle.layouts` adds foreign layouts)."""
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise BundleError(str(path), f"cannot open: {exc.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        from bundle.directory import DirectorySource  # it builds on this module
-
-        return DirectorySource(path, limits, problems, find_root)
-    if not stat.S_ISREG(info.st_mode):
-        raise BundleError(str(path), "not a regular file or directory")
-    return ArchiveSource(path, limits, problems, find_root)
-
-
 def _kind(mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "symbolic link"

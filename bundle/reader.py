@@ -19,13 +19,14 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from bundle import kube
-from bundle.archive import MANIFEST, Limits, Source, open_source
+from bundle.archive import MANIFEST, Limits, Source
 from bundle.evidence import pointer as json_pointer
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
 from bundle.nvsmi import NvidiaSmi, XMLProblem, parse_nvidia_smi
 from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
 from bundle.problems import BundleError, Problem, ProblemLog, ProblemMark
+from bundle.sources import open_source
 from bundle.textfiles import JournalEntry, parse_journal, parse_key_values
 from bundle.tomlsafe import TomlRefused
 from bundle.tomlsafe import loads as toml_loads

@@ -9,86 +9,31 @@ from __future__ import annotations
 import gc
 import io
 import logging
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from analyzers import __version__
+from gpu_triage.cli_common import (
+    FORMATS,
+    SEVERITIES,
+    SUFFIXES,
+    Failure,
+    check_output,
+    colour,
+    load_rules,
+    one_line,
+    shown,
+    stderr,
+    unreadable,
+    write_output,
+)
 from gpu_triage.cli_diff import diff as diff_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.exitcodes import Exit
 
-if TYPE_CHECKING:
-    from bundle import BundleError
-    from gpu_triage.outputs import OutputError
-
-SEVERITIES = ("critical", "high", "medium", "low", "info")
-FORMATS = ("text", "json", "md", "html")
-_SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
-
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
-
-
-def one_line(text: object, limit: int | None = 300) -> str:
-    """Text that may come from a bundle or the file system as one terminal-safe line
-    (:func:`reports.terminal.line`, the one sanitiser every command prints through;
-    imported here only when something is printed, so ``--help`` loads no analysis)."""
-    from reports.terminal import line
-
-    return line(text, limit)
-
-
-class Failure(click.ClickException):
-    """A handled failure with its own exit code and a one-line message."""
-
-    def __init__(self, message: str, code: Exit) -> None:
-        super().__init__(one_line(message, 1000))
-        self.exit_code = int(code)  # type: ignore[misc]  # click types it as a ClassVar
-
-
-def shown(path: object) -> str:
-    """A file name as the terminal shows it (:func:`reports.terminal.name`, ``ls -q``
-    style: odd characters become ``?``)."""
-    from reports.terminal import name
-
-    return name(path)
-
-
-def unreadable(exc: BundleError) -> Failure:
-    """The one-line failure (exit 3) of a bundle that cannot be read at all."""
-    return Failure(f"cannot read bundle {shown(exc.path)}: {exc.problem}", Exit.UNREADABLE)
-
-
-def output_failure(exc: OutputError) -> Failure:
-    """The one-line failure (exit 2) of an output file refused or not writable."""
-    return Failure(f"cannot write {shown(exc.path)}: {exc.reason}", Exit.USAGE)
-
-
-def _stderr(message: str) -> None:
-    click.echo(message, err=True)
-
-
-def write_output(path: Path, text: str) -> None:
-    """Write an output file through :mod:`gpu_triage.outputs` (never through a link);
-    a refusal or a failure is a usage error naming the file."""
-    from gpu_triage.outputs import OutputError, write
-
-    try:
-        write(path, text)
-    except OutputError as exc:
-        raise output_failure(exc) from None
-
-
-def check_output(path: Path) -> None:
-    from gpu_triage.outputs import OutputError, check
-
-    try:
-        check(path)
-    except OutputError as exc:
-        raise output_failure(exc) from None
 
 
 class _SafeFormatter(logging.Formatter):
@@ -176,7 +121,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     from gpu_triage.cpus import usable_cpus
     from reports import render
 
-    choice = resolve(_load_rules(rule_dirs), only, skip, suppress_files)
+    choice = resolve(load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
                     max_members=max_members, max_ratio=max_ratio, max_yaml_nodes=max_yaml_nodes)
     bundles, many = expand(bundle_paths)
@@ -204,25 +149,25 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     except BundleError as exc:
         raise unreadable(exc) from None
     if show_progress:
-        _stderr("")
+        stderr("")
     suppressed = apply(report, choice.suppressions, today())
     report = suppressed.report
     for line in notes(suppressed):
-        _stderr(one_line(line, None))
+        stderr(one_line(line, None))
     if fmt is None and output not in (None, "-"):
-        fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
+        fmt = SUFFIXES.get(Path(output).suffix.lower(), "text")
     if fmt is None:
-        click.echo(render(report, "text", color=_colour()), nl=False)
+        click.echo(render(report, "text", color=colour()), nl=False)
         write_output(Path(html_name), render(report, "html"))
-        _stderr(f"HTML report: {shown(html_name)}")
+        stderr(f"HTML report: {shown(html_name)}")
     else:
-        text = render(report, fmt, color=fmt == "text" and output in (None, "-") and _colour(),
+        text = render(report, fmt, color=fmt == "text" and output in (None, "-") and colour(),
                       html_name=html_name)
         if output in (None, "-"):
             click.echo(text, nl=False)
         else:
             write_output(Path(output), text)
-            _stderr(f"{fmt} report: {shown(output)}")
+            stderr(f"{fmt} report: {shown(output)}")
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in report.findings):
         ctx.exit(int(Exit.FINDINGS))
@@ -230,22 +175,6 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
 
 def _progress(message: str) -> None:
     click.echo(f"\ranalysing {one_line(message, 200):<40}", err=True, nl=False)
-
-
-def _colour() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-def _load_rules(rule_dirs: tuple[Path, ...] = ()) -> list:  # type: ignore[type-arg]
-    from analyzers.local_rules import discover_all
-
-    discovery = discover_all(rule_dirs)
-    for error in discovery.errors:
-        _stderr(f"warning: rule plugin skipped: {one_line(error, None)}")
-    if not discovery.rules:
-        raise Failure("no rules are installed (is gpu-triage installed with pip install -e .?)",
-                      Exit.INTERNAL)
-    return discovery.rules
 
 
 @cli.group("rules", invoke_without_command=True)
@@ -256,7 +185,7 @@ def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
     cases of local rules)."""
     if ctx.invoked_subcommand is not None:
         return
-    for loaded in _load_rules(rule_dirs):
+    for loaded in load_rules(rule_dirs):
         rule = loaded.rule
         click.echo(f"{one_line(rule.id):<8} {rule.severity.value:<9} {one_line(rule.title())}  "
                    f"[{one_line(loaded.origin)}]")
@@ -271,7 +200,7 @@ cli.add_command(diff_command)
 @rules_dir_option
 def explain(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     """Print a rule's documentation."""
-    by_id = {loaded.rule.id: loaded for loaded in _load_rules(rule_dirs)}
+    by_id = {loaded.rule.id: loaded for loaded in load_rules(rule_dirs)}
     loaded = by_id.get(rule_id.upper())
     if loaded is None:
         known = ", ".join(sorted(by_id))
@@ -346,19 +275,19 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(lines(shown.getvalue()), err=True, nl=False)
         return exc.exit_code
     except click.Abort:
-        _stderr("aborted")
+        stderr("aborted")
         return 130
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
     except KeyboardInterrupt:
-        _stderr("interrupted")
+        stderr("interrupted")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users
         if verbose:
             logging.getLogger("gpu_triage").exception("unexpected error")
-        _stderr(f"gpu-triage: internal error: {type(exc).__name__}: {one_line(exc, 200)} "
+        stderr(f"gpu-triage: internal error: {type(exc).__name__}: {one_line(exc, 200)} "
                 "(rerun with --verbose for details)")
         return int(Exit.INTERNAL)
     return result if isinstance(result, int) else 0

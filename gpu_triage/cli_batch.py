@@ -12,6 +12,7 @@ from analyzers.selection import Selection
 from analyzers.suppress import Suppression
 from bundle import Limits
 from gpu_triage import batch
+from gpu_triage.cli_common import output_failure
 from gpu_triage.exitcodes import Exit
 from gpu_triage.outputs import OutputError
 from reports.terminal import line, name
@@ -42,8 +43,6 @@ def analyze_many(bundles: list[Path], *, fmt: str | None, fail_on: str, limits: 
     try:
         result = batch.run(planned, options, jobs_limit=jobs, progress=progress)
     except OutputError as exc:
-        from gpu_triage.cli import output_failure
-
         raise output_failure(exc) from None
     width = max(len(name(o.record.bundle)) for o in result.outcomes)
     click.echo(f"{'BUNDLE':<{width}}  {'LAYOUT':<23} CRIT HIGH  MED  LOW INFO  EXIT")

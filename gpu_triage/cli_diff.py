@@ -11,12 +11,21 @@ from pathlib import Path
 
 import click
 
-from gpu_triage.cli_rules import only_skip_options
+from gpu_triage.cli_common import (
+    FORMATS,
+    SEVERITIES,
+    SUFFIXES,
+    check_output,
+    colour,
+    load_rules,
+    shown,
+    stderr,
+    unreadable,
+    write_output,
+)
+from gpu_triage.cli_rules import only_skip_options, resolve
 from gpu_triage.exitcodes import Exit
 
-FORMATS = ("text", "json", "md", "html")
-_SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
-SEVERITIES = ("critical", "high", "medium", "low", "info")
 EPILOG = ("\b\nExit codes:\n  0  no new finding at or above --fail-on\n"
           "  1  new findings at or above --fail-on\n  2  usage error\n"
           "  3  a bundle cannot be read at all\n  4  unexpected internal error")
@@ -48,19 +57,9 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     from analyzers.facts import Facts
     from analyzers.models import Severity
     from bundle import BundleError, Limits, open_bundle
-    from gpu_triage.cli import (
-        _colour,
-        _load_rules,
-        _stderr,
-        check_output,
-        shown,
-        unreadable,
-        write_output,
-    )
-    from gpu_triage.cli_rules import resolve
     from reports.diff_render import render
 
-    choice = resolve(_load_rules(rule_dirs), only, skip)
+    choice = resolve(load_rules(rule_dirs), only, skip)
     if output not in (None, "-"):  # refuse a link before the analysis, not after it
         check_output(Path(output))
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30)
@@ -74,14 +73,14 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     except BundleError as exc:
         raise unreadable(exc) from None
     if fmt is None and output not in (None, "-"):
-        fmt = _SUFFIXES.get(Path(output).suffix.lower(), "text")
+        fmt = SUFFIXES.get(Path(output).suffix.lower(), "text")
     fmt = fmt or "text"
-    text = render(result, fmt, color=fmt == "text" and output in (None, "-") and _colour())
+    text = render(result, fmt, color=fmt == "text" and output in (None, "-") and colour())
     if output in (None, "-"):
         click.echo(text, nl=False)
     else:
         write_output(Path(output), text)
-        _stderr(f"{fmt} diff: {shown(output)}")
+        stderr(f"{fmt} diff: {shown(output)}")
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in result.new):
         ctx.exit(int(Exit.FINDINGS))

@@ -2,9 +2,9 @@
 ``--only``, ``--skip``, ``--suppress``), and ``gpu-triage rules test DIR``.
 
 Part of the CLI: it reads files and environment only through its arguments, and
-turns bad input into :class:`gpu_triage.cli.Failure` (imported where it is raised, since
-``gpu_triage.cli`` imports this module). The options are declared when the CLI is
-built, for every command line, so the analysis modules are imported only where used.
+turns bad input into :class:`gpu_triage.cli_common.Failure`. The options are declared
+when the CLI is built, for every command line, so the analysis modules are imported
+only where used.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from gpu_triage.cli_common import Failure, one_line
 from gpu_triage.exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ RULE_DIR = click.Path(exists=True, file_okay=False, dir_okay=True, path_type=Pat
 
 
 def _usage(message: str) -> click.ClickException:
-    from gpu_triage.cli import Failure
-
     return Failure(message, Exit.USAGE)
 
 
@@ -124,7 +123,6 @@ def rules_test(directory: Path) -> None:
     from analyzers.local_rules import load_dir
     from analyzers.plugins import Discovery
     from analyzers.ruletest import CaseFileError, case_files, load_cases, run
-    from gpu_triage.cli import Failure, one_line
 
     discovery = Discovery()
     by_file = load_dir(discovery, directory)

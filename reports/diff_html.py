@@ -17,8 +17,9 @@ from importlib.resources import files
 
 import jinja2
 
-from analyzers.models import DiffReport, Finding
-from reports.diff_render import cluster_name, fact_line, side, warning
+from analyzers.diff_models import DiffReport
+from analyzers.models import Finding
+from reports.diff_view import cluster_name, fact_line, side, warning
 from reports.view import clean
 
 EXCERPT = 300

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from analyzers.models import DiffReport
+from analyzers.diff_models import DiffReport
 
 
 def render(diff: DiffReport) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-from analyzers.models import DiffReport, Finding
-from reports.diff_render import cluster_name, fact_line, side, warning
+from analyzers.diff_models import DiffReport
+from analyzers.models import Finding
+from reports.diff_view import cluster_name, fact_line, side, warning
 from reports.terminal import line
 
 LISTED = 40

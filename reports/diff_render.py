@@ -1,6 +1,7 @@
 """Renderers of ``gpu-triage diff``: one module per format, all reading the DiffReport.
 
-Shared helpers live here: how a fact value or a side of the comparison is shown.
+This module picks the renderer; what they share (how a fact value or a side of the
+comparison is shown) is in :mod:`reports.diff_view`.
 """
 
 from __future__ import annotations
@@ -8,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from analyzers.models import BundleInfo, DiffReport, FactChange
-from reports.view import clean
+from analyzers.diff_models import DiffReport
 
 FORMATS = ("text", "json", "md", "html")
-ABSENT = "(absent)"
 
 
 def render(diff: DiffReport, fmt: str, *, color: bool = False,
@@ -51,31 +50,3 @@ def _html(diff: DiffReport, generated_at: datetime | None) -> str:
     from reports import diff_html
 
     return diff_html.render(diff, generated_at=generated_at)
-
-
-def value(text: str | None) -> str:
-    return ABSENT if text is None else clean(text)
-
-
-def side(info: BundleInfo) -> str:
-    """One line about a compared bundle: path, creation time, layout."""
-    created = info.created_at or "creation time unknown"
-    return f"{clean(info.path)} (created {clean(created)}, {clean(info.layout)})"
-
-
-def cluster_name(diff: DiffReport) -> str:
-    before, after = diff.before.cluster.context, diff.after.cluster.context
-    if before and after and before != after:
-        return f"{clean(before)} / {clean(after)}"
-    return clean(before or after or "cluster")
-
-
-def warning(diff: DiffReport) -> str | None:
-    if diff.same_cluster is False:
-        return ("the two bundles name different cluster contexts; finding ids only match "
-                "within one cluster")
-    return None
-
-
-def fact_line(change: FactChange) -> tuple[str, str, str, str]:
-    return (clean(change.subject), clean(change.fact), value(change.before), value(change.after))

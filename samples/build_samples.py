@@ -27,15 +27,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from samplekit import containerd, gpuop, host, journal, oplogs
-from samplekit.core import at, k8s_suffix, plus
-from samplekit.k8s import (
+# The sample modules import as samples.<module>, from the repository root, wherever
+# they run (tests, python -m samples.synth). Run as a file, this script would find them
+# through samples/ itself, which Python puts first on sys.path: that entry becomes
+# the repository root instead, so there is one way to import them.
+if not __package__:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from samples.samplekit import containerd, gpuop, host, journal, oplogs
+from samples.samplekit.core import at, k8s_suffix, plus
+from samples.samplekit.k8s import (
     event_scheduler,
     meta,
     pod_obj,
     status_unschedulable,
 )
-from samplekit.lab import (
+from samples.samplekit.lab import (
     GPU_OPERANDS,
     HELM_INSTALL,
     HELM_UPGRADE,
@@ -53,9 +60,9 @@ from samplekit.lab import (
     lab_scene,
     node_writer,
 )
-from samplekit.model import Host
-from samplekit.scene import LogLine
-from samplekit.workloads import (
+from samples.samplekit.model import Host
+from samples.samplekit.scene import LogLine
+from samples.samplekit.workloads import (
     Ran,
     Stuck,
     Template,
@@ -64,7 +71,7 @@ from samplekit.workloads import (
     place_pod,
     retry_times,
 )
-from scenarios_node import (
+from samples.scenarios_node import (
     app_xids_only,
     driver_upgrade_failed,
     h100_ecc_row_remap,
@@ -73,7 +80,7 @@ from scenarios_node import (
     secureboot_dkms_refused,
     xid79_fallen_off_bus,
 )
-from scenarios_numbers import (
+from samples.scenarios_numbers import (
     mig_mixed,
     sched_full,
     sched_not_advertised,
@@ -83,8 +90,8 @@ from scenarios_numbers import (
     sched_unhealthy,
     timeslicing,
 )
-from scenarios_rootcause import dcgm_profiling_crashloop
-from scenarios_runtime import dropin_clobber, helm_dropped_values
+from samples.scenarios_rootcause import dcgm_profiling_crashloop
+from samples.scenarios_runtime import dropin_clobber, helm_dropped_values
 
 HERE = Path(__file__).resolve().parent
 

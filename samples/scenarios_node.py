@@ -1,4 +1,4 @@
-"""Issue 6 and issue 4 samples: the node, the kernel and the GPU, and the operator's
+"""Node and driver samples: the node, the kernel and the GPU, and the operator's
 driver life cycle.
 
 - ``xid79-fallen-off-bus``: HGX A100, PCIe AER and Xid 79 on one GPU; capacity 8,
@@ -30,10 +30,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from samplekit import dcgpu, gpuop, journal, oplogs
-from samplekit.core import at, ctime, iso, k8s_suffix, number, plus
-from samplekit.dcgpu import A10, L4, L40S, Card, Load, Slot
-from samplekit.fleet import (
+from samples.samplekit import dcgpu, gpuop, journal, oplogs
+from samples.samplekit.core import at, ctime, iso, k8s_suffix, number, plus
+from samples.samplekit.dcgpu import A10, L4, L40S, Card, Load, Slot
+from samples.samplekit.fleet import (
     PYTORCH,
     TRITON,
     Rig,
@@ -60,17 +60,17 @@ from samplekit.fleet import (
     toolkit_config,
     workload_spec,
 )
-from samplekit.hgx import (
+from samples.samplekit.hgx import (
     A100_SXM4_80GB,
     H100_SXM5_80GB,
     HEALTHY_FABRIC,
     NO_FABRIC_MANAGER,
     Health,
 )
-from samplekit.hgx import nvidia_smi_xml as hgx_smi_xml
-from samplekit.k8s import DEFAULT_TOLERATIONS, Obj, container, meta, namespace_obj, pod_spec
-from samplekit.oplogs import klog_line
-from samplekit.podstates import (
+from samples.samplekit.hgx import nvidia_smi_xml as hgx_smi_xml
+from samples.samplekit.k8s import DEFAULT_TOLERATIONS, Obj, container, meta, namespace_obj, pod_spec
+from samples.samplekit.oplogs import klog_line
+from samples.samplekit.podstates import (
     Finished,
     Looping,
     PullFailing,
@@ -80,10 +80,10 @@ from samplekit.podstates import (
     crash_runs,
     custom,
 )
-from samplekit.scene import LogLine, Scene
-from samplekit.smi import CUDA, DRIVER
-from samplekit.workloads import Outcome, Ran, Template, add_daemonset, place_pod
-from scenarios_runtime import driver_template, manager_lines
+from samples.samplekit.scene import LogLine, Scene
+from samples.samplekit.smi import CUDA, DRIVER
+from samples.samplekit.workloads import Outcome, Ran, Template, add_daemonset, place_pod
+from samples.scenarios_runtime import driver_template, manager_lines
 
 PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"

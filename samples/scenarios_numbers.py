@@ -1,4 +1,4 @@
-"""Issue 5 samples: the number gate. Each is a small fleet (``samplekit/fleet.py``) of
+"""Scheduling samples: the number gate. Each is a small fleet (``samplekit/fleet.py``) of
 two GPU servers and a control-plane node, healthy except for the one thing the sample
 shows, with a GPU pod that cannot get what it asks for.
 
@@ -20,10 +20,10 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
-from samplekit import gpuop
-from samplekit.core import at, iso, k8s_suffix, number, plus
-from samplekit.dcgpu import A10, A100_PCIE_40GB, L4, L40S, Card, Load, mig_layout
-from samplekit.fleet import (
+from samples.samplekit import gpuop
+from samples.samplekit.core import at, iso, k8s_suffix, number, plus
+from samples.samplekit.dcgpu import A10, A100_PCIE_40GB, L4, L40S, Card, Load, mig_layout
+from samples.samplekit.fleet import (
     CUDA,
     PYTORCH,
     TRITON,
@@ -52,7 +52,7 @@ from samplekit.fleet import (
     with_config_manager,
     workload_spec,
 )
-from samplekit.k8s import (
+from samples.samplekit.k8s import (
     Obj,
     condition,
     configmap_obj,
@@ -63,8 +63,8 @@ from samplekit.k8s import (
     pod_obj,
     qos_class,
 )
-from samplekit.oplogs import klog_line
-from samplekit.scene import LogLine, Scene
+from samples.samplekit.oplogs import klog_line
+from samples.samplekit.scene import LogLine, Scene
 
 PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"

@@ -1,4 +1,4 @@
-"""Scenarios of issue 15: a root cause of catalog 2 with its symptoms in the report.
+"""Root-cause scenarios: a root cause behind an operator symptom, with its symptoms in the report.
 
 ``dcgm-profiling-crashloop``: on gpu-2 the node image runs its own DCGM host engine
 (the distribution's datacenter-gpu-manager service), which holds the L40S GPUs'
@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from samplekit import oplogs
-from samplekit.core import plus
-from samplekit.dcgpu import L40S
-from samplekit.fleet import (
+from samples.samplekit import oplogs
+from samples.samplekit.core import plus
+from samples.samplekit.dcgpu import L40S
+from samples.samplekit.fleet import (
     Rig,
     RigState,
     add_nodes,
@@ -30,9 +30,9 @@ from samplekit.fleet import (
     node_writers,
     toolkit_config,
 )
-from samplekit.podstates import Finished, Looping, Run, crash_runs, custom
-from samplekit.scene import LogLine
-from scenarios_node import EXPORTER, cluster, healthy_stack, logrus, timeline
+from samples.samplekit.podstates import Finished, Looping, Run, crash_runs, custom
+from samples.samplekit.scene import LogLine
+from samples.scenarios_node import EXPORTER, cluster, healthy_stack, logrus, timeline
 
 # Seconds from the exporter's start to its fatal line (02:47:13 to 02:47:46 in #148).
 EXPORTER_RUN_S = 33.4

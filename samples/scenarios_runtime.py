@@ -1,4 +1,4 @@
-"""Issue 4 samples: the runtime gate broken by a file, and by values nobody carried.
+"""Runtime samples: the runtime gate broken by a file, and by values nobody carried.
 
 - ``dropin-clobber``: the first write-up's incident on four GPU nodes. A registry
   drop-in named to sort after the toolkit's ``99-nvidia.toml`` replaced the whole CRI
@@ -18,10 +18,10 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
-from samplekit import gpuop, journal, oplogs
-from samplekit.core import at, hexid, k8s_suffix, number, plus, uid
-from samplekit.dcgpu import A10, L40S, Load
-from samplekit.fleet import (
+from samples.samplekit import gpuop, journal, oplogs
+from samples.samplekit.core import at, hexid, k8s_suffix, number, plus, uid
+from samples.samplekit.dcgpu import A10, L40S, Load
+from samples.samplekit.fleet import (
     PYTORCH,
     TRITON,
     Rig,
@@ -47,7 +47,7 @@ from samplekit.fleet import (
     with_config_manager,
     workload_spec,
 )
-from samplekit.k8s import (
+from samples.samplekit.k8s import (
     DAEMONSET_TOLERATIONS,
     Obj,
     condition,
@@ -67,9 +67,9 @@ from samplekit.k8s import (
     terminated,
     waiting,
 )
-from samplekit.oplogs import klog_line
-from samplekit.scene import LogLine, SandboxAttempt, Scene
-from samplekit.workloads import Ran, Stuck, Template, daemonset_pod_name
+from samples.samplekit.oplogs import klog_line
+from samples.samplekit.scene import LogLine, SandboxAttempt, Scene
+from samples.samplekit.workloads import Ran, Stuck, Template, daemonset_pod_name
 
 REGISTRY_DROPIN = "/etc/containerd/conf.d/zz-registry.toml"
 REGISTRY_TEXT = (

@@ -1,4 +1,5 @@
-"""The generated JSON twins of the packaged TOML data files (analyzers/datafiles.py)."""
+"""The generated JSON twins of the packaged TOML data files (analyzers/packaged.py) and
+the command that regenerates them (analyzers/datafiles.py)."""
 
 from __future__ import annotations
 
@@ -9,30 +10,30 @@ from pathlib import Path
 import orjson
 import pytest
 
-from analyzers import datafiles
+from analyzers import datafiles, packaged
 
 
 @pytest.fixture
 def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the data directory that the loaders read instead of the packaged one."""
     copy = tmp_path / "data"
-    shutil.copytree(datafiles.DATA, copy)
-    monkeypatch.setattr(datafiles, "DATA", copy)
+    shutil.copytree(packaged.DATA, copy)
+    monkeypatch.setattr(packaged, "DATA", copy)
     return copy
 
 
-@pytest.mark.parametrize("name", datafiles.TWINNED)
+@pytest.mark.parametrize("name", packaged.TWINNED)
 def test_twin_is_current(name: str) -> None:
-    written = (datafiles.DATA / f"{name}.toml.json").read_bytes()
-    assert written == datafiles.render_twin(name), f"stale twin: run {datafiles.REGENERATE}"
-    assert datafiles.twin(name) == tomllib.loads(datafiles.read_toml(name))
+    written = (packaged.DATA / f"{name}.toml.json").read_bytes()
+    assert written == packaged.render_twin(name), f"stale twin: run {packaged.REGENERATE}"
+    assert packaged.twin(name) == tomllib.loads(packaged.read_toml(name))
 
 
-@pytest.mark.parametrize("name", datafiles.TWINNED)
+@pytest.mark.parametrize("name", packaged.TWINNED)
 def test_twin_of_an_edited_toml_is_ignored(data: Path, name: str) -> None:
     toml = data / f"{name}.toml"
     toml.write_text(toml.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    assert datafiles.twin(name) is None
+    assert packaged.twin(name) is None
 
 
 @pytest.mark.parametrize(
@@ -51,14 +52,14 @@ def test_broken_twin_is_ignored(data: Path, content: bytes | None) -> None:
         path.unlink()
     else:
         path.write_bytes(content)
-    assert datafiles.twin("xid") is None
+    assert packaged.twin("xid") is None
 
 
 def test_twin_with_the_right_hash_but_no_table_is_ignored(data: Path) -> None:
     made = orjson.loads((data / "xid.toml.json").read_bytes())
     made["document"] = ["not", "a", "table"]
     (data / "xid.toml.json").write_bytes(orjson.dumps(made))
-    assert datafiles.twin("xid") is None
+    assert packaged.twin("xid") is None
 
 
 def test_regeneration_writes_current_twins(data: Path) -> None:
@@ -66,9 +67,9 @@ def test_regeneration_writes_current_twins(data: Path) -> None:
     toml.write_text(toml.read_text(encoding="utf-8").replace(
         'name = "FIFO method error (legacy)"', 'name = "renamed"', 1), encoding="utf-8")
     assert datafiles.main() == 0
-    for name in datafiles.TWINNED:
-        assert datafiles.twin(name) == tomllib.loads(datafiles.read_toml(name))
-    twin = datafiles.twin("xid")
+    for name in packaged.TWINNED:
+        assert packaged.twin(name) == tomllib.loads(packaged.read_toml(name))
+    twin = packaged.twin("xid")
     assert twin is not None
     assert twin["xid"]["1"]["name"] == "renamed"
 

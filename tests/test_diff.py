@@ -14,10 +14,10 @@ from kit import kube_list, write_dir
 from scenario import DUMP_WITH_NVIDIA, node
 
 from analyzers.diff import compare, finding_changes, number_changes, numbers, rule_changes
+from analyzers.diff_models import DiffReport
 from analyzers.engine import analyze
 from analyzers.facts import Facts
 from analyzers.models import (
-    DiffReport,
     Evidence,
     Finding,
     Report,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -201,30 +200,4 @@ def test_top_level_packages_resolve_inside_this_repository(package: str) -> None
     assert Path(module.__file__ or "").resolve().is_relative_to(ROOT / package)
 
 
-ALLOWED = {
-    "bundle": {"bundle"},
-    "analyzers": {"analyzers", "bundle"},
-    "reports": {"reports", "analyzers.models"},
-    "collectors": {"collectors"},
-}
-OURS = ("bundle", "analyzers", "reports", "collectors", "gpu_triage")
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = set()
-    for node_ in ast.walk(tree):
-        if isinstance(node_, ast.Import):
-            found.update(alias.name for alias in node_.names)
-        elif isinstance(node_, ast.ImportFrom) and node_.module and node_.level == 0:
-            found.add(node_.module)
-    return {name for name in found if name.split(".")[0] in OURS}
-
-
-@pytest.mark.parametrize("package", sorted(ALLOWED))
-def test_data_flows_one_way(package: str) -> None:
-    allowed = ALLOWED[package]
-    for path in sorted((ROOT / package).rglob("*.py")):
-        for name in _imports(path):
-            ok = any(name == a or name.startswith(a + ".") for a in allowed)
-            assert ok, f"{path.relative_to(ROOT)} imports {name}"
+# Which package may import which: tests/test_layering.py.

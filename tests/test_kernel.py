@@ -1151,7 +1151,7 @@ def test_patterns_are_compiled_on_first_use() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Stamp formats of issue 16: every one keeps a multi-line NVRM record whole, PCI included
+# Stamp formats of real bundles: every one keeps a multi-line NVRM record whole, PCI included
 # --------------------------------------------------------------------------------------
 
 # A real `dmesg -H` capture (RTX 3090 on a Rockchip board, driver 535.129.03), from

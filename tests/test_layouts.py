@@ -4,10 +4,8 @@ read through the format v1 interface; what they lack is skipped, never passed.""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +16,7 @@ from analyzers.models import Report
 from analyzers.plugins import discover
 from bundle import Limits, open_bundle
 from gpu_triage.cli import cli
+from samples import foreign_layouts
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 INCIDENT = SAMPLES / "incident-toolkit-disabled"
@@ -207,18 +206,9 @@ def test_troubleshoot_report_runs_rt001_and_quotes_the_gap(tmp_path: Path) -> No
 # -- the samples, written out in the foreign layouts -------------------------------------
 
 
-def _converter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("foreign_layouts",
-                                                  SAMPLES / "foreign_layouts.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_incident_sample_as_troubleshoot_bundle_finds_the_same_root_cause(
         tmp_path: Path) -> None:
-    _converter().troubleshoot(INCIDENT, tmp_path / "sb")
+    foreign_layouts.troubleshoot(INCIDENT, tmp_path / "sb")
     report = report_of(tmp_path / "sb")
     native = report_of(INCIDENT)
     wanted = sorted(f.id for f in native.findings if f.rule_id in ("RT001", "CFG004", "OP001"))
@@ -228,7 +218,7 @@ def test_incident_sample_as_troubleshoot_bundle_finds_the_same_root_cause(
 
 
 def test_incident_sample_as_must_gather_skips_runtime_rules(tmp_path: Path) -> None:
-    _converter().must_gather(INCIDENT, tmp_path / "mg")
+    foreign_layouts.must_gather(INCIDENT, tmp_path / "mg")
     report = report_of(tmp_path / "mg")
     assert report.bundle.layout == "nvidia must-gather"
     assert report.bundle.gpu_nodes == 4

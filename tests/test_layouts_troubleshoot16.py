@@ -1,4 +1,4 @@
-"""Issue 16: troubleshoot and must-gather bundles as they really come, and the layout
+"""Troubleshoot and must-gather bundles as they really come, and the layout
 report that says what a foreign layout could not provide.
 
 What troubleshoot writes is read from its source (replicatedhq/troubleshoot,

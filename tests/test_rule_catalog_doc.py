@@ -23,7 +23,8 @@ from analyzers.models import SCHEMA_VERSION, Report, RuleResult, RuleStatus, Sev
 from analyzers.plugins import BUILTIN_ORIGIN, discover
 from analyzers.rule import Input, Rule
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "rule-catalog.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "rule-catalog.md"
 HINT = f"docs/rule-catalog.md is out of date; regenerate it with: .venv/bin/{catalog.REGENERATE}"
 
 
@@ -43,6 +44,22 @@ def test_catalog_lists_exactly_the_builtin_rules_once() -> None:
     for rule_id in builtin:
         assert text.count(f"\n### {rule_id}\n") == 1, rule_id
         assert text.count(f"| [{rule_id}](#{rule_id.lower()}) |") == 1, rule_id
+
+
+def test_each_rule_names_the_file_that_defines_it() -> None:
+    """From an id to its code without searching: the catalog's link is the defining file."""
+    text = DOC.read_text(encoding="utf-8")
+    for loaded in discover().rules:
+        if loaded.origin != BUILTIN_ORIGIN:
+            continue
+        path = catalog.source_path(loaded.rule)
+        assert (ROOT / path).is_file(), path
+        assert f"class {loaded.rule.__name__}(" in (ROOT / path).read_text(encoding="utf-8")
+        assert f"| [{loaded.rule.id}](#{loaded.rule.id.lower()}) |" in text
+        assert f"[`{path}`](../{path})" in text
+    start = text.index("\n### DRV009\n")
+    assert "Defined in [`analyzers/rules/drv_smi.py`](../analyzers/rules/drv_smi.py)." in (
+        text[start:text.index("\n### ", start + 1)])
 
 
 def test_family_headings_come_from_the_registering_modules() -> None:
@@ -93,11 +110,14 @@ class _Sample(Rule):
 def test_a_made_up_family_renders_commands_as_code_and_marks_optional_inputs() -> None:
     text = catalog.render([catalog.Family("ZZ: samples", (_Sample,))])
     assert text.startswith("# Rule catalog\n")
-    assert "| [ZZ001](#zz001) | low | A sample rule for the catalog |" in text
+    here = _Sample.__module__.replace(".", "/") + ".py"
+    assert (f"| [ZZ001](#zz001) | low | A sample rule for the catalog | [`{here}`](../{here}) |"
+            in text)
     assert text.endswith(
         "## ZZ: samples\n\n### ZZ001\n\n**A sample rule for the catalog**\n\n"
         "Severity **low** · slug `sample` · inputs: `nodes/*/x.json`, `cluster/y.json` "
-        "(optional)\n\nIt looks at one file.\n\n**Why it matters.**\n\nBecause the file "
+        f"(optional)\n\nDefined in [`{here}`](../{here}).\n\n"
+        "It looks at one file.\n\n**Why it matters.**\n\nBecause the file "
         "matters.\n\n**Remediation.**\n\nLook first, then change one node at a time:\n\n"
         "```\nkubectl get nodes\nkubectl describe node <node>\n```\n\nand check again.\n")
 

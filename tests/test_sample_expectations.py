@@ -1,4 +1,4 @@
-"""What the analyzer must find in each sample bundle of issues 4 and 5.
+"""What the analyzer must find in each sample bundle of the runtime and number gates.
 
 Each sample under samples/ is run through the real analyzer (``open_bundle`` and
 ``analyze`` with every discovered rule). For each sample the test pins:
@@ -113,7 +113,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "OP001:gpu-1": "high",
         "OP001:gpu-2": "high",
         "OP006:cluster-policy": "high",
-        # the container fights the host driver it was re-enabled over (issue 15)
+        # the container fights the host driver it was re-enabled over
         "OP012:gpu-1": "high",
         "OP012:gpu-2": "high",
         # with driver.enabled back on, the nodes count as driver-container nodes
@@ -140,7 +140,8 @@ EXPECTED: dict[str, dict[str, str]] = {
         "SC001:default/cuda-smoke": "high",
         "SC001:ml/llm-eval-0": "medium",
     },
-    # issue 15: the profiling counters held by the node's own DCGM (dcgm-exporter#148, #7)
+    # the profiling counters held by the node's own DCGM:
+    # https://github.com/NVIDIA/dcgm-exporter/issues/148 and /issues/7
     "dcgm-profiling-crashloop": {
         "OP013:gpu-2": "medium",
         "OP001:gpu-2": "medium",
@@ -359,7 +360,7 @@ def test_mig_mixed() -> None:
     assert not [f for f in report("mig-mixed").findings if f.rule_id == "OP009"]
 
 
-# ------------------------------------------------------ dcgm-profiling-crashloop (issue 15)
+# ------------------------------------------------------ dcgm-profiling-crashloop
 
 
 def test_dcgm_profiling_is_the_root_of_the_crashing_exporter() -> None:

@@ -1,5 +1,5 @@
 """What the analyzer must find in the node, kernel and driver-life-cycle samples
-(issues 6 and 4; ``samples/scenarios_node.py``, described in samples/README.md).
+(``samples/scenarios_node.py``, described in samples/README.md).
 
 Each sample is run through the real analyzer (``open_bundle`` and ``analyze`` with
 every discovered rule). For each sample the test pins:

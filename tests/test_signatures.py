@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers import datafiles
+from analyzers import packaged
 from analyzers import signatures as sigs
 from analyzers.signatures import Example, Signature, SignatureMatch
 
@@ -193,16 +193,16 @@ def test_load_is_cached() -> None:
 def test_load_from_the_twin_equals_the_checked_toml() -> None:
     """What a run builds from the JSON twin, unchecked, is what every check of the TOML
     builds, field by field (examples, defaults of optional keys, needle as a string)."""
-    assert datafiles.twin("signatures") is not None
-    checked = sigs.parse(tomllib.loads(datafiles.read_toml("signatures")))
+    assert packaged.twin("signatures") is not None
+    checked = sigs.parse(tomllib.loads(packaged.read_toml("signatures")))
     assert sigs.load() == checked
     assert [s.pattern for s in sigs.load()] == [s.pattern for s in checked]
 
 
 def _packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     copy = tmp_path / "data"
-    shutil.copytree(datafiles.DATA, copy)
-    monkeypatch.setattr(datafiles, "DATA", copy)
+    shutil.copytree(packaged.DATA, copy)
+    monkeypatch.setattr(packaged, "DATA", copy)
     return copy / "signatures.toml"
 
 

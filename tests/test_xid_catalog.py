@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from analyzers import datafiles
+from analyzers import packaged
 from analyzers.xid import (
     SEVERITIES,
     XidInfo,
@@ -116,9 +116,9 @@ def test_toml_tables_use_only_known_keys(raw_toml: dict[str, Any]) -> None:
 def test_catalog_from_the_twin_equals_the_catalog_from_the_toml(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert datafiles.twin("xid") is not None
+    assert packaged.twin("xid") is not None
     from_twin = catalog()
-    monkeypatch.setattr(datafiles, "twin", lambda name: None)
+    monkeypatch.setattr(packaged, "twin", lambda name: None)
     from_toml = catalog.__wrapped__()
     assert list(from_toml.items()) == list(from_twin.items())
     assert len(from_toml) == 176
@@ -141,7 +141,7 @@ def test_wording_is_well_formed() -> None:
 
 
 def test_the_generator_writes_exactly_the_committed_toml(generator: ModuleType) -> None:
-    committed = datafiles.read_toml("xid")
+    committed = packaged.read_toml("xid")
     assert generator.render(_extract()) == committed
     assert sorted(generator.TEXT) == list(range(1, 177))
 
@@ -149,7 +149,7 @@ def test_the_generator_writes_exactly_the_committed_toml(generator: ModuleType) 
 def test_generator_check_passes_on_a_matching_extract(
     generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert generator.check(_extract(), datafiles.read_toml("xid")) == []
+    assert generator.check(_extract(), packaged.read_toml("xid")) == []
     source = tmp_path / "xid.json"
     source.write_text(json.dumps(_extract()), encoding="utf-8")
     assert generator.main(["--check", str(source)]) == 0
@@ -164,7 +164,7 @@ def test_generator_check_names_each_difference(
     extract[12]["notes"] = "Field note. " + lookup(13).meaning  # our meaning in their note
     extract[0]["name"] = lookup(1).name.upper()         # their name equals ours
     extract.append(dict(extract[-1], xid=177))          # a code we have no wording for
-    committed = datafiles.read_toml("xid")
+    committed = packaged.read_toml("xid")
     assert generator.check(extract, committed) == ["no wording in TEXT for Xid [177]"]
     extract.pop()
     assert generator.check(extract, committed) == [

@@ -188,4 +188,7 @@ def _line_of(where: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-RULES = [CollectionGaps, UnreadableBundleParts]
+RULES: list[type[Rule]] = [
+    CollectionGaps,  # BND001
+    UnreadableBundleParts,  # BND002
+]

@@ -539,5 +539,9 @@ class TimeSlicingExplained(Rule):
         return text
 
 
-RULES = [ToolkitDisabledHostNotConfigured, OperatorSupportStatus, UnsupportedGpuProduct,
-         TimeSlicingExplained]
+RULES: list[type[Rule]] = [
+    OperatorSupportStatus,  # CFG001
+    UnsupportedGpuProduct,  # CFG002
+    TimeSlicingExplained,  # CFG003
+    ToolkitDisabledHostNotConfigured,  # CFG004
+]

@@ -151,5 +151,3 @@ def _remediation(name: str, drivers: list[str]) -> str:
     ]
     return sh.lines(lines)
 
-
-RULES = [GpuBoundToOtherDriver]

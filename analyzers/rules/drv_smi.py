@@ -105,5 +105,3 @@ class NvidiaSmiFailed(Rule):
                             evidence=list(failure.evidence), remediation=remediation,
                             caused_by=[finding for finding, _ in links])
 
-
-RULES = [NvidiaSmiFailed]

@@ -170,5 +170,3 @@ def _remediation(name: str, refusal: _Refusal) -> str:
                      "GPU's PCI ID, then let the driver pod on this node restart")
     return sh.lines(lines)
 
-
-RULES = [DriverCannotDriveGpu]

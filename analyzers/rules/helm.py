@@ -211,4 +211,7 @@ class ReleaseStuck(Rule):
                                remediation=remediation)
 
 
-RULES = [ValuesDroppedByUpgrade, ReleaseStuck]
+RULES: list[type[Rule]] = [
+    ValuesDroppedByUpgrade,  # HELM001
+    ReleaseStuck,  # HELM002
+]

@@ -498,5 +498,3 @@ def _dedupe(items: list[Evidence]) -> list[Evidence]:
             result.append(item)
     return result
 
-
-RULES = [DcgmExporterNoDcgm, FabricManagerNotWorking, DevicePluginUnhealthy]

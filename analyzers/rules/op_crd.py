@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from analyzers import commands as sh
-from analyzers import datafiles, refs, signatures
+from analyzers import packaged, refs, signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cfg import _operator_image as operator_image
@@ -41,7 +41,7 @@ def _release(text: str) -> tuple[int, int, int] | None:
 def _needs() -> tuple[tuple[tuple[str, tuple[int, int, int]], ...],
                       tuple[tuple[str, tuple[int, int, int]], ...]]:
     """(ClusterPolicy spec fields, CRDs), each with the first release that ships it."""
-    data = tomllib.loads(datafiles.read_toml("clusterpolicy_crd"))
+    data = tomllib.loads(packaged.read_toml("clusterpolicy_crd"))
 
     def table(key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
         rows = []
@@ -233,6 +233,3 @@ def _gap_text(gap: SchemaGap) -> str:
         parts.append(f"The {listed} CRD is not installed for operator {gap.running}: its "
                      "controller cannot start")
     return ". ".join(parts) + "."
-
-
-RULES = [ClusterPolicySchemaRejected]

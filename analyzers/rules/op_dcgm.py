@@ -140,5 +140,3 @@ class DcgmProfilingUnavailable(Rule):
                             evidence=evidence, remediation=remediation,
                             causes=[refs.OP004(name)])
 
-
-RULES = [DcgmProfilingUnavailable]

@@ -136,5 +136,3 @@ def _remediation(name: str, kinds: set[str]) -> str:
         ]
     return sh.lines(lines)
 
-
-RULES = [DriverBuildFails]

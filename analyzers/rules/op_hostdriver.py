@@ -274,5 +274,3 @@ def _remediation(name: str, *, fight: bool) -> str:
                      "operator's driver container provides it")
     return sh.lines(lines)
 
-
-RULES = [HostDriverConflict]

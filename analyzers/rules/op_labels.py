@@ -440,5 +440,3 @@ class NfdNotLabelling(Rule):
                             evidence=evidence, remediation=remediation,
                             causes=[refs.OP002(name)] if not labelled else [])
 
-
-RULES = [OperandsNotScheduled, NfdNotLabelling]

@@ -480,5 +480,3 @@ class DriverKernelMismatch(Rule):
                             remediation=sh.lines(lines), causes=[refs.OP001(name)],
                             caused_by=causes)
 
-
-RULES = [ClusterPolicyNotReady, DriverUpgradeStuck, DriverKernelMismatch]

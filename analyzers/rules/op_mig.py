@@ -205,5 +205,3 @@ class MigMisconfigured(Rule):
         return self.finding(name, summary, nodes=[name], objects=objects,
                             evidence=capped(evidence, 8), remediation=sh.lines(lines))
 
-
-RULES = [MigMisconfigured]

@@ -171,5 +171,3 @@ def _remediation(ctx: Context, name: str, blocked: _Blocked) -> str:
                         tail="   # moves GPU pods away; then relabel nvidia.com/mig.config"))
     return sh.lines(lines)
 
-
-RULES = [MigChangeBlocked]

@@ -279,4 +279,3 @@ class NodeLabellingBroken(Rule):
         return sh.lines(lines)
 
 
-RULES = [NodeLabellingBroken]

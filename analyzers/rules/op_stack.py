@@ -211,5 +211,3 @@ class OperandsStuck(Rule):
                              stage=sh.raw(first.label), node=sh.node(node_name)))
         return sh.lines(lines)
 
-
-RULES = [OperandsStuck]

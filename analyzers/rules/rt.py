@@ -20,6 +20,13 @@ from analyzers.rules.common import (
     names,
     node_ref,
 )
+from analyzers.rules.rt_cdi import CdiDeviceUnresolvable
+from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload
+from analyzers.rules.rt_distro import CrioNoNvidiaHandler, TemplateLostRuntime, ToolkitMisdirected
+from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported
+from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault
+from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing
+from analyzers.rules.rt_service import ContainerdRestarts, CriPluginDisabled
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod, RuntimeClass
 
@@ -203,19 +210,19 @@ class NoNvidiaRuntime(Rule):
         )
 
 
-from analyzers.rules.rt_cdi import CdiDeviceUnresolvable  # noqa: E402
-from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload  # noqa: E402
-from analyzers.rules.rt_distro import (  # noqa: E402
-    CrioNoNvidiaHandler,
-    TemplateLostRuntime,
-    ToolkitMisdirected,
-)
-from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported  # noqa: E402
-from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault  # noqa: E402
-from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing  # noqa: E402
-from analyzers.rules.rt_service import ContainerdRestarts, CriPluginDisabled  # noqa: E402
-
-RULES = [NoNvidiaRuntime, DropInClobber, DropInNotImported, ContainerdRestarts,
-         CriPluginDisabled, CdiSpecMissing, BrokenRuntimeReference, ToolkitMisdirected,
-         TemplateLostRuntime, CrioNoNvidiaHandler, NvidiaHandlerBroken, NvidiaNotDefault,
-         CdiDeviceUnresolvable, GpuLostOnSystemdReload]
+RULES: list[type[Rule]] = [
+    NoNvidiaRuntime,  # RT001
+    DropInClobber,  # RT002
+    DropInNotImported,  # RT003
+    ContainerdRestarts,  # RT004
+    CriPluginDisabled,  # RT005
+    CdiSpecMissing,  # RT006
+    BrokenRuntimeReference,  # RT007
+    ToolkitMisdirected,  # RT008
+    TemplateLostRuntime,  # RT009
+    CrioNoNvidiaHandler,  # RT010
+    NvidiaHandlerBroken,  # RT011
+    NvidiaNotDefault,  # RT012
+    CdiDeviceUnresolvable,  # RT013
+    GpuLostOnSystemdReload,  # RT014
+]

@@ -144,5 +144,3 @@ class GpusSeenNotAllocated(Rule):
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation)
 
-
-RULES = [GpusSeenNotAllocated]

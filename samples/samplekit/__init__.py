@@ -19,7 +19,7 @@ Layers, bottom up:
 - ``lab``: the five-node lab of the second write-up, shared by its scenarios.
 - ``dcgpu``, ``fleet``: data-center cards (multi-GPU ``nvidia-smi``, MIG, Xid lines)
   and small fleets with the operator installed long before collection, shared by
-  the issue 4 and 5 scenarios (``scenarios_runtime.py``, ``scenarios_numbers.py``).
+  the runtime and scheduling scenarios (``scenarios_runtime.py``, ``scenarios_numbers.py``).
 - ``hgx``, ``podstates``: HGX boards and nvidia-smi health readings (ECC, row
   remapping, reset, NVLink fabric); pods caught part-way (an init container still
   running, crash loops, image pull back-off) and nodes that rebooted, for the node and

@@ -59,7 +59,7 @@ def _own_lines(err: str) -> list[str]:
     (analyzers.engine, "analyze"),
     (bundle, "open_bundle"),
     (reports, "render"),
-    (gpu_triage.cli, "_load_rules"),
+    (gpu_triage.cli, "load_rules"),
 ])
 def test_unexpected_failure_is_one_line_and_exit_4(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
@@ -111,7 +111,7 @@ def test_a_raising_rule_is_an_error_status_and_the_run_goes_on(
     def with_raiser(*_: object, **__: object) -> list[LoadedRule]:
         return [*real.rules, LoadedRule(Raises, "test")]
 
-    monkeypatch.setattr(gpu_triage.cli, "_load_rules", with_raiser)
+    monkeypatch.setattr(gpu_triage.cli, "load_rules", with_raiser)
     out = tmp_path / "r.json"
     code = main(["analyze", str(_bundle(tmp_path)), "-o", str(out), "--fail-on", "critical"])
     err = capsys.readouterr().err

