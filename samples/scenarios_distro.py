@@ -18,9 +18,9 @@ file, templates, imports and log, or CRI-O's configuration; systemd units with
   configuration generated before the toolkit existed.
 - ``rke2-template-go-directives``: ``CONTAINERD_CONFIG`` names RKE2's
   ``config.toml.tmpl``, as the operator documents. gpu-1's template is plain TOML (a
-  copy of the generated file) and the toolkit added the runtime to it; gpu-2 joined
-  with a template that extends ``{{ template "base" . }}``, and the toolkit dies at
-  it: ``keys cannot contain { character``
+  copy of the generated file) and the toolkit added the runtime to it; gpu-2's
+  template extends ``{{ template "base" . }}``, and the toolkit dies at it:
+  ``keys cannot contain { character``
   (https://github.com/NVIDIA/gpu-operator/issues/623,
   https://github.com/NVIDIA/gpu-operator/issues/673).
 - ``k0s-toolkit-default-paths``: no toolkit values at all on k0s

@@ -5,9 +5,9 @@ collector (``fleet.write_rig``). k3s, RKE2, k0s and MicroK8s run their own conta
 with their own file, socket, binary and units, and OpenShift nodes run CRI-O; the
 collector of format 1.1 (``collectors/node.sh``) finds out which (``runtime.json``)
 and reads what that runtime really runs with. A ``Flavor`` holds one distribution's
-facts (the table of ``docs/distributions``: file, templates, socket, binary, units,
-log file, Node fields); ``write_node`` writes every path node.sh writes on such a
-node, in node.sh's order, with the commands and failures it records:
+facts (the table in the README's "Distributions and runtimes": file, templates, socket,
+binary, units, log file, Node fields); ``write_node`` writes every path node.sh writes on
+such a node, in node.sh's order, with the commands and failures it records:
 
 - ``host/kubelet.txt``, then ``runtime.json`` with the signals node.sh reports;
 - containerd nodes: ``<binary> --version``, ``<binary> --config <file> config dump``
