@@ -155,9 +155,9 @@ def env_list(**env: str) -> list[dict[str, str]]:
 
 
 def stack_for(t: Timeline, rigs: list[Rig], env: list[dict[str, str]] | None,
-              broken: str, **kw: Any) -> Stack:
-    """The operator as installed 26 h ago with ``toolkit.env`` = ``env``; the operands
-    of ``broken`` not ready."""
+              **kw: Any) -> Stack:
+    """The operator as installed 26 h ago with ``toolkit.env`` = ``env``, reporting the
+    operand states of the failing node not ready."""
     values = install_values(**({"toolkit": {"env": env}} if env else {}))
     statuses = default_statuses() | {s: "notReady" for s in (
         "state-operator-validation", "state-device-plugin", "state-dcgm-exporter",
@@ -175,7 +175,6 @@ def stack_for(t: Timeline, rigs: list[Rig], env: list[dict[str, str]] | None,
     )
     for key, value in kw.items():
         setattr(stack, key, value)
-    assert broken
     return stack
 
 
@@ -339,7 +338,7 @@ def k3s_toolkit_default_config(root: Path) -> None:
     env = env_list(CONTAINERD_SOCKET="/run/k3s/containerd/containerd.sock")
     tk1, logs1 = toolkit_ran(t, 0)
     tk2, logs2 = toolkit_ran(t, 1)
-    stack = stack_for(t, rigs, env, "gpu-2",
+    stack = stack_for(t, rigs, env,
                       outcomes=merge(recovered_operands(t, "gpu-1", 0, fixed),
                                      stuck_operands(t, "gpu-2", 1),
                                      {TOOLKIT: {"gpu-1": tk1, "gpu-2": tk2}}),
@@ -449,7 +448,7 @@ def rke2_template_go_directives(root: Path) -> None:
                  logs={"driver-validation": oplogs.driver_validation(check.start, L40S.gpu),
                        TOOLKIT_CTR: toolkit_template_run(runs[-1].start)},
                  previous={TOOLKIT_CTR: toolkit_template_run(runs[-2].start)})
-    stack = stack_for(t, rigs, env, "gpu-2",
+    stack = stack_for(t, rigs, env,
                       outcomes=merge(recovered_operands(t, "gpu-1", 0, fixed),
                                      stuck_operands(t, "gpu-2", 1),
                                      {TOOLKIT: {"gpu-1": tk1, "gpu-2": tk2}}),
@@ -544,7 +543,7 @@ def k0s_toolkit_default_paths(root: Path) -> None:
     fixed = plus(t.created, -5 * 3600 - 904.2)  # nvidia.toml added, k0sworker restarted
     tk1, logs1 = toolkit_ran(t, 0)
     tk2, logs2 = toolkit_ran(t, 1)
-    stack = stack_for(t, rigs, None, "gpu-2",
+    stack = stack_for(t, rigs, None,
                       outcomes=merge(recovered_operands(t, "gpu-1", 0, fixed),
                                      stuck_operands(t, "gpu-2", 1),
                                      {TOOLKIT: {"gpu-1": tk1, "gpu-2": tk2}}),
@@ -684,7 +683,7 @@ def microk8s_toolkit_edits_generated_config(root: Path) -> None:
     # the toolkit's SIGHUP stops containerd; snapd restarts it, and MicroK8s writes
     # containerd.toml from the template again: gpu-1's template has the runtime
     fixed = plus(tk1.main_start, 1.45 + 5.1)
-    stack = stack_for(t, rigs, env, "gpu-2",
+    stack = stack_for(t, rigs, env,
                       outcomes=merge(recovered_operands(t, "gpu-1", 0, fixed),
                                      stuck_operands(t, "gpu-2", 1),
                                      {TOOLKIT: {"gpu-1": tk1, "gpu-2": tk2}}),
