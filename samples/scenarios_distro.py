@@ -569,9 +569,11 @@ def k0s_toolkit_default_paths(root: Path) -> None:
 # -------------------------------------------------------------------------- MicroK8s
 
 SNAP_ARGS = "/var/snap/microk8s/current/args"
+# containerd's --config names the snap revision's directory, which node.sh reports
+SNAP_REV_ARGS = "/var/snap/microk8s/8248/args"
 MICROK8S = Flavor(
     distribution="microk8s", runtime="containerd", kubelet_version=f"{K8S}",
-    runtime_version="containerd://1.7.29", config=f"{SNAP_ARGS}/containerd.toml",
+    runtime_version="containerd://1.7.29", config=f"{SNAP_REV_ARGS}/containerd.toml",
     socket="/var/snap/microk8s/common/run/containerd.sock",
     binary="/snap/microk8s/current/bin/containerd",
     processes=(("kubelite", "/snap/microk8s/8248/kubelite --scheduler-args-file="
@@ -605,7 +607,7 @@ MICROK8S = Flavor(
                     "microk8s-worker=microk8s-worker\"\n"
                     "--authentication-token-webhook=true\n"
                     "--read-only-port=0\n"),),
-    templates=(f"{SNAP_ARGS}/containerd-template.toml",),
+    templates=(f"{SNAP_REV_ARGS}/containerd-template.toml",),
     kubelet_unit="snap.microk8s.daemon-kubelite",
     containerd_unit="snap.microk8s.daemon-containerd",
     cgroup_driver="not set",

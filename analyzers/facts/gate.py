@@ -106,10 +106,15 @@ def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitT
     configuration lacks the runtime has lost it that way."""
     layout = where.layout
     files = artifacts.containerd_files
-    templates = [t for t in layout.templates if t in files]
+    main = where.config
+    # The templates sit beside the file containerd runs with, which may be named through
+    # another path than the layout's (MicroK8s: /var/snap/microk8s/<revision>/args/...
+    # in containerd's --config, /var/snap/microk8s/current/args/... in the layout).
+    beside = [posixpath.join(posixpath.dirname(main), posixpath.basename(t))
+              for t in layout.templates]
+    templates = [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files]
     if not layout.regenerated and not parse_failures:
         return None
-    main = where.config
     lost = False
     template = templates[0] if templates else None
     main_text = files.get(main)

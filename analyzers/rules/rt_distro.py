@@ -192,15 +192,16 @@ class TemplateLostRuntime(Rule):
                     break
             severity = Severity.CRITICAL
         if loss.toolkit_on_generated:
-            rebuilt = nr.layout.templates[0] if nr.layout.templates else "its template"
-            parts.append(f"the toolkit is told to edit {loss.main}, which "
-                         f"{nr.layout.distribution} rebuilds from {rebuilt} at every start of "
-                         "containerd: the runtime it added was gone after the restart it "
-                         "triggered itself")
-            for key in ("CONTAINERD_CONFIG", "RUNTIME_CONFIG"):
-                if key in setting:
-                    evidence.append(setting[key].evidence)
-                    break
+            rebuilt = loss.template or (nr.layout.templates[0] if nr.layout.templates
+                                        else "its template")
+            told = next((setting[key] for key in ("CONTAINERD_CONFIG", "RUNTIME_CONFIG")
+                         if key in setting), None)
+            parts.append(f"the toolkit is told to edit {told.value if told else loss.main}, "
+                         f"which {nr.layout.distribution} rebuilds from {rebuilt} at every "
+                         "start of containerd: the runtime it added was gone after the "
+                         "restart it triggered itself")
+            if told is not None:
+                evidence.append(told.evidence)
             if rebuilt in files:
                 evidence.append(Evidence(path=artifacts.path("containerd/files" + rebuilt),
                                          excerpt="(no nvidia runtime in the template)"))

@@ -142,3 +142,24 @@ def test_rt009_quiet_when_the_toolkit_edits_the_template(tmp_path: Path) -> None
         env={"CONTAINERD_CONFIG": MK8S_TEMPLATE, "CONTAINERD_SOCKET": MK8S_SOCKET})
     assert "RT009:gpu-m" not in found and "RT008:gpu-m" not in found
     assert found["RT001:gpu-m"].caused_by == []
+
+
+def test_rt009_finds_the_template_beside_the_revision_path(tmp_path: Path) -> None:
+    """MicroK8s runs containerd with ``--config /var/snap/microk8s/<revision>/args/...``
+    (https://github.com/canonical/microk8s/issues/3545 shows the command line); node.sh
+    reports that path and copies the template from the same directory."""
+    rev_args = "/var/snap/microk8s/8248/args"
+    files = {"runtime.json": detected("microk8s", f"{rev_args}/containerd.toml", MK8S_SOCKET),
+             "containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA,
+             f"containerd/files{rev_args}/containerd.toml": DUMP_WITHOUT_NVIDIA,
+             f"containerd/files{rev_args}/containerd-template.toml": DUMP_WITHOUT_NVIDIA}
+    found = analyze_files(
+        tmp_path, [node("gpu-m", "v1.31.1", "containerd://1.6.28", **{"microk8s.io/cluster": "x"})],
+        {"gpu-m": files}, env=MK8S_ENV)
+    rt009 = found["RT009:gpu-m"]
+    assert (f"the toolkit is told to edit {MK8S_CONFIG}, which microk8s rebuilds from "
+            f"{rev_args}/containerd-template.toml") in rt009.summary
+    template = f"nodes/gpu-m/containerd/files{rev_args}/containerd-template.toml"
+    assert rt009.evidence[1].path == template
+    assert "RT008:gpu-m" not in found
+    assert found["RT001:gpu-m"].caused_by == ["RT009:gpu-m"]
