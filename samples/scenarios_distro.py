@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from samplekit import containerd, gpuop, journal, kubeadm, oplogs
-from samplekit.core import at, number, plus
+from samplekit.core import at, hexid, number, plus
 from samplekit.dcgpu import L40S
 from samplekit.distro import DistroState, Flavor, node_fields, node_writers, pid_of
 from samplekit.fleet import (
@@ -713,6 +713,8 @@ def microk8s_toolkit_edits_generated_config(root: Path) -> None:
 
 # --------------------------------------------------------------------- OpenShift/CRI-O
 
+RHCOS_KERNEL = "5.14.0-570.52.1.el9_6.x86_64"
+RHCOS_BUILD = "#1 SMP PREEMPT_DYNAMIC Wed Oct 15 12:15:16 EDT 2025"
 OPENSHIFT = Flavor(
     distribution="openshift", runtime="cri-o", kubelet_version="v1.33.5",
     runtime_version="cri-o://1.33.5-3.rhaos4.20.gitd0ea985.el9", config="/etc/crio/crio.conf",
@@ -741,6 +743,12 @@ OPENSHIFT = Flavor(
     selinux="Enforcing\n",
     labels={"node.openshift.io/os_id": "rhcos", "node-role.kubernetes.io/worker": ""},
     os_image="Red Hat Enterprise Linux CoreOS 9.6.20251023-0 (Plow)",
+    cmdline=(f"BOOT_IMAGE=(hd0,gpt3)/boot/ostree/rhcos-{hexid(64, 'ostree')}/vmlinuz-"
+             f"{RHCOS_KERNEL} ignition.platform.id=metal "
+             f"ostree=/ostree/boot.1/rhcos/{hexid(64, 'ostree')}/0 root=UUID="
+             "4f0d3c6e-91a2-4b7e-8f1d-2c5a9e3b7d10 rw rootflags=prjquota "
+             "boot=UUID=8c2e5b1a-6d3f-4e9b-a7c4-1f0e2d3b4a59 systemd.unified_cgroup_hierarchy=1 "
+             "cgroup_no_v1=all psi=0\n"),
 )
 CRIO_DEFAULTS = "/etc/crio/crio.conf.d/00-default"
 HOOK = "/etc/containers/oci/hooks.d/oci-nvidia-hook.json"
@@ -863,7 +871,8 @@ def toolkit_hook_log(start: dt.datetime) -> list[LogLine]:
 def openshift_crio_no_nvidia_handler(root: Path) -> None:
     """See the module docstring."""
     t = day_old("2026-11-30T13:10:00Z")
-    rigs = rigs_of(t)
+    rigs = [replace(r, host=replace(r.host, kernel=RHCOS_KERNEL, kernel_build=RHCOS_BUILD,
+                                    os_pretty=OPENSHIFT.os_image)) for r in rigs_of(t)]
     scene = fleet_scene(rigs, t)
     toolkit_logs = {}
     for i, r in enumerate(rigs[1:]):

@@ -76,6 +76,7 @@ class Flavor:
     selinux: str | None = None        # getenforce (None: no SELinux on the host)
     labels: dict[str, str] = field(default_factory=dict)
     os_image: str = "Ubuntu 24.04.3 LTS"
+    cmdline: str | None = None        # /proc/cmdline (None: the Ubuntu hosts' own)
 
 
 @dataclass
@@ -169,10 +170,12 @@ def proc_modules() -> str:
     )
 
 
-def driver_version() -> str:
+def driver_version(f: Flavor) -> str:
     build = "Release Build  (dvs-builder@U22-I3-AE18-23-3)  Thu Sep  4 01:54:27 UTC 2025"
+    gcc = ("gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)" if f.os_image.startswith("Ubuntu")
+           else "gcc version 11.5.0 20240719 (Red Hat 11.5.0-5) (GCC)")
     return (f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {DRIVER}  {build}\n"
-            "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04) \n")
+            f"GCC version:  {gcc} \n")
 
 
 def cgroup_text(state: DistroState, dump: str | None) -> str:
@@ -293,11 +296,12 @@ def write_node(bundle: Bundle, state: DistroState) -> None:
         ["nvidia-smi", "-q", "-x"])
     add("host/uname.txt", host.uname(h), ["uname", "-a"])
     add("host/os-release", os_release(f, h), ["cat", "/etc/os-release"])
-    add("host/cmdline", host.cmdline(h).replace("quiet splash vt.handoff=7", "iommu=pt"),
+    add("host/cmdline", f.cmdline or host.cmdline(h).replace("quiet splash vt.handoff=7",
+                                                                "iommu=pt"),
         ["cat", "/proc/cmdline"])
     add("host/modules.txt", proc_modules(), ["cat", "/proc/modules"])
     add("host/lspci.txt", lspci(rig), ["lspci", "-nnk", "-d", "10de:"])
-    add("host/nvidia-driver-version.txt", driver_version(),
+    add("host/nvidia-driver-version.txt", driver_version(f),
         ["cat", "/proc/driver/nvidia/version"])
     add("host/secureboot.txt", "SecureBoot disabled\n", ["mokutil", "--sb-state"])
     fail("host/nvidia-ctk.txt", ["sh", "-c", "command -v nvidia-ctk && nvidia-ctk --version"],
