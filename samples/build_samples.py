@@ -71,6 +71,13 @@ from samples.samplekit.workloads import (
     place_pod,
     retry_times,
 )
+from samples.scenarios_distro import (
+    k0s_toolkit_default_paths,
+    k3s_toolkit_default_config,
+    microk8s_toolkit_edits_generated_config,
+    openshift_crio_no_nvidia_handler,
+    rke2_template_go_directives,
+)
 from samples.scenarios_node import (
     app_xids_only,
     driver_upgrade_failed,
@@ -481,6 +488,11 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "hgx-no-fabricmanager": hgx_no_fabricmanager,
     "driver-upgrade-failed": driver_upgrade_failed,
     "dcgm-profiling-crashloop": dcgm_profiling_crashloop,
+    "k3s-toolkit-default-config": k3s_toolkit_default_config,
+    "rke2-template-go-directives": rke2_template_go_directives,
+    "k0s-toolkit-default-paths": k0s_toolkit_default_paths,
+    "microk8s-toolkit-edits-generated-config": microk8s_toolkit_edits_generated_config,
+    "openshift-crio-no-nvidia-handler": openshift_crio_no_nvidia_handler,
 }
 
 

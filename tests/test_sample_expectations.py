@@ -383,3 +383,151 @@ def test_op013_stays_quiet_on_every_other_sample() -> None:
     assert others
     for sample in others:
         assert not [f.id for f in report(sample).findings if f.rule_id == "OP013"], sample
+
+
+# ------------------------------------------- the runtime gate on distributions (issue 14)
+
+# Each sample: one failing GPU node (gpu-2) and one healthy one (gpu-1) of the same
+# distribution; the real failure and its public thread are in samples/scenarios_distro.py.
+# RT007 (a RuntimeClass whose handler no node defines) is a cluster-wide consequence, not
+# gpu-2's cause: k3s adds nvidia, nvidia-cdi and nvidia-experimental itself but no
+# nvidia-legacy; the k0s and MicroK8s admins added only the nvidia runtime by hand.
+DISTRO_EXPECTED: dict[str, dict[str, str]] = {
+    "k3s-toolkit-default-config": {
+        "RT008:gpu-2": "critical",
+        "RT001:gpu-2": "critical",
+        "OP001:gpu-2": "high",
+        "OP008:gpu-2": "high",
+        "OP006:cluster-policy": "high",
+        "SC001:ml/eval-0": "medium",
+        "RT007:handler/nvidia-legacy": "medium",
+    },
+    "rke2-template-go-directives": {
+        "RT009:gpu-2": "critical",
+        "RT001:gpu-2": "critical",
+        "OP001:gpu-2": "high",
+        "OP008:gpu-2": "high",
+        "OP006:cluster-policy": "high",
+    },
+    "k0s-toolkit-default-paths": {
+        "RT008:gpu-2": "critical",
+        "RT001:gpu-2": "critical",
+        "OP001:gpu-2": "high",
+        "OP008:gpu-2": "high",
+        "OP006:cluster-policy": "high",
+        "RT007:handler/nvidia-cdi": "medium",
+        "RT007:handler/nvidia-legacy": "medium",
+    },
+    "microk8s-toolkit-edits-generated-config": {
+        "RT009:gpu-2": "critical",
+        "RT001:gpu-2": "critical",
+        "OP001:gpu-2": "high",
+        "OP008:gpu-2": "high",
+        "OP006:cluster-policy": "high",
+        "RT007:handler/nvidia-cdi": "medium",
+        "RT007:handler/nvidia-legacy": "medium",
+    },
+    "openshift-crio-no-nvidia-handler": {"RT010:gpu-2": "critical"},
+}
+# the root cause each sample must name on gpu-2, and the findings that hang under it
+DISTRO_ROOTS = {
+    "k3s-toolkit-default-config": ("RT008:gpu-2", ["RT001:gpu-2", "OP001:gpu-2", "OP008:gpu-2",
+                                                   "OP006:cluster-policy", "SC001:ml/eval-0"]),
+    "rke2-template-go-directives": ("RT009:gpu-2", ["RT001:gpu-2", "OP001:gpu-2", "OP008:gpu-2",
+                                                    "OP006:cluster-policy"]),
+    "k0s-toolkit-default-paths": ("RT008:gpu-2", ["RT001:gpu-2", "OP001:gpu-2", "OP008:gpu-2",
+                                                  "OP006:cluster-policy"]),
+    "microk8s-toolkit-edits-generated-config": ("RT009:gpu-2", ["RT001:gpu-2", "OP001:gpu-2",
+                                                                "OP008:gpu-2",
+                                                                "OP006:cluster-policy"]),
+    "openshift-crio-no-nvidia-handler": ("RT010:gpu-2", []),
+}
+DISTRO_OF = {"k3s-toolkit-default-config": ("k3s", "containerd"),
+             "rke2-template-go-directives": ("rke2", "containerd"),
+             "k0s-toolkit-default-paths": ("k0s", "containerd"),
+             "microk8s-toolkit-edits-generated-config": ("microk8s", "containerd"),
+             "openshift-crio-no-nvidia-handler": ("openshift", "cri-o")}
+RUNTIME_GATE = ("RT001", "RT002", "RT003", "RT008", "RT009", "RT010")
+
+
+@pytest.mark.parametrize("sample", sorted(DISTRO_EXPECTED))
+def test_distro_serious_findings_are_exactly_the_diagnosis(sample: str) -> None:
+    got = {f.id: f.severity.value for f in report(sample).findings if f.severity.rank >= 2}
+    assert got == DISTRO_EXPECTED[sample]
+    errors = [(r.rule_id, r.reason) for r in report(sample).rules if r.status.value == "error"]
+    assert errors == []
+
+
+@pytest.mark.parametrize("sample", sorted(DISTRO_ROOTS))
+def test_distro_root_cause_on_the_failing_node_only(sample: str) -> None:
+    root_id, under = DISTRO_ROOTS[sample]
+    root = finding(sample, root_id)
+    assert root.caused_by == [] and root.nodes == ["gpu-2"]
+    for fid in under:
+        assert root_id in ancestors(sample, fid), fid
+    gate = sorted(f.id for f in report(sample).findings if f.rule_id in RUNTIME_GATE)
+    assert gate == sorted({root_id} | {f for f in under if f.startswith(RUNTIME_GATE)})
+    assert not [f.id for f in report(sample).findings
+                if f.rule_id.startswith(("RT", "OP")) and "gpu-1" in f.nodes
+                and f.rule_id != "RT007"]
+
+
+@pytest.mark.parametrize("sample", sorted(DISTRO_OF))
+def test_distro_nodes_are_read_from_runtime_json(sample: str) -> None:
+    distribution, runtime = DISTRO_OF[sample]
+    for node_name in ("gpu-1", "gpu-2"):
+        where = facts(sample).node_runtime(node_name)
+        assert (where.distribution, where.runtime, where.source) == (
+            distribution, runtime, "runtime.json")
+
+
+@pytest.mark.parametrize("sample", sorted(DISTRO_OF))
+def test_distro_nodes_never_get_rt004(sample: str) -> None:
+    """None of these nodes has a containerd unit (LoadState=not-found); RT004 judges the
+    distribution's own unit where containerd is its child, and CRI-O not at all."""
+    assert not [f.id for f in report(sample).findings if f.rule_id == "RT004"]
+    status = next(r for r in report(sample).rules if r.rule_id == "RT004")
+    if DISTRO_OF[sample][1] == "cri-o":
+        assert status.status.value == "skipped"
+    else:
+        assert status.status.value == "passed"
+
+
+def test_distro_k3s_toolkit_aimed_at_etc_containerd() -> None:
+    rt008 = finding("k3s-toolkit-default-config", "RT008:gpu-2")
+    assert ("the toolkit's default /etc/containerd/config.toml is in effect, but this node's "
+            "containerd runs with /var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+            in rt008.summary)
+    assert "socket" not in rt008.summary  # CONTAINERD_SOCKET names k3s's socket
+    assert ("#   CONTAINERD_CONFIG=/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"
+            in rt008.remediation)
+
+
+def test_distro_k0s_toolkit_aimed_at_config_and_socket() -> None:
+    rt008 = finding("k0s-toolkit-default-paths", "RT008:gpu-2")
+    assert "runs with /etc/k0s/containerd.toml" in rt008.summary
+    assert "containerd listens on /run/k0s/containerd.sock" in rt008.summary
+    assert "#   CONTAINERD_CONFIG=/etc/k0s/containerd.d/nvidia.toml" in rt008.remediation
+
+
+def test_distro_rke2_template_parse_failure_is_quoted() -> None:
+    rt009 = finding("rke2-template-go-directives", "RT009:gpu-2")
+    assert "keys cannot contain { character" in rt009.summary
+    assert any(e.path.endswith("config.toml.tmpl") and e.line == 1 and "{{" in e.excerpt
+               for e in rt009.evidence)
+    assert any(e.path.endswith("nvidia-container-toolkit-ctr.log") for e in rt009.evidence)
+
+
+def test_distro_microk8s_generated_file_named() -> None:
+    rt009 = finding("microk8s-toolkit-edits-generated-config", "RT009:gpu-2")
+    assert ("the toolkit is told to edit /var/snap/microk8s/current/args/containerd.toml, "
+            "which microk8s rebuilds from") in rt009.summary
+    assert ("#   CONTAINERD_CONFIG=/var/snap/microk8s/current/args/containerd-template.toml"
+            in rt009.remediation)
+
+
+def test_distro_crio_refusal_and_hook() -> None:
+    rt010 = finding("openshift-crio-no-nvidia-handler", "RT010:gpu-2")
+    assert "handlers: crun, runc" in rt010.summary
+    assert "oci-nvidia-hook.json" in rt010.summary
+    assert any("failed to find runtime handler nvidia" in e.excerpt for e in rt010.evidence)

@@ -46,6 +46,15 @@ def items(bundle: Path, path: str) -> list[dict[str, Any]]:
     return result
 
 
+def detected(node_dir: Path) -> dict[str, Any] | None:
+    """``runtime.json`` of a node directory (written by the 1.1 collector), or None."""
+    path = node_dir / "runtime.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
 def runtimes(dump: Path) -> set[str]:
     config = tomllib.loads(dump.read_text(encoding="utf-8"))
     return set(config["plugins"][CRI]["containerd"]["runtimes"])
@@ -135,7 +144,12 @@ def test_json_and_jsonl_parse(bundle: Path) -> None:
         json.loads(path.read_text(encoding="utf-8"))
     for path in bundle.rglob("*.jsonl"):
         lines = path.read_text(encoding="utf-8").splitlines()
-        assert lines, path
+        if not lines:
+            # `journalctl -u UNIT -o json` prints nothing when the window holds no entry of
+            # the unit; the 1.1 collector asks for containerd and kubelet on every node,
+            # whether the unit exists there or not (k3s, k0s, MicroK8s)
+            assert detected(path.parent.parent) is not None, path
+            continue
         for line in lines:
             entry = json.loads(line)
             assert isinstance(entry, dict)
@@ -194,11 +208,22 @@ def test_node_directories(bundle: Path) -> None:
     collected = [p for p in (bundle / "nodes").iterdir()] if (bundle / "nodes").exists() else []
     assert {p.name for p in collected} <= names
     for base in collected:
-        assert (base / "containerd/version.txt").read_text().startswith("containerd ")
-        dump = tomllib.loads((base / "containerd/config-dump.toml").read_text(encoding="utf-8"))
-        assert isinstance(dump.get("plugins"), dict), base.name
-        top = base / "containerd/files/etc/containerd/config.toml"
-        assert top.is_file(), base.name
+        # a node of the 1.1 collector says which runtime it runs and with which file;
+        # one of the first collector is containerd with /etc/containerd/config.toml
+        found = detected(base) or {"runtime": "containerd",
+                                   "config_path": "/etc/containerd/config.toml"}
+        if found["runtime"] == "cri-o":
+            dump = tomllib.loads((base / "crio/config-dump.toml").read_text(encoding="utf-8"))
+            assert isinstance(dump.get("crio"), dict), base.name
+            assert (base / "crio/version.txt").read_text().startswith("Version:")
+            assert not (base / "containerd").exists(), base.name
+        else:
+            assert found["runtime"] == "containerd", base.name
+            assert (base / "containerd/version.txt").read_text().startswith("containerd ")
+            dump = tomllib.loads((base / "containerd/config-dump.toml").read_text("utf-8"))
+            assert isinstance(dump.get("plugins"), dict), base.name
+            top = base / ("containerd/files" + found["config_path"])
+            assert top.is_file(), base.name
         smi = base / "nvidia-smi.xml"
         if smi.exists():
             root = ET.parse(smi).getroot()

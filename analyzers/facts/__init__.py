@@ -238,7 +238,8 @@ class Facts:
             if enabled and has_dir and where.containerd:
                 template = gate.template_loss(
                     where, self.bundle.node(name), target,
-                    self.toolkit_log_hits(name, "toolkit-template-parsed-as-toml"))
+                    self.toolkit_log_hits(name, "toolkit-template-parsed-as-toml"),
+                    self.runtime(name).has_nvidia)
             result[name] = gate.NodeGate(misdirected, template, crio)
         return result
 

@@ -6,6 +6,7 @@ Derived once per node for RT008, RT009, RT010 and for RT001's choice of cause.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class TemplateLoss:
     lost_on_restart: bool             # nvidia in the config but not in the template
     parse_failures: tuple[LogHit, ...] = ()   # toolkit lines: a Go template parsed as TOML
     toolkit_on_template: bool = False  # the toolkit is told to edit a Go template
+    toolkit_on_generated: bool = False  # the toolkit edits the generated file itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +98,23 @@ def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str
 
 
 def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitTarget,
-                  parse_failures: tuple[LogHit, ...]) -> TemplateLoss | None:
+                  parse_failures: tuple[LogHit, ...],
+                  has_nvidia: bool | None = None) -> TemplateLoss | None:
+    """Also judged: the toolkit told to edit the generated file itself (MicroK8s'
+    ``containerd.toml``, k3s/RKE2 ``config.toml``). Its edit lasts until the next start
+    of containerd, which the toolkit's own restart brings about; a node whose loaded
+    configuration lacks the runtime has lost it that way."""
     layout = where.layout
     files = artifacts.containerd_files
-    templates = [t for t in layout.templates if t in files]
+    main = where.config
+    # The templates sit beside the file containerd runs with, which may be named through
+    # another path than the layout's (MicroK8s: /var/snap/microk8s/<revision>/args/...
+    # in containerd's --config, /var/snap/microk8s/current/args/... in the layout).
+    beside = [posixpath.join(posixpath.dirname(main), posixpath.basename(t))
+              for t in layout.templates]
+    templates = [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files]
     if not layout.regenerated and not parse_failures:
         return None
-    main = where.config
     lost = False
     template = templates[0] if templates else None
     main_text = files.get(main)
@@ -113,11 +125,13 @@ def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitT
         lost = in_main and not in_template
     on_template = (is_template(target.config, layout.templates)
                    and target.config in files and "{{" in files[target.config])
-    if not lost and not parse_failures and not on_template:
+    on_generated = (layout.regenerated and has_nvidia is False
+                    and posixpath.normpath(target.config) in (main, layout.config))
+    if not lost and not parse_failures and not on_template and not on_generated:
         return None
     return TemplateLoss(template if template is not None else
                         (target.config if on_template else None), main, lost, parse_failures,
-                        on_template)
+                        on_template, on_generated)
 
 
 def _toml(text: str) -> dict[str, Any]:

@@ -131,7 +131,9 @@ class TemplateLostRuntime(Rule):
     for containerd 2) at every start, MicroK8s from ``containerd-template.toml``. The
     rule fires when the generated file has the ``nvidia`` runtime but the template it is
     rebuilt from does not (the runtime is gone after the next restart), when the
-    toolkit is told to edit a template holding Go directives, or when the toolkit's
+    toolkit is told to edit the generated file itself and the loaded configuration has
+    no ``nvidia`` runtime (the toolkit's own restart rebuilt the file without it), when
+    the toolkit is told to edit a template holding Go directives, or when the toolkit's
     log shows it parsed such a template as TOML (``keys cannot contain { character``).
 
     Why it matters:
@@ -177,6 +179,7 @@ class TemplateLostRuntime(Rule):
                 evidence.append(Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt))
             evidence.append(Evidence(path=artifacts.path("containerd/files" + loss.template),
                                      excerpt="(no nvidia runtime in the template)"))
+        setting = ctx.facts.toolkit_settings
         if loss.toolkit_on_template and loss.template is not None:
             parts.append(f"the toolkit is told to edit {loss.template}, a Go template it "
                          "cannot parse as TOML")
@@ -184,11 +187,25 @@ class TemplateLostRuntime(Rule):
                              files.get(loss.template, ""), "{{")
             if hit is not None:
                 evidence.append(Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt))
-            setting = ctx.facts.toolkit_settings
             for key in ("CONTAINERD_CONFIG", "RUNTIME_CONFIG"):
                 if key in setting:
                     evidence.append(setting[key].evidence)
                     break
+            severity = Severity.CRITICAL
+        if loss.toolkit_on_generated:
+            rebuilt = loss.template or (nr.layout.templates[0] if nr.layout.templates
+                                        else "its template")
+            told = next((setting[key] for key in ("CONTAINERD_CONFIG", "RUNTIME_CONFIG")
+                         if key in setting), None)
+            parts.append(f"the toolkit is told to edit {told.value if told else loss.main}, "
+                         f"which {nr.layout.distribution} rebuilds from {rebuilt} at every "
+                         "start of containerd: the runtime it added was gone after the "
+                         "restart it triggered itself")
+            if told is not None:
+                evidence.append(told.evidence)
+            if rebuilt in files:
+                evidence.append(Evidence(path=artifacts.path("containerd/files" + rebuilt),
+                                         excerpt="(no nvidia runtime in the template)"))
             severity = Severity.CRITICAL
         if loss.parse_failures:
             parts.append("the toolkit's log shows it failed to parse a Go template as TOML "
@@ -206,6 +223,10 @@ class TemplateLostRuntime(Rule):
             "# keep the nvidia runtime in the template, or start it with "
             "{{ template \"base\" . }} so k3s/RKE2 add the runtimes they detect,",
             "# then restart the distribution's service on this node only and check again",
+            ["# the toolkit must edit the template instead (toolkit.env, then helm upgrade "
+             "--reuse-values):",
+             sh.note("#   CONTAINERD_CONFIG={value}", value=sh.path(nr.layout.toolkit_config))]
+            if loss.toolkit_on_generated else [],
         )
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
                             objects=[node_ref(node_name)], evidence=evidence,

@@ -140,7 +140,10 @@ class DropInNotImported(Rule):
 
     ``/etc/containerd/conf.d/99-nvidia.toml`` defines the runtime, but
     ``config.toml`` has no ``imports`` covering it, so the loaded configuration
-    (whose ``imports`` list names every file it read) never includes it.
+    (whose ``imports`` list names every file it read) never includes it. Not judged
+    on a node whose containerd runs with another file than the one the toolkit was
+    told to edit (k3s, k0s: the toolkit's drop-in under ``/etc/containerd`` is then
+    RT008's evidence, not a missing import).
 
     Why it matters:
     The toolkit wrote its configuration and reported success, yet containerd runs
@@ -163,6 +166,9 @@ class DropInNotImported(Rule):
             state = ctx.facts.runtime(node_name)
             if state.has_nvidia is not False or not state.unimported_dropins:
                 continue
+            gate = ctx.facts.runtime_gate.get(node_name)
+            if gate is not None and gate.misdirection is not None:
+                continue  # the toolkit's own drop-in, written where this runtime never looks: RT008
             dropin = state.unimported_dropins[0]
             imports = ", ".join(state.imports) or "none"
             dump_text = ctx.bundle.node(node_name).config_dump_text or ""

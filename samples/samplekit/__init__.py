@@ -24,6 +24,10 @@ Layers, bottom up:
   remapping, reset, NVLink fabric); pods caught part-way (an init container still
   running, crash loops, image pull back-off) and nodes that rebooted, for the node and
   driver scenarios (``scenarios_node.py``).
+- ``distro``: GPU nodes of k3s, RKE2, k0s, MicroK8s and OpenShift (CRI-O), written as
+  the 1.1 node collector writes them (``runtime.json``, the distribution's containerd
+  file, templates and log, or CRI-O's configuration; units with ``LoadState``), for the
+  issue 14 scenarios (``scenarios_distro.py``).
 
 Stdlib only; no wall clock, no random state.
 """

@@ -131,29 +131,33 @@ def toolkit_files(top_level: str, dump_before: str) -> dict[str, str]:
     return {MAIN: toml_dumps(top), DROP_IN: toml_dumps(drop_in)}
 
 
-def config_dump(files: dict[str, str]) -> str:
-    """Run ``containerd config dump`` on a node's configuration files.
+def config_dump(files: dict[str, str], main: str = MAIN) -> str:
+    """Run ``containerd --config <main> config dump`` on a node's configuration files.
 
-    ``files`` maps absolute host paths (``/etc/containerd/config.toml`` and any
-    drop-ins) to their content. They are written under a temporary root; the
-    absolute ``/etc/containerd/`` paths inside ``imports`` are pointed into that
-    root for the run, and the root prefix is removed from the output again, so
-    the dump reads exactly as it would on the node.
+    ``files`` maps absolute host paths (``main``, the file containerd runs with, and
+    any files it imports) to their content. They are written under a temporary root;
+    the absolute paths inside ``main``'s ``imports`` are pointed into that root for the
+    run (every directory holding one of ``files``), and the root prefix is removed
+    from the output again, so the dump reads exactly as it would on the node.
     """
     with tempfile.TemporaryDirectory(prefix="samples-containerd-") as tmp:
+        # "/etc/containerd/" covers the stock layout; longer directories below an
+        # already rewritten one no longer match (their quote is followed by ``tmp``).
+        dirs = sorted({str(Path(p).parent) for p in files} | {"/etc/containerd"}, key=len)
         for path, text in files.items():
             target = Path(tmp + path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            if path == MAIN:
-                text = text.replace('"/etc/containerd/', f'"{tmp}/etc/containerd/')
+            if path == main:
+                for directory in dirs:
+                    text = text.replace(f'"{directory}/', f'"{tmp}{directory}/')
             target.write_text(text, encoding="utf-8")
         # containerd lists the files it loaded in ``imports`` in Go map order,
         # which varies from run to run. Keep the first run that lists them as
-        # main file then drop-ins in name order: a real output, and a stable one.
-        loaded = [MAIN, *sorted(p for p in files if p != MAIN)]
+        # main file then the others in name order: a real output, and a stable one.
+        loaded = [main, *sorted(p for p in files if p != main)]
         wanted = "imports = [" + ", ".join(json.dumps(p) for p in loaded) + "]"
         for _ in range(64):
-            out = _run("--config", f"{tmp}{MAIN}", "config", "dump").replace(tmp, "")
+            out = _run("--config", f"{tmp}{main}", "config", "dump").replace(tmp, "")
             if wanted in out.splitlines():
                 return out
         raise ContainerdUnavailable(f"`containerd config dump` never listed {wanted}")

@@ -235,11 +235,17 @@ def test_planted_names_reach_the_same_rules(reports: dict[str, tuple[Report, Rep
     """The payload reached the rules: with names planted (node names kept), every rule
     that fired on a sample fires on its hostile twin, less only OP008, OP012 and OP013,
     whose evidence is an operand's log (the device plugin's, the driver container's, the
-    DCGM exporter's: a log path holds the namespace, which no longer matches)."""
+    DCGM exporter's: a log path holds the namespace, which no longer matches). An RT009
+    on a node whose toolkit is told to edit the generated file may become that node's
+    RT008: the payload appended to every env value makes CONTAINERD_CONFIG another file."""
     for name, (before, after) in reports.items():
         if not name.startswith("names/"):
             continue
         lost = {f.rule_id for f in before.findings} - {f.rule_id for f in after.findings}
+        after_ids = {f.id for f in after.findings}
+        moved = [f.id for f in before.findings if f.rule_id == "RT009" and f.id not in after_ids]
+        if moved and all("RT008" + fid[len("RT009"):] in after_ids for fid in moved):
+            lost.discard("RT009")
         assert lost <= {"OP008", "OP012", "OP013"}, (name, lost)
 
 
