@@ -271,6 +271,7 @@ class CrioNoNvidiaHandler(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
         handlers = {rc.metadata.name: rc.handler for rc in ctx.bundle.cluster.runtimeclasses}
+        unread: list[str] = []
         for node_name in facts.gpu_nodes:
             nr = facts.node_runtime(node_name)
             if nr.runtime != "cri-o":
@@ -285,9 +286,14 @@ class CrioNoNvidiaHandler(Rule):
             loaded = crio.handlers if crio is not None else None
             if loaded is not None and NVIDIA_HANDLER in loaded:
                 continue
+            if loaded is None and not refused:
+                unread.append(node_name)
             if not refused and (loaded is None or not users):
                 continue
             yield self._finding(ctx, node_name, nr, crio, users, refused)
+        if unread:
+            self.unjudged(f"CRI-O's loaded configuration (crio/) is not in the bundle for "
+                          f"{names(unread)}")
 
     def _finding(self, ctx: Context, node_name: str, nr: NodeRuntime, crio: CrioState | None,
                  users: list[Pod], refused: list[Event]) -> Finding:
