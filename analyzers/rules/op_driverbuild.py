@@ -11,6 +11,7 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import node_logs
+from analyzers.rules.drv_driver import DriverNotUsable
 from analyzers.rules.op_common import LOGS
 from bundle.evidence import clip
 
@@ -51,7 +52,8 @@ class DriverBuildFails(Rule):
     kernel version (Node ``nodeInfo``) and SELinux state are quoted. This is the build
     case; a missing image tag or precompiled image is OP010, a Secure Boot refusal
     (``Operation not permitted``, ``Key was rejected``) DRV004. The finding causes
-    OP001's driver stage on the node.
+    OP001's driver stage on the node, and DRV003's "driver not usable" finding when the
+    module it could not build is missing.
 
     Why it matters:
     Without the module the node has no driver: the driver pod restarts forever and the
@@ -84,6 +86,14 @@ class DriverBuildFails(Rule):
             if hits:
                 yield self._finding(ctx, name, hits)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
+        to it and names it in its summary)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return bool(_hits(ctx, name))
+
     def _finding(self, ctx: Context, name: str, hits: dict[str, Evidence]) -> Finding:
         node_obj = ctx.facts.nodes.get(name)
         info = node_obj.status.node_info if node_obj is not None else None
@@ -111,6 +121,8 @@ class DriverBuildFails(Rule):
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
             causes.append(f"OP001:{name}")
+        if DriverNotUsable.explains(ctx, name):  # the module it never built is not loaded
+            causes.append(f"DRV003:{name}")
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, set(hits)))
