@@ -64,6 +64,12 @@ from samplekit.workloads import (
     place_pod,
     retry_times,
 )
+from scenarios_causes import (
+    driver_build_no_headers,
+    driver_too_old_for_gpu,
+    host_driver_under_container,
+    vfio_bound_gpus,
+)
 from scenarios_node import (
     app_xids_only,
     driver_upgrade_failed,
@@ -474,6 +480,10 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "hgx-no-fabricmanager": hgx_no_fabricmanager,
     "driver-upgrade-failed": driver_upgrade_failed,
     "dcgm-profiling-crashloop": dcgm_profiling_crashloop,
+    "host-driver-under-container": host_driver_under_container,
+    "driver-build-no-headers": driver_build_no_headers,
+    "vfio-bound-gpus": vfio_bound_gpus,
+    "driver-too-old-for-gpu": driver_too_old_for_gpu,
 }
 
 

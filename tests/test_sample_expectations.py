@@ -382,3 +382,81 @@ def test_op013_stays_quiet_on_every_other_sample() -> None:
     assert others
     for sample in others:
         assert not [f.id for f in report(sample).findings if f.rule_id == "OP013"], sample
+
+
+# --------------------------------------------- issue 15: a catalog-2 rule as the root
+# Each sample of samples/scenarios_causes.py (real thread in its docstring): the root
+# finding, exactly the findings it explains, and every serious finding of the sample.
+
+ROOTS: dict[str, tuple[str, list[str]]] = {
+    "host-driver-under-container": ("OP012:gpu-2", ["OP001:gpu-2"]),
+    "driver-build-no-headers": ("OP015:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+    "vfio-bound-gpus": ("DRV010:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+    "driver-too-old-for-gpu": ("DRV008:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+}
+
+# The driver stage failing on gpu-2 and what hangs under it.
+_DRIVER_DOWN = {"DRV003:gpu-2": "critical", "OP001:gpu-2": "high", "OP008:gpu-2": "high",
+                "OP006:cluster-policy": "high", "RT006:gpu-2": "high"}
+CAUSE_SAMPLES: dict[str, dict[str, str]] = {
+    "host-driver-under-container": {"OP012:gpu-2": "high", "OP001:gpu-2": "high",
+                                    "OP006:cluster-policy": "high"},
+    # the second kernel is a finding of its own (DRV005: driver-container nodes drift)
+    "driver-build-no-headers": {"OP015:gpu-2": "high", "DRV005:kernels/ubuntu24.04": "medium",
+                                **_DRIVER_DOWN},
+    "vfio-bound-gpus": {"DRV010:gpu-2": "critical", **_DRIVER_DOWN},
+    "driver-too-old-for-gpu": {"DRV008:gpu-2": "critical", **_DRIVER_DOWN},
+}
+
+
+@pytest.mark.parametrize("sample", sorted(CAUSE_SAMPLES))
+def test_cause_sample_serious_findings(sample: str) -> None:
+    got = {f.id: f.severity.value for f in report(sample).findings if f.severity.rank >= 2}
+    assert got == CAUSE_SAMPLES[sample]
+    assert not [r.rule_id for r in report(sample).rules if r.status.value == "error"]
+
+
+@pytest.mark.parametrize("sample", sorted(ROOTS))
+def test_cause_sample_root_and_children(sample: str) -> None:
+    root_id, children = ROOTS[sample]
+    root = finding(sample, root_id)
+    assert root.caused_by == [] and root.nodes == ["gpu-2"]
+    assert root.causes == children
+    for child in children:
+        assert root_id in finding(sample, child).caused_by, child
+    # OP001 names the cause it hangs under instead of saying none was found
+    op001 = finding(sample, "OP001:gpu-2")
+    assert "No rule identified" not in op001.summary
+    assert f"(see {root_id.split(':')[0]})" in op001.summary
+    # gpu-1 is healthy: no driver or operator finding names it (DRV005's fleet-wide
+    # finding lists both kernels, gpu-1's included)
+    assert not [f.id for f in report(sample).findings
+                if f.rule_id.startswith(("OP", "DRV")) and "gpu-1" in f.nodes
+                and f.id != "DRV005:kernels/ubuntu24.04"]
+
+
+def test_cause_sample_evidence() -> None:
+    op012 = finding("host-driver-under-container", "OP012:gpu-2")
+    assert "535.230.02 is already loaded" in op012.summary
+    assert any("driver is in use" in e.excerpt and e.path.endswith("nvidia-driver-ctr.log")
+               for e in op012.evidence)
+    op015 = finding("driver-build-no-headers", "OP015:gpu-2")
+    assert "kernel 6.8.0-90-generic" in op015.summary
+    assert "/lib/modules/6.8.0-90-generic/build: No such file" in op015.evidence[0].excerpt
+    drv010 = finding("vfio-bound-gpus", "DRV010:gpu-2")
+    assert "bound to vfio-pci" in drv010.summary
+    assert [e.path for e in drv010.evidence][-1] == "nodes/gpu-2/host/modules.txt"
+    drv008 = finding("driver-too-old-for-gpu", "DRV008:gpu-2")
+    assert "AD102GL [L40S]" in drv008.summary and "470.256.02" in drv008.summary
+    assert drv008.evidence[0].path == "nodes/gpu-2/dmesg.txt"
+
+
+@pytest.mark.parametrize("sample", sorted(ROOTS))
+def test_cause_rule_fires_on_no_other_sample(sample: str) -> None:
+    rule = ROOTS[sample][0].split(":")[0]
+    others = sorted(p.name for p in SAMPLES.iterdir()
+                    if (p / "manifest.json").is_file() and p.name != sample)
+    # helm-dropped-values also has OP012, there under HELM001 (the dropped value)
+    allowed = {"OP012": {"helm-dropped-values"}}.get(rule, set())
+    fired = [s for s in others if any(f.rule_id == rule for f in report(s).findings)]
+    assert fired == sorted(allowed)

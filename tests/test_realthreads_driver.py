@@ -1,0 +1,76 @@
+"""Catalog-2 driver causes on bundles built from real public threads not used before.
+
+Each case carries the wording a user posted (names and versions as in the thread, in
+this project's bundle layout) and asserts the rule fires on the right node and names
+the right cause:
+
+- DRV004 (Secure Boot refuses the driver container's unsigned module; OP010 and OP001
+  its symptoms): the installer's own question and refusal on RTX 3090 worker nodes,
+  ``Kernel module load error: Operation not permitted``,
+  https://github.com/NVIDIA/gpu-operator/issues/1142; the same refusal with
+  ``Key was rejected by service`` on an RKE2 Ubuntu 24.04 node,
+  https://github.com/NVIDIA/gpu-driver-container/issues/44.
+- DRV008 (the driver branch does not list the GPU): a Tesla P40 (10de:1b38) refused by
+  535.54.03 in a Talos VM, https://github.com/siderolabs/extensions/issues/227.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from op_kit import Cluster, of_rule, operand_pod
+
+CTR = "nvidia-driver-ctr"
+
+
+def _secure_boot_node(cluster: Cluster, node: str, log: list[str]) -> None:
+    cluster.put(operand_pod("nvidia-driver-daemonset", node,
+                            mains={CTR: "waiting:CrashLoopBackOff"}, restarts=12))
+    cluster.log("nvidia-driver-daemonset", node, CTR, log, previous=True)
+    cluster.files[f"nodes/{node}/host/secureboot.txt"] = "SecureBoot enabled\n"
+    cluster.files[f"nodes/{node}/host/modules.txt"] = "i2c_core 106496 0 - Live 0x0\n"
+    cluster.files[f"nodes/{node}/dmesg.txt"] = ""
+
+
+def test_drv004_installer_operation_not_permitted(tmp_path: Path) -> None:
+    # gpu-operator#1142: the .run installer's Secure Boot question, then its refusal
+    cluster = Cluster()
+    _secure_boot_node(cluster, "gpu-a", [
+        "The target kernel has CONFIG_MODULE_SIG set, which means that it supports "
+        "cryptographic signatures on kernel modules. On some systems, the kernel may refuse "
+        "to load modules without a valid signature from a trusted key. This system also has "
+        "UEFI Secure Boot enabled; many distributions enforce module signature verification "
+        "on UEFI systems when Secure Boot is enabled. Would you like to sign the NVIDIA "
+        "kernel module? (Answer: Install without signing)",
+        "Kernel module load error: Operation not permitted",
+    ])
+    report = cluster.analyze(tmp_path)
+    drv004 = of_rule(report, "DRV004")
+    assert sorted(drv004) == ["DRV004:gpu-a"]
+    assert drv004["DRV004:gpu-a"].caused_by == []
+    assert "Secure Boot is enabled" in drv004["DRV004:gpu-a"].summary
+    ids = report.by_id()
+    assert "DRV004:gpu-a" in ids["OP001:gpu-a"].caused_by
+
+
+def test_drv004_installer_cannot_load_on_rke2_ubuntu(tmp_path: Path) -> None:
+    # gpu-driver-container#44: the installer's refusal of the self-built 535.161.07 module
+    cluster = Cluster()
+    _secure_boot_node(cluster, "gpu-b", [
+        "Starting installation of NVIDIA driver version 535.161.07 for Linux kernel version "
+        "6.8.0-36-generic",
+        "ERROR: Unable to load the kernel module 'nvidia.ko'.",
+    ])
+    report = cluster.analyze(tmp_path)
+    drv004 = of_rule(report, "DRV004")
+    assert sorted(drv004) == ["DRV004:gpu-b"]
+    assert drv004["DRV004:gpu-b"].caused_by == []
+    assert "DRV004:gpu-b" in report.by_id()["OP001:gpu-b"].caused_by
+
+
+def test_drv004_quiet_without_secure_boot(tmp_path: Path) -> None:
+    cluster = Cluster()
+    _secure_boot_node(cluster, "gpu-c", [
+        "Kernel module load error: Operation not permitted"])
+    cluster.files["nodes/gpu-c/host/secureboot.txt"] = "SecureBoot disabled\n"
+    assert of_rule(cluster.analyze(tmp_path), "DRV004") == {}
