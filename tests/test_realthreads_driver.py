@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from drv_kit import bundle, gpu_node, of
 from op_kit import Cluster, of_rule, operand_pod
+
+from analyzers.models import Finding
 
 CTR = "nvidia-driver-ctr"
 
@@ -74,3 +77,34 @@ def test_drv004_quiet_without_secure_boot(tmp_path: Path) -> None:
         "Kernel module load error: Operation not permitted"])
     cluster.files["nodes/gpu-c/host/secureboot.txt"] = "SecureBoot disabled\n"
     assert of_rule(cluster.analyze(tmp_path), "DRV004") == {}
+
+
+# siderolabs/extensions#227: the P40 vGPU in a Talos VM, refused by the 535.54.03 branch.
+# The thread shows the record as Talos prints /dev/kmsg (newlines escaped as \x0a); here
+# it is as the collector's util-linux dmesg prints one record (lines indented).
+P40_RECORD = [
+    "NVRM: The NVIDIA GPU 0000:00:10.0 (PCI ID: 10de:1b38)",
+    "NVRM: installed in this system is not supported by the",
+    "NVRM: NVIDIA 535.54.03 driver release.",
+    "NVRM: Please see 'Appendix A - Supported NVIDIA GPU Products'",
+    "NVRM: in this release's README, available on the operating system",
+    "NVRM: specific graphics driver download page at www.nvidia.com.",
+]
+P40_TAIL = ("2023-09-14T03:08:37,433482+00:00 nvidia: probe of 0000:00:10.0 failed with error -1\n"
+            "2023-09-14T03:08:37,434129+00:00 NVRM: The NVIDIA probe routine failed for 1 "
+            "device(s).\n")
+
+
+def _p40(tmp_path: Path, dmesg: str) -> dict[str, Finding]:
+    report = bundle(tmp_path, [gpu_node("talos-gpu")], {"nodes/talos-gpu/dmesg.txt": dmesg})
+    return dict(of(report, "DRV008"))
+
+
+def test_drv008_p40_on_535_as_dmesg_prints_it(tmp_path: Path) -> None:
+    stamp = "2023-09-14T03:08:37,411164+00:00"
+    pad = " " * len(stamp)
+    record = stamp + " " + ("\n" + pad + " ").join(P40_RECORD) + "\n"
+    found = _p40(tmp_path, record + P40_TAIL)
+    assert sorted(found) == ["DRV008:talos-gpu"]
+    summary = found["DRV008:talos-gpu"].summary
+    assert "10de:1b38" in summary and "535.54.03 driver branch does not list" in summary
