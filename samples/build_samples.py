@@ -65,9 +65,13 @@ from samplekit.workloads import (
     retry_times,
 )
 from scenarios_causes import (
+    crd_older_than_chart,
     driver_build_no_headers,
     driver_too_old_for_gpu,
+    gpus_seen_unallocated,
     host_driver_under_container,
+    mig_reconfigure_busy,
+    smi_no_devices,
     vfio_bound_gpus,
 )
 from scenarios_node import (
@@ -484,6 +488,10 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "driver-build-no-headers": driver_build_no_headers,
     "vfio-bound-gpus": vfio_bound_gpus,
     "driver-too-old-for-gpu": driver_too_old_for_gpu,
+    "mig-reconfigure-busy": mig_reconfigure_busy,
+    "smi-no-devices": smi_no_devices,
+    "gpus-seen-unallocated": gpus_seen_unallocated,
+    "crd-older-than-chart": crd_older_than_chart,
 }
 
 

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from samplekit import oplogs
-from samplekit.core import plus
-from samplekit.dcgpu import A10, L4, L40S, Slot
+from samplekit import gpuop, oplogs
+from samplekit.core import k8s_suffix, plus
+from samplekit.dcgpu import A10, A100_PCIE_40GB, L4, L40S, Slot
 from samplekit.fleet import (
+    PYTORCH,
     Rig,
     RigState,
     add_nodes,
@@ -23,18 +24,32 @@ from samplekit.fleet import (
     default_statuses,
     emit,
     fleet_scene,
+    gpu_container,
     gpu_resources,
     install_stack,
     node_writers,
+    owned,
+    run_pod,
     toolkit_config,
+    workload_spec,
 )
+from samplekit.k8s import container
 from samplekit.pci import lspci
-from samplekit.podstates import Finished, Looping, Run, after_reboot, crash_runs, custom
+from samplekit.podstates import (
+    Finished,
+    Looping,
+    Run,
+    Running,
+    after_reboot,
+    crash_runs,
+    custom,
+)
 from samplekit.scene import LogLine
 from samplekit.smi import DRIVER
 from samplekit.workloads import Custom
 from scenarios_node import (
     DRIVER_DS,
+    MIG_MANAGER,
     SMI_NO_DRIVER,
     SMI_NOT_FOUND,
     UNATTENDED_OFF,
@@ -43,9 +58,11 @@ from scenarios_node import (
     driver_dmesg,
     driver_ds,
     driver_stack,
+    every,
     healthy_stack,
     iso_kernel,
     kernel_lines,
+    logrus,
     node_rebooted,
     reboot_journals,
     stuck_operands,
@@ -53,7 +70,8 @@ from scenarios_node import (
     timeline,
     unsigned_modules,
 )
-from scenarios_runtime import driver_run, manager_lines
+from scenarios_numbers import namespaces
+from scenarios_runtime import driver_run, manager_lines, training_load
 
 IMAGE = f"nvcr.io/nvidia/driver:{DRIVER}-ubuntu24.04"
 RUN_S = 5.3  # one run of a driver container that stops at its first error
@@ -386,3 +404,242 @@ def driver_too_old_for_gpu(root: Path) -> None:
     node_writers(scene, rigs, state)
     emit(scene, root, "vision-k8s")
 
+
+
+# ---------------------------------------------------------------- mig-reconfigure-busy
+
+MIG_PROFILE_CONFIG = "all-1g.5gb"
+
+
+def mig_manager_refused(start: dt.datetime, node: str) -> list[LogLine]:
+    """k8s-mig-manager asked for ``all-1g.5gb``: it stops the GPU operands, then
+    mig-parted cannot reset the GPUs because a workload still holds them (the escaped
+    message of ComputeCanada/puppet-magic_castle#387, the per-GPU lines of
+    NVIDIA/mig-parted#181)."""
+    steps = [
+        f"Updating to MIG config: {MIG_PROFILE_CONFIG}",
+        "Asserting that the requested configuration is present in the configuration file",
+        "Selected MIG configuration is valid",
+        "Getting current value of the 'nvidia.com/mig.config.state' node label",
+        "Current value of 'nvidia.com/mig.config.state=success'",
+        "Checking if the selected MIG config is currently applied or not",
+        "Checking if the MIG mode setting in the selected config is currently applied or not",
+        "If the state is 'rebooting', we expect this to always return true",
+        "Changing the 'nvidia.com/mig.config.state' node label to 'pending'",
+        "Shutting down all GPU clients in Kubernetes by disabling their component-specific "
+        "nodeSelector labels",
+        "Waiting for the device-plugin to shutdown",
+        "Waiting for gpu-feature-discovery to shutdown",
+        "Waiting for dcgm-exporter to shutdown",
+        "Applying the MIG mode change from the selected config to the node (and double "
+        "checking it took effect)",
+        "If the -r option was passed, the node will be automatically rebooted if this is not "
+        "successful",
+    ]
+    lines = [logrus(plus(start, 0.4 * i), text) for i, text in enumerate(steps)]
+    t = plus(start, 0.4 * len(steps) + 2.9)
+    lines.append(logrus(t, "\\nThe following GPUs could not be reset:\\n  GPU 00000000:17:00.0: "
+                           "In use by another client\\n  GPU 00000000:31:00.0: In use by another "
+                           "client\\n\\n2 devices are currently being used by one or more other "
+                           "processes", level="error"))
+    lines.append(logrus(plus(t, 0.1), "Error applying MIG configuration with hooks: error "
+                                      "resetting all GPUs: exit status 255", level="error"))
+    lines += [logrus(plus(t, 0.2 + 0.3 * i), text) for i, text in enumerate([
+        "Restarting all GPU clients previously shutdown in Kubernetes by reenabling their "
+        "component-specific nodeSelector labels",
+        "Changing the 'nvidia.com/mig.config.state' node label to 'failed'",
+        f"Waiting for change to 'nvidia.com/mig.config' label on {node}",
+    ])]
+    return lines
+
+
+def mig_reconfigure_busy(root: Path) -> None:
+    """OP014. An admin relabelled gpu-2 ``nvidia.com/mig.config=all-1g.5gb`` to split its
+    A100s for notebooks while a two-GPU fine-tuning pod still ran there. The MIG manager
+    stops the GPU operands but cannot stop the workload; the reset the MIG mode change
+    needs is refused (``The following GPUs could not be reset: ... In use by another
+    client``, ComputeCanada/puppet-magic_castle#387 and NVIDIA/mig-parted#181) and the
+    node's ``nvidia.com/mig.config.state`` turns ``failed``. OP014 is the root, naming
+    the pod; OP009's failed MIG state hangs under it."""
+    t = timeline("2026-11-30T17:25:00Z")
+    machine = "PowerEdge R750xa"
+    rigs = cluster(t, [("gpu-1", A100_PCIE_40GB, 2, machine, "Intel"),
+                       ("gpu-2", A100_PCIE_40GB, 2, machine, "Intel")])
+    busy = rigs[2]
+    relabelled = plus(t.created, -37 * 60 - 12.4)
+    rigs[2] = replace(busy, slots=tuple(
+        replace(s, load=training_load(busy.name, s.index, 31_000)) for s in busy.slots))
+    busy = rigs[2]
+    scene = fleet_scene(rigs, t)
+    namespaces(scene, t, "ml")
+    stack = healthy_stack(t, rigs, logs={MIG_MANAGER: {busy.name: {
+        "nvidia-mig-manager": mig_manager_refused(plus(relabelled, 1.8), busy.name)}}})
+    install_stack(scene, rigs, t, stack)
+    job = "finetune-llama-8b"
+    run_pod(scene, busy, name=f"{job}-0", namespace="ml",
+            spec=workload_spec(gpu_container("trainer", PYTORCH, {"nvidia.com/gpu": 2},
+                                             command=["torchrun"],
+                                             args=["--nproc-per-node=2", "train.py"])),
+            started=plus(t.created, -2 * 86400 - 5120.6),
+            labels={"app": job, "statefulset.kubernetes.io/pod-name": f"{job}-0"},
+            owners=owned("StatefulSet", job, "ml"))
+    add_nodes(scene, rigs, t, resources=gpu_resources(rigs),
+              labels={busy.name: {"nvidia.com/mig.config": MIG_PROFILE_CONFIG,
+                                  "nvidia.com/mig.config.state": "failed"}})
+    files = toolkit_config()
+
+    def state(rig: Rig, _now: dt.datetime) -> RigState:
+        return base_state(scene, rig, files)
+
+    node_writers(scene, rigs, state)
+    emit(scene, root, "a100-lab")
+
+
+# ------------------------------------------------------------------- smi-no-devices
+
+SMI_NO_DEVICES = "No devices were found"
+
+
+def validator_no_devices(start: dt.datetime, until: dt.datetime) -> list[LogLine]:
+    """driver-validation on a host whose nvidia-smi runs but finds no GPU: it retries
+    every 5 s for ever (first rounds and the last kept)."""
+    rounds = []
+    for t in every(start, until, 5.0 + 0.31):
+        rounds.append([
+            logrus(t, "Attempting to validate a pre-installed driver on the host"),
+            logrus(plus(t, 0.001), "Detected a pre-installed driver on the host"),
+            logrus(plus(t, 0.002), "running command chroot with args [/host nvidia-smi]"),
+            LogLine(plus(t, 0.3), SMI_NO_DEVICES),
+            logrus(plus(t, 0.31), "failed to validate the driver, retrying after 5 seconds",
+                   "warning"),
+        ])
+    keep = rounds if len(rounds) <= 3 else rounds[:2] + rounds[-1:]
+    return [line for r in keep for line in r]
+
+
+def smi_no_devices(root: Path) -> None:
+    """DRV009. gpu-2 is a VM with two passthrough A100s; a maintenance on its hypervisor
+    reset the passed-through devices under the running VM. The VM's driver stays loaded
+    but nvidia-smi answers ``No devices were found`` (exit code 6), as in
+    NVIDIA/gpu-operator#641 (a V100) and #653 (an A100), both VMs. The node has been up
+    for weeks and its kernel ring buffer no longer holds the driver's lines, so no other
+    rule can say why. The validator loops on the host's nvidia-smi and every operand
+    waits. DRV009 is the root, saying it found no cause; OP001's driver stage and the
+    collector's failed nvidia-smi item hang under it."""
+    t = timeline("2026-11-30T11:55:00Z")
+    machine = "VMware Virtual Platform"
+    rigs = cluster(t, [("gpu-1", A100_PCIE_40GB, 2, machine, "Intel"),
+                       ("gpu-2", A100_PCIE_40GB, 2, machine, "Intel")])
+    broken = rigs[2]
+    reset = plus(t.created, -9 * 3600 - 2417.3)
+    scene = fleet_scene(rigs, t)
+    until = plus(t.created, -3.2)
+    outcomes = stuck_operands(broken, reset, until, driver_wait="host", mig=True)
+    for name in ("nvidia-container-toolkit-daemonset", "nvidia-operator-validator"):
+        start = plus(reset, 42.1 if name.endswith("validator") else 41.4)
+        outcomes[name] = custom(plus(reset, -86400 * 20), plus(start, -0.8),
+                                {"driver-validation": Running(start)},
+                                logs={"driver-validation": validator_no_devices(start, until)})
+    install_stack(scene, rigs, t, stuck_stack(t, rigs, broken.name, reset, outcomes,
+                                              healthy_stack(t, rigs)))
+    add_nodes(scene, rigs, t, resources=gpu_resources(rigs, gpu_2={"nvidia.com/gpu": (0, 0)}))
+    files = toolkit_config()
+
+    def state(rig: Rig, _now: dt.datetime) -> RigState:
+        st = base_state(scene, rig, files)
+        st.host_files = {"lspci.txt": lspci(list(rig.slots), "nvidia")}
+        if rig.name != broken.name:
+            return st
+        st.dmesg = ""  # weeks of uptime: the boot's NVRM lines have left the ring buffer
+        st.smi_error = (6, SMI_NO_DEVICES)
+        return st
+
+    node_writers(scene, rigs, state)
+    emit(scene, root, "vm-gpu")
+
+
+# ------------------------------------------------------------------- gpus-seen-unallocated
+
+
+def gpus_seen_unallocated(root: Path) -> None:
+    """SC007. On gpu-2 a team runs its embedding server with ``NVIDIA_VISIBLE_DEVICES=all``
+    in the pod's env and no ``nvidia.com/gpu`` limit, copied from a docker-compose file:
+    the runtime gives it every GPU of the node (NVIDIA/k8s-device-plugin#87), while the
+    scheduler has allocated all four L40S to a fine-tuning job. The two share the GPUs
+    without the scheduler knowing. SC007 is the root (SC003 names the same workload
+    beside it)."""
+    t = timeline("2026-11-29T09:05:00Z")
+    machine = "PowerEdge R760xa"
+    rigs = cluster(t, [("gpu-1", L40S, 4, machine, "Intel"), ("gpu-2", L40S, 4, machine, "Intel")])
+    shared = rigs[2]
+    rigs[2] = replace(shared, slots=tuple(
+        replace(s, load=training_load(shared.name, s.index, 44_000)) for s in shared.slots))
+    shared = rigs[2]
+    scene = fleet_scene(rigs, t)
+    namespaces(scene, t, "ml", "search")
+    install_stack(scene, rigs, t, healthy_stack(t, rigs))
+    job = "finetune-mistral-7b"
+    run_pod(scene, shared, name=f"{job}-0", namespace="ml",
+            spec=workload_spec(gpu_container("trainer", PYTORCH, {"nvidia.com/gpu": 4},
+                                             command=["torchrun"],
+                                             args=["--nproc-per-node=4", "train.py"])),
+            started=plus(t.created, -86400 - 3011.8),
+            labels={"app": job, "statefulset.kubernetes.io/pod-name": f"{job}-0"},
+            owners=owned("StatefulSet", job, "ml"))
+    rs = "embedder-6b8f9d7c5d"
+    embedder = container("embedder", "ghcr.io/huggingface/text-embeddings-inference:1.8",
+                         args=["--model-id", "BAAI/bge-large-en-v1.5"],
+                         env={"NVIDIA_VISIBLE_DEVICES": "all"},
+                         resources={"limits": {"cpu": "4", "memory": "16Gi"},
+                                    "requests": {"cpu": "4", "memory": "16Gi"}})
+    run_pod(scene, shared, name=f"{rs}-{k8s_suffix(5, 'embedder', 'a')}", namespace="search",
+            spec=workload_spec(embedder), started=plus(t.created, -6 * 3600 - 722.5),
+            labels={"app": "embedder", "pod-template-hash": "6b8f9d7c5d"},
+            owners=owned("ReplicaSet", rs, "search"), generate_name=f"{rs}-")
+    add_nodes(scene, rigs, t, resources=gpu_resources(rigs))
+    files = toolkit_config()
+
+    def state(rig: Rig, _now: dt.datetime) -> RigState:
+        return base_state(scene, rig, files)
+
+    node_writers(scene, rigs, state)
+    emit(scene, root, "search-k8s")
+
+
+# ---------------------------------------------------------------- crd-older-than-chart
+
+OLD_VERSION = "v24.3.0"
+REJECTED = ('Error: UPGRADE FAILED: error validating "": error validating data: '
+            '[ValidationError(ClusterPolicy.spec.driver): unknown field "kernelModuleType" in '
+            'com.nvidia.v1.ClusterPolicy.spec.driver]')
+
+
+def crd_older_than_chart(root: Path) -> None:
+    """OP016. The operator was installed with chart v24.3.0 and upgraded in place to
+    v26.3.3 with ``--reuse-values``; Helm never upgrades CRDs, so the cluster keeps the
+    v24.3.0 ``clusterpolicies.nvidia.com`` schema, which predates the chart's
+    ``driver.kernelModuleType``, and the upgrade fails validating the new ClusterPolicy
+    (``ValidationError(ClusterPolicy.spec.driver): unknown field ...``, the wording of
+    NVIDIA/gpu-operator#431 on another field; the
+    API server's ``is invalid: ... Required value`` of #139 is the same cause). OP016 is
+    the root; the failed release (HELM002) hangs under it."""
+    t = timeline("2026-11-27T15:40:00Z")
+    machine = "PowerEdge R750xa"
+    rigs = cluster(t, [("gpu-1", A10, 2, machine, "Intel"), ("gpu-2", A10, 2, machine, "Intel")])
+    scene = fleet_scene(rigs, t)
+    stack = healthy_stack(t, rigs)
+    first = stack.helm[0]
+    first.update(status="superseded", chart=f"gpu-operator-{OLD_VERSION}",
+                 app_version=OLD_VERSION)
+    upgrade = plus(t.created, -48 * 60 - 19.6)
+    stack.helm = [first, gpuop.helm_revision(2, "failed", upgrade, REJECTED,
+                                             dict(first["values"]))]
+    install_stack(scene, rigs, t, stack)
+    add_nodes(scene, rigs, t, resources=gpu_resources(rigs))
+    files = toolkit_config()
+
+    def state(rig: Rig, _now: dt.datetime) -> RigState:
+        return base_state(scene, rig, files)
+
+    node_writers(scene, rigs, state)
+    emit(scene, root, "vision-k8s")
