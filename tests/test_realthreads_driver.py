@@ -12,6 +12,9 @@ the right cause:
   https://github.com/NVIDIA/gpu-driver-container/issues/44.
 - DRV008 (the driver branch does not list the GPU): a Tesla P40 (10de:1b38) refused by
   535.54.03 in a Talos VM, https://github.com/siderolabs/extensions/issues/227.
+- DRV010 (GPUs bound to another driver): Tesla T4s bound to vfio-pci for KubeVirt,
+  https://github.com/kubevirt/kubevirt/issues/14593; quiet once the node is labelled for
+  passthrough.
 """
 
 from __future__ import annotations
@@ -108,3 +111,33 @@ def test_drv008_p40_on_535_as_dmesg_prints_it(tmp_path: Path) -> None:
     assert sorted(found) == ["DRV008:talos-gpu"]
     summary = found["DRV008:talos-gpu"].summary
     assert "10de:1b38" in summary and "535.54.03 driver branch does not list" in summary
+
+
+# kubevirt/kubevirt#14593: a node's Tesla T4s bound to vfio-pci for KubeVirt passthrough,
+# as `lspci -nnk` printed them in the thread (the first two of its cards).
+T4_VFIO = (
+    "18:00.0 3D controller [0302]: NVIDIA Corporation TU104GL [Tesla T4] [10de:1eb8] (rev a1)\n"
+    "\tSubsystem: NVIDIA Corporation TU104GL [Tesla T4] [10de:12a2]\n"
+    "\tKernel driver in use: vfio-pci\n"
+    "\tKernel modules: nvidia_drm, nvidia\n"
+    "19:00.0 3D controller [0302]: NVIDIA Corporation TU104GL [Tesla T4] [10de:1eb8] (rev a1)\n"
+    "\tSubsystem: NVIDIA Corporation TU104GL [Tesla T4] [10de:12a2]\n"
+    "\tKernel driver in use: vfio-pci\n"
+    "\tKernel modules: nvidia_drm, nvidia\n"
+)
+
+
+def test_drv010_t4s_bound_to_vfio_for_kubevirt(tmp_path: Path) -> None:
+    report = bundle(tmp_path, [gpu_node("kv-gpu-1")],
+                    {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO})
+    found = of(report, "DRV010")
+    assert sorted(found) == ["DRV010:kv-gpu-1"]
+    assert ("2 NVIDIA GPU(s) are bound to vfio-pci instead of nvidia: 18:00.0 (vfio-pci), "
+            "19:00.0 (vfio-pci)") in found["DRV010:kv-gpu-1"].summary
+
+
+def test_drv010_quiet_when_the_node_is_meant_for_passthrough(tmp_path: Path) -> None:
+    node = gpu_node("kv-gpu-1")
+    node["metadata"]["labels"]["nvidia.com/gpu.workload.config"] = "vm-passthrough"
+    report = bundle(tmp_path, [node], {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO})
+    assert of(report, "DRV010") == {}
