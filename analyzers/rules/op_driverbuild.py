@@ -16,6 +16,7 @@ from analyzers.rules.op_common import LOGS
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
+PACKAGES = "driver-build-package-unavailable"
 DENIED = "driver-module-insert-permission-denied"
 SELINUX_FILE = "host/selinux.txt"
 _ENFORCING = frozenset({"enforcing", "1"})
@@ -23,7 +24,7 @@ _ENFORCING = frozenset({"enforcing", "1"})
 
 def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
     """The first line of each wording in the node's driver container logs."""
-    wanted = (signatures.get(HEADERS), signatures.get(DENIED))
+    wanted = (signatures.get(HEADERS), signatures.get(PACKAGES), signatures.get(DENIED))
     found: dict[str, Evidence] = {}
     for path, container, text in node_logs(ctx, name, components=("driver",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
@@ -47,6 +48,8 @@ class DriverBuildFails(Rule):
     Per node, the driver container's log: the packages to build for the running kernel
     are missing — ``Error: Unable to find a match: kernel-devel-<kernel>`` (dnf on RHEL,
     RHCOS, CentOS) or ``/lib/modules/<kernel>/build: No such file or directory`` — or
+    another package the build installs is (``Unable to find a match:
+    elfutils-libelf-devel``, a repository not reachable or not entitled) — or
     the built module is refused with ``could not insert 'nvidia': Permission denied``,
     which on a host whose ``host/selinux.txt`` says ``Enforcing`` is SELinux. The
     kernel version (Node ``nodeInfo``) and SELinux state are quoted. This is the build
@@ -106,6 +109,10 @@ class DriverBuildFails(Rule):
                 else "the running kernel"
             reasons.append(f"the headers to build the module for {on} are not available "
                            "to it")
+        if PACKAGES in hits:
+            package = hits[PACKAGES].excerpt.rsplit("match:", 1)[-1].strip()
+            reasons.append(f"a package it needs to build the module ({package}) is not in the "
+                           "repositories it reaches")
         state, where = _selinux(ctx, name)
         if DENIED in hits:
             if state is not None and state.lower() in _ENFORCING:
@@ -136,6 +143,9 @@ def _remediation(name: str, kinds: set[str]) -> str:
                tail="; echo"),
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
     ]
+    if PACKAGES in kinds:
+        lines.append("# give the container the repositories it builds from (driver.repoConfig, "
+                     "a valid RHEL entitlement), or use precompiled images for this kernel")
     if HEADERS in kinds:
         lines.append("# use precompiled images for this kernel (driver.usePrecompiled=true), "
                      "a driver.repoConfig repository that has its kernel-devel, or a kernel "
