@@ -12,6 +12,8 @@ the right cause:
   https://github.com/NVIDIA/gpu-driver-container/issues/44.
 - DRV008 (the driver branch does not list the GPU): a Tesla P40 (10de:1b38) refused by
   535.54.03 in a Talos VM, https://github.com/siderolabs/extensions/issues/227.
+- DRV009 (nvidia-smi failed): ``No devices were found`` with the driver container up but
+  not ready (its startup probe failing), https://github.com/NVIDIA/gpu-operator/issues/653.
 - DRV010 (GPUs bound to another driver): Tesla T4s bound to vfio-pci for KubeVirt,
   https://github.com/kubevirt/kubevirt/issues/14593; quiet once the node is labelled for
   passthrough.
@@ -141,3 +143,42 @@ def test_drv010_quiet_when_the_node_is_meant_for_passthrough(tmp_path: Path) -> 
     node["metadata"]["labels"]["nvidia.com/gpu.workload.config"] = "vm-passthrough"
     report = bundle(tmp_path, [node], {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO})
     assert of(report, "DRV010") == {}
+
+
+# gpu-operator#653 (A100, OpenShift 4.12): the driver container runs but its startup probe
+# fails with nvidia-smi's "No devices were found", the other operands wait in Init; the
+# collector's nvidia-smi says the same. A Running container counts as up, so nvidia-smi's
+# failure is what the bundle can name: DRV009 is the root and OP001's stage hangs under it.
+def test_drv009_driver_container_finds_no_device(tmp_path: Path) -> None:
+    cluster = Cluster()
+    pod = operand_pod("nvidia-driver-daemonset", "gpu-a")
+    for status in pod["status"]["containerStatuses"]:
+        status["ready"] = False  # Running, startup probe failing
+    cluster.put(pod)
+    cluster.put(operand_pod("nvidia-operator-validator", "gpu-a",
+                            inits={"driver-validation": "running"}))
+    cluster.failed.append({"path": "nodes/gpu-a/nvidia-smi.xml", "node": "gpu-a",
+                           "command": ["nvidia-smi", "-q", "-x"], "exit_code": 6,
+                           "error": "No devices were found"})
+    report = cluster.analyze(tmp_path)
+    smi = of_rule(report, "DRV009")["DRV009:gpu-a"]
+    assert "the driver is loaded but found no GPU" in smi.summary
+    assert smi.caused_by == [] and smi.severity.value == "high"
+    op001 = of_rule(report, "OP001")["OP001:gpu-a"]
+    assert op001.caused_by == ["DRV009:gpu-a"]
+    assert "(see DRV009)" in op001.summary
+
+
+# The contrast (a case of this file, not a thread): when the driver container itself
+# crash-loops, it explains nvidia-smi's failure, not the other way round.
+def test_drv009_under_a_crashing_driver_container(tmp_path: Path) -> None:
+    cluster = Cluster()
+    cluster.put(operand_pod("nvidia-driver-daemonset", "gpu-a",
+                            mains={"nvidia-driver-ctr": "waiting:CrashLoopBackOff"}))
+    cluster.failed.append({"path": "nodes/gpu-a/nvidia-smi.xml", "node": "gpu-a",
+                           "command": ["nvidia-smi", "-q", "-x"], "exit_code": 6,
+                           "error": "No devices were found"})
+    report = cluster.analyze(tmp_path)
+    smi = of_rule(report, "DRV009")["DRV009:gpu-a"]
+    assert smi.caused_by == ["OP001:gpu-a"] and smi.severity.value == "low"
+    assert of_rule(report, "OP001")["OP001:gpu-a"].caused_by == []
