@@ -30,6 +30,7 @@ from analyzers.facts.scheduling import Branch
 from analyzers.models import Finding, Report
 from analyzers.plugins import discover
 from bundle import Bundle, open_bundle
+from reports.view import build as build_view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 _OPENED: dict[str, Bundle] = {}
@@ -494,3 +495,28 @@ def test_cause_rule_fires_on_no_other_sample(sample: str) -> None:
     assert fired == sorted(allowed)
     for other in fired:  # there it is never a root
         assert all(f.caused_by for f in report(other).findings if f.rule_id == rule), other
+
+
+def _all_samples() -> list[str]:
+    return sorted(p.name for p in SAMPLES.iterdir() if (p / "manifest.json").is_file())
+
+
+def test_op001_names_its_cause_or_says_none_was_found() -> None:
+    """Issue 15: on every sample, OP001 stands as a root only when no rule explains its
+    stage, and then says so; when it hangs under a cause it never says none was found."""
+    for sample in _all_samples():
+        for f in report(sample).findings:
+            if f.rule_id != "OP001":
+                continue
+            assert ("No rule identified" in f.summary) is (not f.caused_by), (sample, f.id)
+
+
+def test_no_root_is_also_a_symptom() -> None:
+    """Issue 15: on every sample, a finding listed as a root (or standalone) is nobody's
+    symptom, and no finding is listed as a root twice."""
+    for sample in _all_samples():
+        view = build_view(report(sample))
+        roots = [c.root.id for c in view.chains] + [f.id for f in view.standalone]
+        symptoms = {s.id for c in view.chains for s in c.symptoms}
+        assert len(roots) == len(set(roots)), sample
+        assert not set(roots) & symptoms, sample
