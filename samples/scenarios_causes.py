@@ -78,8 +78,7 @@ RUN_S = 5.3  # one run of a driver container that stops at its first error
 
 
 def looping_driver(boot: dt.datetime, until: dt.datetime, run_s: float,
-                   lines: Callable[[dt.datetime], list[LogLine]]
-                   ) -> tuple[Custom, tuple[Run, ...]]:
+                   lines: Callable[[dt.datetime], list[LogLine]]) -> Custom:
     """The driver pod after ``boot``: the manager passes, the driver container fails
     every run (``lines(start)`` is one run's log) and kubelet backs off."""
     box = plus(boot, 40.2)
@@ -90,7 +89,7 @@ def looping_driver(boot: dt.datetime, until: dt.datetime, run_s: float,
                    "nvidia-driver-ctr": Looping(runs, plus(until, -17.3))},
                   logs={"k8s-driver-manager": manager_lines(manager.start),
                         "nvidia-driver-ctr": lines(runs[-1].start)},
-                  previous={"nvidia-driver-ctr": lines(runs[-2].start)}), runs
+                  previous={"nvidia-driver-ctr": lines(runs[-2].start)})
 
 
 # ----------------------------------------------------------- host-driver-under-container
@@ -117,8 +116,8 @@ def host_driver_under_container(root: Path) -> None:
     broken = rigs[2]
     scene = fleet_scene(rigs, t)
     until = plus(t.created, -3.2)
-    outcome, _runs = looping_driver(boot, until, RUN_S,
-                                    lambda start: driver_run(start, broken.host.kernel))
+    outcome = looping_driver(boot, until, RUN_S,
+                             lambda start: driver_run(start, broken.host.kernel))
     base = driver_stack(t, rigs, driver_ds(DRIVER_DS, IMAGE), {"driver": {"version": DRIVER}},
                         {"version": DRIVER})
     hosts = [r.host for r in rigs]
@@ -221,7 +220,7 @@ def driver_build_no_headers(root: Path) -> None:
     scene = fleet_scene(rigs, t)
     until = plus(t.created, -3.2)
     outcomes = stuck_operands(broken, boot, until, driver_wait="container")
-    outcomes[DRIVER_DS], _runs = looping_driver(
+    outcomes[DRIVER_DS] = looping_driver(
         boot, until, BUILD_FAIL_S, lambda start: build_tree_missing(start, NEW_KERNEL))
     base = driver_stack(t, rigs, driver_ds(DRIVER_DS, IMAGE), {"driver": {"version": DRIVER}},
                         {"version": DRIVER})
