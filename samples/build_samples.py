@@ -71,6 +71,16 @@ from samples.samplekit.workloads import (
     place_pod,
     retry_times,
 )
+from samples.scenarios_causes import (
+    crd_older_than_chart,
+    driver_build_no_headers,
+    driver_too_old_for_gpu,
+    gpus_seen_unallocated,
+    host_driver_under_container,
+    mig_reconfigure_busy,
+    smi_no_devices,
+    vfio_bound_gpus,
+)
 from samples.scenarios_distro import (
     k0s_toolkit_default_paths,
     k3s_toolkit_default_config,
@@ -493,6 +503,14 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "k0s-toolkit-default-paths": k0s_toolkit_default_paths,
     "microk8s-toolkit-edits-generated-config": microk8s_toolkit_edits_generated_config,
     "openshift-crio-no-nvidia-handler": openshift_crio_no_nvidia_handler,
+    "host-driver-under-container": host_driver_under_container,
+    "driver-build-no-headers": driver_build_no_headers,
+    "vfio-bound-gpus": vfio_bound_gpus,
+    "driver-too-old-for-gpu": driver_too_old_for_gpu,
+    "mig-reconfigure-busy": mig_reconfigure_busy,
+    "smi-no-devices": smi_no_devices,
+    "gpus-seen-unallocated": gpus_seen_unallocated,
+    "crd-older-than-chart": crd_older_than_chart,
 }
 
 

@@ -30,6 +30,7 @@ from analyzers.facts.scheduling import Branch
 from analyzers.models import Finding, Report
 from analyzers.plugins import discover
 from bundle import Bundle, open_bundle
+from reports.view import build as build_view
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 _OPENED: dict[str, Bundle] = {}
@@ -531,3 +532,140 @@ def test_distro_crio_refusal_and_hook() -> None:
     assert "handlers: crun, runc" in rt010.summary
     assert "oci-nvidia-hook.json" in rt010.summary
     assert any("failed to find runtime handler nvidia" in e.excerpt for e in rt010.evidence)
+
+
+# --------------------------------------------- issue 15: a catalog-2 rule as the root
+# Each sample of samples/scenarios_causes.py (real thread in its docstring): the root
+# finding, exactly the findings it explains, and every serious finding of the sample.
+
+ROOTS: dict[str, tuple[str, list[str]]] = {
+    "host-driver-under-container": ("OP012:gpu-2", ["OP001:gpu-2"]),
+    "driver-build-no-headers": ("OP015:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+    "vfio-bound-gpus": ("DRV010:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+    "driver-too-old-for-gpu": ("DRV008:gpu-2", ["DRV003:gpu-2", "OP001:gpu-2"]),
+    "mig-reconfigure-busy": ("OP014:gpu-2", ["OP009:gpu-2"]),
+    "smi-no-devices": ("DRV009:gpu-2", ["BND001:nvidia-smi-failed", "OP001:gpu-2"]),
+    "gpus-seen-unallocated": ("SC007:gpu-2", []),
+    "crd-older-than-chart": ("OP016:clusterpolicies.nvidia.com", ["HELM002:gpu-operator"]),
+}
+
+# The driver stage failing on gpu-2 and what hangs under it.
+_DRIVER_DOWN = {"DRV003:gpu-2": "critical", "OP001:gpu-2": "high", "OP008:gpu-2": "high",
+                "OP006:cluster-policy": "high", "RT006:gpu-2": "high"}
+CAUSE_SAMPLES: dict[str, dict[str, str]] = {
+    "host-driver-under-container": {"OP012:gpu-2": "high", "OP001:gpu-2": "high",
+                                    "OP006:cluster-policy": "high"},
+    # the second kernel is a finding of its own (DRV005: driver-container nodes drift)
+    "driver-build-no-headers": {"OP015:gpu-2": "high", "DRV005:kernels/ubuntu24.04": "medium",
+                                **_DRIVER_DOWN},
+    "vfio-bound-gpus": {"DRV010:gpu-2": "critical", **_DRIVER_DOWN},
+    "driver-too-old-for-gpu": {"DRV008:gpu-2": "critical", **_DRIVER_DOWN},
+    "mig-reconfigure-busy": {"OP014:gpu-2": "high", "OP009:gpu-2": "high"},
+    # nothing explains nvidia-smi's failure: DRV009 stays high and is the root
+    "smi-no-devices": {"DRV009:gpu-2": "high", "OP001:gpu-2": "high", "OP008:gpu-2": "high",
+                       "OP006:cluster-policy": "high"},
+    # SC003 names the same workload, per workload
+    "gpus-seen-unallocated": {"SC007:gpu-2": "high",
+                              "SC003:search/embedder-6b8f9d7c5d": "medium"},
+    "crd-older-than-chart": {"OP016:clusterpolicies.nvidia.com": "high",
+                             "HELM002:gpu-operator": "high"},
+}
+
+
+@pytest.mark.parametrize("sample", sorted(CAUSE_SAMPLES))
+def test_cause_sample_serious_findings(sample: str) -> None:
+    got = {f.id: f.severity.value for f in report(sample).findings if f.severity.rank >= 2}
+    assert got == CAUSE_SAMPLES[sample]
+    assert not [r.rule_id for r in report(sample).rules if r.status.value == "error"]
+
+
+@pytest.mark.parametrize("sample", sorted(ROOTS))
+def test_cause_sample_root_and_children(sample: str) -> None:
+    root_id, children = ROOTS[sample]
+    root = finding(sample, root_id)
+    assert root.caused_by == []
+    assert root.nodes == ([] if root_id.startswith("OP016") else ["gpu-2"])
+    assert root.causes == children
+    for child in children:
+        assert root_id in finding(sample, child).caused_by, child
+    # OP001 names the cause it hangs under instead of saying none was found
+    if "OP001:gpu-2" in children:
+        op001 = finding(sample, "OP001:gpu-2")
+        assert "No rule identified" not in op001.summary
+        assert f"(see {root_id.split(':')[0]})" in op001.summary
+    # gpu-1 is healthy: no driver or operator finding names it (DRV005's fleet-wide
+    # finding lists both kernels, gpu-1's included)
+    assert not [f.id for f in report(sample).findings
+                if f.rule_id.startswith(("OP", "DRV")) and "gpu-1" in f.nodes
+                and f.id != "DRV005:kernels/ubuntu24.04"]
+
+
+def test_cause_sample_evidence() -> None:
+    op012 = finding("host-driver-under-container", "OP012:gpu-2")
+    assert "535.230.02 is already loaded" in op012.summary
+    assert any("driver is in use" in e.excerpt and e.path.endswith("nvidia-driver-ctr.log")
+               for e in op012.evidence)
+    op015 = finding("driver-build-no-headers", "OP015:gpu-2")
+    assert "kernel 6.8.0-90-generic" in op015.summary
+    assert "/lib/modules/6.8.0-90-generic/build: No such file" in op015.evidence[0].excerpt
+    drv010 = finding("vfio-bound-gpus", "DRV010:gpu-2")
+    assert "bound to vfio-pci" in drv010.summary
+    assert [e.path for e in drv010.evidence][-1] == "nodes/gpu-2/host/modules.txt"
+    drv008 = finding("driver-too-old-for-gpu", "DRV008:gpu-2")
+    assert "AD102GL [L40S]" in drv008.summary and "470.256.02" in drv008.summary
+    assert drv008.evidence[0].path == "nodes/gpu-2/dmesg.txt"
+    op014 = finding("mig-reconfigure-busy", "OP014:gpu-2")
+    assert "could not reset GPU 00000000:17:00.0, 00000000:31:00.0" in op014.summary
+    assert "pod ml/finetune-llama-8b-0 (nvidia.com/gpu: 2)" in op014.summary
+    assert op014.evidence[0].path.endswith("nvidia-mig-manager.log")
+    drv009 = finding("smi-no-devices", "DRV009:gpu-2")
+    assert "nvidia-smi failed (exit code 6)" in drv009.summary
+    assert "No rule identified why" in drv009.summary
+    assert drv009.evidence[0].path == "manifest.json"
+    sc007 = finding("gpus-seen-unallocated", "SC007:gpu-2")
+    assert "sets NVIDIA_VISIBLE_DEVICES=all itself (every GPU)" in sc007.summary
+    assert "allocated to ml/finetune-mistral-7b-0" in sc007.summary
+    op016 = finding("crd-older-than-chart", "OP016:clusterpolicies.nvidia.com")
+    assert 'unknown field "kernelModuleType"' in op016.summary
+    assert op016.evidence[0].path == "cluster/helm/gpu-operator.json"
+
+
+@pytest.mark.parametrize("sample", sorted(ROOTS))
+def test_cause_rule_fires_on_no_other_sample(sample: str) -> None:
+    rule = ROOTS[sample][0].split(":")[0]
+    others = sorted(p.name for p in SAMPLES.iterdir()
+                    if (p / "manifest.json").is_file() and p.name != sample)
+    # helm-dropped-values also has OP012, there under HELM001 (the dropped value);
+    # nouveau-loaded, vfio-bound-gpus and driver-too-old-for-gpu have DRV009 under DRV003
+    allowed = {"OP012": {"helm-dropped-values"},
+               "DRV009": {"nouveau-loaded", "vfio-bound-gpus", "driver-too-old-for-gpu"},
+               }.get(rule, set())
+    fired = [s for s in others if any(f.rule_id == rule for f in report(s).findings)]
+    assert fired == sorted(allowed)
+    for other in fired:  # there it is never a root
+        assert all(f.caused_by for f in report(other).findings if f.rule_id == rule), other
+
+
+def _all_samples() -> list[str]:
+    return sorted(p.name for p in SAMPLES.iterdir() if (p / "manifest.json").is_file())
+
+
+def test_op001_names_its_cause_or_says_none_was_found() -> None:
+    """Issue 15: on every sample, OP001 stands as a root only when no rule explains its
+    stage, and then says so; when it hangs under a cause it never says none was found."""
+    for sample in _all_samples():
+        for f in report(sample).findings:
+            if f.rule_id != "OP001":
+                continue
+            assert ("No rule identified" in f.summary) is (not f.caused_by), (sample, f.id)
+
+
+def test_no_root_is_also_a_symptom() -> None:
+    """Issue 15: on every sample, a finding listed as a root (or standalone) is nobody's
+    symptom, and no finding is listed as a root twice."""
+    for sample in _all_samples():
+        view = build_view(report(sample))
+        roots = [c.root.id for c in view.chains] + [f.id for f in view.standalone]
+        symptoms = {s.id for c in view.chains for s in c.symptoms}
+        assert len(roots) == len(set(roots)), sample
+        assert not set(roots) & symptoms, sample

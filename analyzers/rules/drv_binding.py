@@ -95,6 +95,14 @@ class GpuBoundToOtherDriver(Rule):
             if devices and not _meant_for_vms(ctx, name):
                 yield self._finding(ctx, name, devices)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
+        to it and names it in its summary)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return bool(foreign_gpus(ctx, name)) and not _meant_for_vms(ctx, name)
+
     def _finding(self, ctx: Context, name: str, devices: list[PciDevice]) -> Finding:
         path = ctx.bundle.node(name).path("host/lspci.txt")
         drivers = sorted({device.driver or "" for device in devices})

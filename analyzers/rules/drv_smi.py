@@ -28,11 +28,19 @@ def _explanations(ctx: Context, name: str) -> list[tuple[Link, str]]:
     if driver is not None and driver.broken:
         found.append((refs.OP010(name), "the driver container cannot install for the node's "
                                         "kernel (see OP010)"))
-    stages = ctx.facts.operand_stages.get(name)
-    if stages is not None and stages.first is Stage.DRIVER:
+    if driver_container_failing(ctx, name):
         found.append((refs.OP001(name), "the operator's driver stage is failing on the node "
                                         "(see OP001)"))
     return found
+
+
+def driver_container_failing(ctx: Context, name: str) -> bool:
+    """Whether the node's operand stack stops at the driver container itself. Where
+    the stage is only the validator waiting on a host driver, nvidia-smi failing is
+    the explanation of that stage, not its consequence."""
+    stages = ctx.facts.operand_stages.get(name)
+    return (stages is not None and stages.first is Stage.DRIVER
+            and any(b.operand.component == "driver" for b in stages.at_first))
 
 
 class NvidiaSmiFailed(Rule):
@@ -46,8 +54,10 @@ class NvidiaSmiFailed(Rule):
     words come from the manifest's recorded error or from ``nvidia-smi.xml`` itself
     (nvidia-smi prints them on stdout). The finding links the one that explains it —
     DRV004 (Secure Boot), DRV003 (driver not usable), OP010 (driver container cannot
-    install), OP001 (the operator's driver stage) — and is then of low severity, a
-    symptom listed under its cause; or it says that none does, and stays high.
+    install), OP001 (the operator's driver container failing) — and is then of low
+    severity, a symptom listed under its cause; or it says that none does, stays high,
+    and causes OP001's driver stage where that is the validator waiting on the host's
+    driver.
 
     Why it matters:
     nvidia-smi failing is the node telling you its driver does not work: no GPU
@@ -75,6 +85,14 @@ class NvidiaSmiFailed(Rule):
             failure = smi_failure(ctx, name)
             if failure is not None:
                 yield self._finding(ctx, failure)
+
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether nvidia-smi failed on ``name`` and no other finding explains it (for
+        OP001's driver stage on a host-driver node, which then hangs under it)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return smi_failure(ctx, name) is not None and not _explanations(ctx, name)
 
     def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
         name = failure.node

@@ -125,6 +125,14 @@ class DriverCannotDriveGpu(Rule):
             if refusal is not None:
                 yield self._finding(ctx, name, refusal)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
+        to it and names it in its summary)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return _refusal(ctx, name) is not None
+
     def _finding(self, ctx: Context, name: str, refusal: _Refusal) -> Finding:
         devices = _devices(ctx, name, refusal)
         evidence = list(refusal.evidence)

@@ -2,7 +2,8 @@
 
 OP001 names the stage; the cause is another rule's finding (RT001 for a missing
 runtime handler, OP010/DRV003/DRV004 for an unusable driver, OP005 for the fabric,
-OP008 for the device plugin, OP004/OP013 for the DCGM exporter). A rule cannot see
+OP008 for the device plugin, OP004/OP013 for the DCGM exporter; OP012, OP015, DRV008,
+DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
 another rule's findings, so each explanation here asks the same facts (or the same
 judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
 exactly the findings that exist, and says plainly when none does and what to read next.
@@ -17,9 +18,14 @@ from analyzers import refs
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
+from analyzers.rules.drv_binding import GpuBoundToOtherDriver
 from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
+from analyzers.rules.drv_smi import NvidiaSmiFailed
+from analyzers.rules.drv_support import DriverCannotDriveGpu
 from analyzers.rules.op_components import exporter_hits
 from analyzers.rules.op_dcgm import profiling_hits
+from analyzers.rules.op_driverbuild import DriverBuildFails
+from analyzers.rules.op_hostdriver import HostDriverConflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,21 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     if DriverNotUsable.explains(ctx, node):
         found.append(Cause(refs.DRV003(node), "The NVIDIA driver is not usable on the node "
                                               "(see DRV003)."))
+    if HostDriverConflict.explains(ctx, node):
+        found.append(Cause(refs.OP012(node), "The host's own driver and the operator's driver "
+                                             "setting disagree (see OP012)."))
+    if DriverBuildFails.explains(ctx, node):
+        found.append(Cause(refs.OP015(node), "The driver container cannot build or load its "
+                                             "module on this OS (see OP015)."))
+    if DriverCannotDriveGpu.explains(ctx, node):
+        found.append(Cause(refs.DRV008(node), "The loaded driver cannot drive this GPU "
+                                              "(see DRV008)."))
+    if GpuBoundToOtherDriver.explains(ctx, node):
+        found.append(Cause(refs.DRV010(node), "The GPUs are bound to another kernel driver "
+                                              "(see DRV010)."))
+    if not found and NvidiaSmiFailed.explains(ctx, node):
+        found.append(Cause(refs.DRV009(node), "nvidia-smi itself fails on the node "
+                                              "(see DRV009)."))
     return found
 
 

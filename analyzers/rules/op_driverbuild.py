@@ -11,10 +11,12 @@ from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import node_logs
+from analyzers.rules.drv_driver import DriverNotUsable
 from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
+PACKAGES = "driver-build-package-unavailable"
 DENIED = "driver-module-insert-permission-denied"
 SELINUX_FILE = "host/selinux.txt"
 _ENFORCING = frozenset({"enforcing", "1"})
@@ -22,7 +24,7 @@ _ENFORCING = frozenset({"enforcing", "1"})
 
 def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
     """The first line of each wording in the node's driver container logs."""
-    wanted = (signatures.get(HEADERS), signatures.get(DENIED))
+    wanted = (signatures.get(HEADERS), signatures.get(PACKAGES), signatures.get(DENIED))
     found: dict[str, Evidence] = {}
     for path, container, text in node_logs(ctx, name, components=("driver",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
@@ -46,12 +48,15 @@ class DriverBuildFails(Rule):
     Per node, the driver container's log: the packages to build for the running kernel
     are missing — ``Error: Unable to find a match: kernel-devel-<kernel>`` (dnf on RHEL,
     RHCOS, CentOS) or ``/lib/modules/<kernel>/build: No such file or directory`` — or
+    another package the build installs is (``Unable to find a match:
+    elfutils-libelf-devel``, a repository not reachable or not entitled) — or
     the built module is refused with ``could not insert 'nvidia': Permission denied``,
     which on a host whose ``host/selinux.txt`` says ``Enforcing`` is SELinux. The
     kernel version (Node ``nodeInfo``) and SELinux state are quoted. This is the build
     case; a missing image tag or precompiled image is OP010, a Secure Boot refusal
     (``Operation not permitted``, ``Key was rejected``) DRV004. The finding causes
-    OP001's driver stage on the node.
+    OP001's driver stage on the node, and DRV003's "driver not usable" finding when the
+    module it could not build is missing.
 
     Why it matters:
     Without the module the node has no driver: the driver pod restarts forever and the
@@ -84,6 +89,14 @@ class DriverBuildFails(Rule):
             if hits:
                 yield self._finding(ctx, name, hits)
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
+        to it and names it in its summary)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        return bool(_hits(ctx, name))
+
     def _finding(self, ctx: Context, name: str, hits: dict[str, Evidence]) -> Finding:
         node_obj = ctx.facts.nodes.get(name)
         info = node_obj.status.node_info if node_obj is not None else None
@@ -96,6 +109,10 @@ class DriverBuildFails(Rule):
                 else "the running kernel"
             reasons.append(f"the headers to build the module for {on} are not available "
                            "to it")
+        if PACKAGES in hits:
+            package = hits[PACKAGES].excerpt.rsplit("match:", 1)[-1].strip()
+            reasons.append(f"a package it needs to build the module ({package}) is not in the "
+                           "repositories it reaches")
         state, where = _selinux(ctx, name)
         if DENIED in hits:
             if state is not None and state.lower() in _ENFORCING:
@@ -111,6 +128,8 @@ class DriverBuildFails(Rule):
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
             causes.append(refs.OP001(name))
+        if DriverNotUsable.explains(ctx, name):  # the module it never built is not loaded
+            causes.append(refs.DRV003(name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, set(hits)))
@@ -124,6 +143,9 @@ def _remediation(name: str, kinds: set[str]) -> str:
                tail="; echo"),
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
     ]
+    if PACKAGES in kinds:
+        lines.append("# give the container the repositories it builds from (driver.repoConfig, "
+                     "a valid RHEL entitlement), or use precompiled images for this kernel")
     if HEADERS in kinds:
         lines.append("# use precompiled images for this kernel (driver.usePrecompiled=true), "
                      "a driver.repoConfig repository that has its kernel-devel, or a kernel "

@@ -157,6 +157,21 @@ class HostDriverConflict(Rule):
             if finding is not None:
                 yield finding
 
+    @classmethod
+    def explains(cls, ctx: Context, name: str) -> bool:
+        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
+        to it and names it in its summary)."""
+        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+            return False
+        policy = ctx.facts.cluster_policy
+        host = _host_driver(ctx, name) if policy is not None else None
+        if policy is None or host is None:
+            return False
+        rule = cls()
+        found = (rule._fight(ctx, policy, name, host) if _driver_enabled(policy)
+                 else rule._nobody(ctx, policy, name, host))
+        return found is not None
+
     def _fight(self, ctx: Context, policy: ClusterPolicy, name: str,
                host: _HostDriver) -> Finding | None:
         node_obj = ctx.facts.nodes.get(name)

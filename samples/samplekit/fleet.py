@@ -564,6 +564,8 @@ class RigState:
     unattended: str | None = None  # host/unattended-upgrades.txt
     fm_journal: journal.Journal | None = None  # the nvidia-fabricmanager unit exists
     cdi_files: dict[str, str] | None = None  # file name under /var/run/cdi -> content
+    # format 1.1 host files (name under host/ -> content), written after the others
+    host_files: dict[str, str] = field(default_factory=dict)
 
 
 _DUMPS: dict[tuple[tuple[str, str], ...], str] = {}
@@ -710,6 +712,15 @@ def write_rig(bundle: Bundle, state: RigState) -> None:
                     exit_code=2, node=h.name)
     for name, content in sorted(cdi.items()):
         add(f"cdi/{name}", content, ["cat", f"/var/run/cdi/{name}"])
+    for name, content in sorted(state.host_files.items()):
+        add(f"host/{name}", content, HOST_FILE_COMMANDS[name])
+
+
+# The collector's commands for the format 1.1 host files a scenario may add.
+HOST_FILE_COMMANDS = {
+    "lspci.txt": ["lspci", "-nnk", "-d", "10de:"],
+    "nvidia-driver-version.txt": ["cat", "/proc/driver/nvidia/version"],
+}
 
 
 StateOf = Callable[[Rig, dt.datetime], RigState]
