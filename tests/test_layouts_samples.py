@@ -125,3 +125,15 @@ def test_without_any_product_name_cfg002_cannot_judge(tmp_path: Path) -> None:
                             "no readable nvidia-smi.xml)")
     native = {f.id for f in _native("incident-toolkit-disabled").findings}
     assert {"CFG002:gpu-a", "CFG002:gpu-d"} <= native
+
+
+def test_troubleshoot_helm_histories_lack_descriptions(tmp_path: Path) -> None:
+    """troubleshoot's Helm collector (pkg/collect/helm.go VersionInfo) keeps no revision
+    description, where Helm writes why an upgrade failed: OP016 cannot read it there."""
+    _converter().troubleshoot(SAMPLES / "crd-older-than-chart", tmp_path / "sb")
+    report = _report(tmp_path / "sb")
+    assert [n.path for n in report.bundle.layout_partial] == ["cluster/helm/gpu-operator.json"]
+    op016 = next(r for r in report.rules if r.rule_id == "OP016")
+    assert op016.status is RuleStatus.PARTIAL
+    assert op016.reason is not None and "not its description" in op016.reason
+    assert "OP016:clusterpolicies.nvidia.com" in _ids(_native("crd-older-than-chart"))

@@ -102,6 +102,9 @@ COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^tail -n \+1( /etc/apt/apt\.conf\.d/\S+)+$"),
      "host/unattended-upgrades.txt"),
 )
+# pkg/collect/helm.go's VersionInfo: revision, date, status, isPending, values
+HELM_PARTIAL = ("troubleshoot's Helm collector keeps each revision's status and values, not "
+                "its description (Helm's own message, such as why an upgrade failed)")
 _LOG = re.compile(r"^(?P<container>.+?)(?P<previous>-previous)?\.log$")
 _SHELLS = frozenset({"sh", "bash", "dash", "ash"})
 # How the archive and directory readers refuse a symbolic link (bundle/archive.py).
@@ -144,8 +147,10 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
     manifest = Manifest(format="replicated-troubleshoot", collector={"name": "troubleshoot"},
                         cluster=ClusterInfo(server_version=server),
                         operator_namespace=namespace, items=gaps)
+    helm = [p for p in source.paths() if p.startswith("cluster/helm/")]
     report = LayoutReport(missing=missing_paths(source.paths()),
-                          notes=tuple(_own_links(problems, paths)))
+                          notes=tuple(_own_links(problems, paths)),
+                          partial=tuple((p, HELM_PARTIAL) for p in sorted(helm)))
     return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins(),
                    report=report)
 
