@@ -23,6 +23,7 @@ from analyzers.facts import (
     mig,
     operands,
     operator_presence,
+    operator_version,
     podlogs,
     runtimes,
     scheduling,
@@ -103,6 +104,14 @@ class Facts:
         """What says the GPU Operator is installed or meant to run (empty: a cluster that
         runs GPUs without it, e.g. a standalone device plugin)."""
         return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+
+    @cached_property
+    def operator_version(self) -> operator_version.OperatorVersion:
+        """The operator's image and Helm chart, and which of them gives its version."""
+        return operator_version.OperatorVersion(
+            operator_version.operator_image(self.bundle.cluster.deployments, self.operator_pods,
+                                            self.operator_namespace),
+            operator_version.operator_chart(self.bundle.cluster.helm))
 
     @property
     def operator_expected(self) -> bool:
