@@ -181,7 +181,7 @@ def snapshot(report: Report, facts: Facts) -> dict[FactKey, str]:
             found[(subject, fact)] = str(value).lower() if isinstance(value, bool) else str(value)
 
     bundle = facts.bundle
-    put(CLUSTER, "kubernetes", report.bundle.cluster.server_version or _server(facts))
+    put(CLUSTER, "kubernetes", facts.kubernetes_version)
     put(CLUSTER, "nodes", report.bundle.nodes)
     put(CLUSTER, "gpu nodes", report.bundle.gpu_nodes)
     operator = facts.operator_version.image
@@ -203,12 +203,6 @@ def snapshot(report: Report, facts: Facts) -> dict[FactKey, str]:
     for name in names:
         _node(facts, name, put)
     return found
-
-
-def _server(facts: Facts) -> str | None:
-    server = facts.bundle.cluster.version.get("serverVersion")
-    version = server.get("gitVersion") if isinstance(server, dict) else None
-    return version if isinstance(version, str) else None
 
 
 def _node(facts: Facts, name: str, put: Put) -> None:

@@ -97,10 +97,6 @@ def build(facts: Facts, findings: Sequence[Finding] = ()) -> Overview:
 
 def _glance(facts: Facts, rows: list[NodeRow]) -> Glance:
     bundle = facts.bundle
-    version = bundle.manifest.cluster.server_version
-    if not version:
-        server = bundle.cluster.version.get("serverVersion")
-        version = server.get("gitVersion") if isinstance(server, dict) else None
     smi_rows = [row for row in rows if row.gpu_count_source == "nvidia-smi"]
     totals = GpuTotals(
         physical=sum(row.gpu_count or 0 for row in smi_rows) if smi_rows else None,
@@ -111,7 +107,7 @@ def _glance(facts: Facts, rows: list[NodeRow]) -> Glance:
         unhealthy=sum(row.unhealthy for row in rows),
     )
     return Glance(
-        kubernetes=str(version) if version else None,
+        kubernetes=facts.kubernetes_version,
         operator=operator_release(facts),
         containerd=_spread((row.name, row.containerd) for row in rows),
         drivers=_spread((row.name, row.driver) for row in rows),

@@ -1,6 +1,6 @@
-"""The operator version has one derivation (facts/operator_version.py): the report's
-glance, CFG001 and ``diff`` read it there. Each case below is one on which the three
-used to disagree."""
+"""Versions have one derivation in the facts (facts/operator_version.py,
+Facts.kubernetes_version): the report's glance, CFG001 and ``diff`` read them there. Each
+case below is one on which they used to disagree."""
 
 from __future__ import annotations
 
@@ -141,3 +141,17 @@ def test_no_operator_anywhere(tmp_path: Path) -> None:
     with open_bundle(write_dir(tmp_path / "d", files)) as opened:
         found = Facts(opened).operator_version
     assert (found.image, found.chart, found.source, found.text) == (None, None, None, None)
+
+
+def test_kubernetes_version_from_version_json_is_text_only(tmp_path: Path) -> None:
+    # The glance printed any gitVersion (a number too), diff only text; both read
+    # Facts.kubernetes_version now. The manifest's server_version comes first.
+    files = _files([], [])
+    files["cluster/version.json"] = {"serverVersion": {"gitVersion": 1.31}}
+    with open_bundle(write_dir(tmp_path / "n", files, cluster={"context": "t"})) as opened:
+        assert Facts(opened).kubernetes_version is None
+    files["cluster/version.json"] = {"serverVersion": {"gitVersion": "v1.31.4"}}
+    with open_bundle(write_dir(tmp_path / "t", files, cluster={"context": "t"})) as opened:
+        assert Facts(opened).kubernetes_version == "v1.31.4"
+    with open_bundle(write_dir(tmp_path / "m", files)) as opened:
+        assert Facts(opened).kubernetes_version == "v1.37.1"  # the manifest's (tests/kit.py)

@@ -106,6 +106,16 @@ class Facts:
         return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
 
     @cached_property
+    def kubernetes_version(self) -> str | None:
+        """The API server's version: the manifest's, else ``cluster/version.json``'s
+        ``serverVersion.gitVersion`` (when it is text)."""
+        if self.bundle.manifest.cluster.server_version:
+            return self.bundle.manifest.cluster.server_version
+        server = self.bundle.cluster.version.get("serverVersion")
+        version = server.get("gitVersion") if isinstance(server, dict) else None
+        return version if isinstance(version, str) and version else None
+
+    @cached_property
     def operator_version(self) -> operator_version.OperatorVersion:
         """The operator's image and Helm chart, and which of them gives its version."""
         return operator_version.OperatorVersion(
