@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
+from kit import kube_node, write_dir
 from scenario import analyze_files, lists
 
 from analyzers.facts import Facts
@@ -21,26 +21,9 @@ def gpu_node(name: str, capacity: int | None = None, allocatable: int | None = N
              labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
              gpu_label: bool = True, unschedulable: bool = False) -> dict[str, Any]:
     """A node; ``capacity``/``allocatable`` of ``resource`` (None: not on the Node)."""
-    all_labels = {"kubernetes.io/hostname": name}
-    if gpu_label:
-        all_labels["nvidia.com/gpu.present"] = "true"
-    all_labels.update(labels or {})
-    cap: dict[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-    alloc = dict(cap)
-    if capacity is not None:
-        cap[resource] = str(capacity)
-        alloc[resource] = str(capacity if allocatable is None else allocatable)
-    for other, (c, a) in (extra or {}).items():
-        cap[other] = str(c)
-        alloc[other] = str(a)
-    spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": all_labels}, "spec": spec,
-            "status": {"capacity": cap, "allocatable": alloc}}
+    return kube_node(name, capacity, allocatable, resource=resource, extra=extra,
+                     other={"cpu": "32", "memory": "256Gi", "pods": "110"}, labels=labels,
+                     gpu_label=gpu_label, taints=taints or None, unschedulable=unschedulable)
 
 
 def container(name: str = "main", image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
