@@ -11,7 +11,9 @@ each index is built in one pass and rules look objects up instead of walking the
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from functools import cached_property
+from typing import TypeVar, cast
 
 from analyzers import signatures
 from analyzers.facts import (
@@ -38,12 +40,23 @@ from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
+T = TypeVar("T")
 
 
 class Facts:
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
+        self._judged: dict[tuple[str, str], object] = {}
+
+    def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
+        """A rule's verdict on one node that other rules link to (DRV003's driver not
+        usable, DRV004's module refused): ``judge()`` runs once per run and node, the
+        rule that owns the judgement and the rules that ask for it read the same answer."""
+        key = (rule_id, node)
+        if key not in self._judged:
+            self._judged[key] = judge()
+        return cast(T, self._judged[key])
 
     @cached_property
     def nodes(self) -> dict[str, Node]:
