@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from kit import kube_node
+from kit import kube_node, smi_log
 from scenario import analyze_files, lists, pod
 
 from analyzers.models import Finding, Report
@@ -45,12 +45,7 @@ def smi_gpu(bus_id: str, uuid: str, model: str = A100, extra: str = "") -> str:
 
 
 def smi_xml(*gpus: str, driver: str = "570.195.03") -> str:
-    return ('<?xml version="1.0" ?>\n'
-            '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            "<nvidia_smi_log>\n"
-            f"\t<driver_version>{driver}</driver_version>\n"
-            f"\t<attached_gpus>{len(gpus)}</attached_gpus>\n"
-            + "".join(gpus) + "</nvidia_smi_log>\n")
+    return smi_log(gpus, driver=driver)
 
 
 def remap(pending: str = "No", failure: str = "No") -> str:

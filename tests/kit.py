@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,23 @@ def kube_node(name: str, capacity: int | None = None, allocatable: int | None = 
         status["nodeInfo"] = dict(node_info)
     return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec,
             "status": status}
+
+
+SMI_HEAD = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
+
+
+def smi_log(gpus: Sequence[str], *, driver: str = "570.195.03", timestamp: str | None = None,
+            cuda: str | None = None, attached: int | None = None, indent: str = "\t",
+            newline: str = "\n", doctype: bool = True) -> str:
+    """``nvidia-smi -q -x`` around ``gpus`` (whole ``<gpu>`` elements, each kit writes its
+    own): the document every test kit writes. The header fields (those given) come one
+    per line, ``indent``-ed; ``newline=""`` puts the document on one line."""
+    fields = (("timestamp", timestamp), ("driver_version", driver), ("cuda_version", cuda),
+              ("attached_gpus", str(len(gpus) if attached is None else attached)))
+    head = SMI_HEAD if doctype else '<?xml version="1.0" ?>\n'
+    body = "".join(f"{indent}<{tag}>{value}</{tag}>{newline}"
+                   for tag, value in fields if value is not None)
+    return f"{head}<nvidia_smi_log>{newline}{body}{''.join(gpus)}</nvidia_smi_log>\n"
 
 
 def _bytes(content: Content) -> bytes:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit import kube_list, kube_node, write_dir
+from kit import kube_list, kube_node, smi_log, write_dir
 from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
@@ -230,11 +230,8 @@ def smi_xml(gpus: list[dict[str, str]], driver: str = "570.148.08") -> str:
                       f"            <status>{gpu.get('fabric_status', 'N/A')}</status>",
                       "        </fabric>"]
         parts.append("    </gpu>")
-        blocks.append("\n".join(parts))
-    return ('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            f"<nvidia_smi_log>\n    <driver_version>{driver}</driver_version>\n"
-            f"    <attached_gpus>{len(gpus)}</attached_gpus>\n" + "\n".join(blocks)
-            + "\n</nvidia_smi_log>\n")
+        blocks.append("".join(part + "\n" for part in parts))
+    return smi_log(blocks, driver=driver, indent="    ")
 
 
 def stamp(lines: list[str], start: int = 0) -> str:

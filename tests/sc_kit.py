@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import kube_node, write_dir
+from kit import kube_node, smi_log, write_dir
 from scenario import analyze_files, lists
 
 from analyzers.facts import Facts
@@ -144,8 +144,4 @@ def smi_gpu(bus_id: str = "00000000:3B:00.0", product: str = "NVIDIA A100-SXM4-4
 
 
 def smi_xml(*gpus: str) -> str:
-    return ('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            "<nvidia_smi_log>\n<timestamp>Sun Nov 29 13:58:00 2026</timestamp>\n"
-            "<driver_version>570.195.03</driver_version>\n<cuda_version>12.8</cuda_version>\n"
-            f"<attached_gpus>{len(gpus)}</attached_gpus>\n" + "".join(gpus)
-            + "</nvidia_smi_log>\n")
+    return smi_log(gpus, timestamp="Sun Nov 29 13:58:00 2026", cuda="12.8", indent="")

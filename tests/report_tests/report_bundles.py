@@ -13,7 +13,7 @@ import datetime as dt
 from typing import Any
 
 import orjson
-from kit import kube_list, kube_node
+from kit import kube_list, kube_node, smi_log
 from scenario import DUMP_WITH_NVIDIA, SANDBOX
 
 CREATED = dt.datetime(2026, 11, 29, 14, 0, 0, tzinfo=dt.UTC)
@@ -157,9 +157,8 @@ def nvidia_smi(driver: str, products: list[str]) -> str:
         "<used>1 MiB</used></fb_memory_usage><utilization><gpu_util>0 %</gpu_util>"
         "</utilization><processes></processes></gpu>"
         for i, p in enumerate(products))
-    return (f'<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>{driver}</driver_version>'
-            f"<cuda_version>12.8</cuda_version><attached_gpus>{len(products)}</attached_gpus>"
-            f"{gpus}</nvidia_smi_log>\n")
+    return smi_log([gpus], driver=driver, cuda="12.8", attached=len(products), indent="",
+                   newline="", doctype=False)
 
 
 def journal(*lines: tuple[float, str, str]) -> str:
