@@ -329,12 +329,18 @@ class Facts:
         return result
 
     @cached_property
+    def driver_precompiled(self) -> bool:
+        """``spec.driver.usePrecompiled`` of the active policy: true (or the text "true"),
+        the operator runs signed precompiled driver images instead of building on the node."""
+        policy = self.cluster_policy
+        driver = policy.spec.get("driver") if policy is not None else None
+        return isinstance(driver, dict) and driver.get("usePrecompiled") in (True, "true")
+
+    @cached_property
     def driver_kernel(self) -> dict[str, driverkernel.DriverKernel]:
         """Per GPU node running an operator driver pod: its image against the node's
         kernel, image pull failures and driver build errors."""
-        policy = self.cluster_policy
-        driver = policy.spec.get("driver") if policy is not None else None
-        precompiled = isinstance(driver, dict) and driver.get("usePrecompiled") is True
+        precompiled = self.driver_precompiled
         result = {}
         for name in self.gpu_nodes:
             operand = self.operands.get(name, {}).get("driver")

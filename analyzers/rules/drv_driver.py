@@ -274,9 +274,7 @@ def builds_module_on_node(ctx: Context, name: str) -> bool:
         return has_pod
     if policy.component_enabled("driver") is False and not has_pod:
         return False
-    driver = policy.spec.get("driver")
-    precompiled = isinstance(driver, dict) and driver.get("usePrecompiled") in (True, "true")
-    return not precompiled
+    return not ctx.facts.driver_precompiled
 
 
 class SecureBootRefusedModule(Rule):
