@@ -181,10 +181,11 @@ def snapshot(report: Report, facts: Facts) -> dict[FactKey, str]:
             found[(subject, fact)] = str(value).lower() if isinstance(value, bool) else str(value)
 
     bundle = facts.bundle
-    put(CLUSTER, "kubernetes", report.bundle.cluster.server_version or _server(facts))
+    put(CLUSTER, "kubernetes", facts.kubernetes_version)
     put(CLUSTER, "nodes", report.bundle.nodes)
     put(CLUSTER, "gpu nodes", report.bundle.gpu_nodes)
-    put(CLUSTER, "gpu-operator image", _operator_image(facts))
+    operator = facts.operator_version.image
+    put(CLUSTER, "gpu-operator image", operator.image if operator is not None else None)
     policy = facts.cluster_policy
     if policy is not None:
         put(CLUSTER, "clusterpolicy state", policy.status.state)
@@ -202,19 +203,6 @@ def snapshot(report: Report, facts: Facts) -> dict[FactKey, str]:
     for name in names:
         _node(facts, name, put)
     return found
-
-
-def _server(facts: Facts) -> str | None:
-    server = facts.bundle.cluster.version.get("serverVersion")
-    version = server.get("gitVersion") if isinstance(server, dict) else None
-    return version if isinstance(version, str) else None
-
-
-def _operator_image(facts: Facts) -> str | None:
-    for pod in facts.bundle.cluster.pods:
-        if pod.metadata.labels.get("app") == "gpu-operator" and pod.spec.containers:
-            return pod.spec.containers[0].image or None
-    return None
 
 
 def _node(facts: Facts, name: str, put: Put) -> None:

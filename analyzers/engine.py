@@ -120,17 +120,18 @@ def _order(findings: list[Finding]) -> list[Finding]:
 
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
             progress: Progress | None = None, selection: Selection | None = None,
-            jobs: int = 1) -> Report:
+            jobs: int = 1, facts: Facts | None = None) -> Report:
     """Run the rules over an opened bundle. With ``jobs`` > 1 and a bundle of many
     nodes, node files are parsed up front by worker processes (facts/prefetch.py) while
     this process reads the cluster objects; otherwise everything is read when a rule
-    first asks. The report is the same either way."""
+    first asks. The report is the same either way. ``facts``: the bundle's facts, for a
+    caller that reads them after the analysis (``diff``); made here when not given."""
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
     if jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
         cluster = bundle.cluster
         prefetch.preload(bundle, jobs, meanwhile=(lambda: cluster.nodes, lambda: cluster.pods,
                                          lambda: cluster.events))
-    facts = Facts(bundle)
+    facts = Facts(bundle) if facts is None else facts
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []
     findings: list[Finding] = []

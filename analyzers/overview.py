@@ -14,6 +14,7 @@ from typing import TypeVar
 from analyzers import releases, signatures, timeline
 from analyzers.facts import Facts
 from analyzers.facts.operands import OperandPod
+from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Finding
 from analyzers.overview_models import (
     EvidenceMark,
@@ -96,10 +97,6 @@ def build(facts: Facts, findings: Sequence[Finding] = ()) -> Overview:
 
 def _glance(facts: Facts, rows: list[NodeRow]) -> Glance:
     bundle = facts.bundle
-    version = bundle.manifest.cluster.server_version
-    if not version:
-        server = bundle.cluster.version.get("serverVersion")
-        version = server.get("gitVersion") if isinstance(server, dict) else None
     smi_rows = [row for row in rows if row.gpu_count_source == "nvidia-smi"]
     totals = GpuTotals(
         physical=sum(row.gpu_count or 0 for row in smi_rows) if smi_rows else None,
@@ -110,7 +107,7 @@ def _glance(facts: Facts, rows: list[NodeRow]) -> Glance:
         unhealthy=sum(row.unhealthy for row in rows),
     )
     return Glance(
-        kubernetes=str(version) if version else None,
+        kubernetes=facts.kubernetes_version,
         operator=operator_release(facts),
         containerd=_spread((row.name, row.containerd) for row in rows),
         drivers=_spread((row.name, row.driver) for row in rows),
@@ -148,70 +145,35 @@ def _other_resources(facts: Facts) -> list[ResourceTotal]:
             for r, (c, a, s, n) in sorted(totals.items())]
 
 
-def _is_operator(deployment: Deployment) -> bool:
-    labels = deployment.spec.template.metadata.labels
-    return (deployment.metadata.name == "gpu-operator" or labels.get("app") == "gpu-operator"
-            or labels.get("app.kubernetes.io/component") == "gpu-operator")
-
-
-def _operator_image(facts: Facts) -> tuple[str, str] | None:
-    """(image, where) of the operator container, from its Deployment or else its pod."""
-    namespace = facts.operator_namespace
-    candidates = sorted(facts.bundle.cluster.deployments,
-                        key=lambda d: (d.metadata.namespace != namespace, d.metadata.namespace
-                                       or "", d.metadata.name))
-    for deployment in candidates:
-        if not _is_operator(deployment):
-            continue
-        for container in deployment.spec.template.spec.containers:
-            if "gpu-operator" in container.image:
-                where = (f"image tag of Deployment {deployment.metadata.namespace}/"
-                         f"{deployment.metadata.name}")
-                return container.image, where
-    for pod in facts.operator_pods:
-        for container in pod.spec.containers:
-            if "gpu-operator" in container.image:
-                return container.image, f"image tag of Pod {pod.namespace}/{pod.name}"
-    return None
-
-
-def _operator_chart(facts: Facts) -> tuple[str, str] | None:
-    """(chart, where) of the deployed gpu-operator Helm release, newest first."""
-    for release, revisions in sorted(facts.bundle.cluster.helm.items()):
-        charts = [r for r in revisions if r.chart.startswith("gpu-operator")]
-        if not charts:
-            continue
-        deployed = [r for r in charts if r.status == "deployed"] or charts
-        revision = deployed[-1]
-        return revision.chart, f"Helm release {release} revision {revision.revision}"
-    return None
+def _where(source: OperatorImage | OperatorChart) -> str:
+    if isinstance(source, OperatorChart):
+        return f"Helm release {source.release} revision {source.revision.revision}"
+    owner = source.owner
+    kind = "Deployment" if isinstance(owner, Deployment) else "Pod"
+    return f"image tag of {kind} {owner.metadata.namespace}/{owner.metadata.name}"
 
 
 def operator_release(facts: Facts) -> OperatorRelease:
     """The operator version (image tag first, Helm chart second) and its support status."""
-    image = _operator_image(facts)
-    chart = _operator_chart(facts)
-    image_version = releases.parse_version(image[0].rpartition(":")[2]) if image else None
-    chart_version = releases.parse_version(chart[0]) if chart else None
-    if image_version is not None and image is not None:
-        found, where = image[0].rpartition(":")[2], image[1]
-    elif chart_version is not None and chart is not None:
-        found, where = chart[0], chart[1]
-    else:
-        return OperatorRelease(image=image[0] if image else None,
-                               chart=chart[0] if chart else None,
+    found = facts.operator_version
+    image = found.image.image if found.image is not None else None
+    chart = found.chart.revision.chart if found.chart is not None else None
+    source = found.source
+    status = releases.support(found.text)
+    if source is None or status is None:
+        return OperatorRelease(image=image, chart=chart,
                                note="no operator version found in the Deployment image tag "
                                     "or the Helm release history")
-    status = releases.support(found)
-    assert status is not None
     note = status.note
+    image_version = found.image.version if found.image is not None else None
+    chart_version = found.chart.version if found.chart is not None else None
     if image_version and chart_version and image_version != chart_version:
         note += (f"; the image tag says {'.'.join(map(str, image_version))} but the Helm "
                  f"chart says {'.'.join(map(str, chart_version))}")
     return OperatorRelease(
         version=status.version, series=status.series, status=status.status.value,
-        status_label=status.label, source=where, image=image[0] if image else None,
-        chart=chart[0] if chart else None, note=note, as_of=status.as_of,
+        status_label=status.label, source=_where(source), image=image, chart=chart,
+        note=note, as_of=status.as_of,
     )
 
 

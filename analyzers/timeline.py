@@ -18,7 +18,7 @@ from typing import Any
 from analyzers.facts import Facts
 from analyzers.facts.journals import journal_scan
 from analyzers.overview_models import Timeline, TimelinePoint
-from bundle.kernel import XidEvent, parse_xid
+from bundle.kernel import XidEvent
 from bundle.kube import ContainerStateDetail, Pod
 from bundle.textfiles import JournalEntry
 
@@ -224,38 +224,12 @@ def containerd_records(node: str, path: str, entries: Iterable[JournalEntry]) ->
 
 
 def xid_events(facts: Facts, node: str) -> tuple[list[XidEvent], str | None]:
-    """Xid events of a node and the kernel log(s) they came from (None: none collected).
-
-    Uses the ``kernel_events`` fact (dmesg plus journal kernel lines, deduplicated) when
-    the facts offer one with ``xids`` and ``sources`` per node; otherwise reads the node's
-    ``dmesg.txt`` (parsed once by the bundle).
-    """
-    shared = _shared_xids(facts, node)
-    if shared is not None:
-        return shared
-    artifacts = facts.bundle.node(node)
-    if not artifacts.has("dmesg.txt"):
+    """Xid events of a node and the kernel log(s) they came from (None: none collected),
+    from the ``kernel_events`` fact (dmesg plus journal kernel lines, deduplicated)."""
+    kernel = facts.kernel_events.get(node)
+    if kernel is None:
         return [], None
-    events = [event for line in artifacts.dmesg if (event := parse_xid(line)) is not None]
-    return events, artifacts.path("dmesg.txt")
-
-
-def _shared_xids(facts: Facts, node: str) -> tuple[list[XidEvent], str | None] | None:
-    source: Any = getattr(facts, "kernel_events", None)
-    if source is None:
-        return None
-    try:
-        value = source(node) if callable(source) else (
-            source.get(node) if isinstance(source, Mapping) else None)
-        if value is None:
-            return None if not isinstance(source, Mapping) else ([], None)
-        xids = list(getattr(value, "xids", None) or [])
-        sources = [str(s) for s in getattr(value, "sources", None) or []]
-        if not all(isinstance(x, XidEvent) for x in xids):
-            return None
-        return xids, ", ".join(sources) or None
-    except Exception:  # noqa: BLE001 - another module's fact; fall back to dmesg
-        return None
+    return list(kernel.xids), ", ".join(kernel.sources) or None
 
 
 def _xid_records(node: str, events: Iterable[XidEvent]) -> Iterator[_Record]:

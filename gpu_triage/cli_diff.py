@@ -66,10 +66,11 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     reports = []
     try:
         with open_bundle(before, limits) as first, open_bundle(after, limits) as second:
-            for opened in (first, second):
-                reports.append(analyze(opened, choice.rules,
+            facts = (Facts(first), Facts(second))  # built once, by the analysis; reused
+            for opened, known in zip((first, second), facts, strict=True):
+                reports.append(analyze(opened, choice.rules, facts=known,
                                        selection=choice.selection or None))
-            result = compare(reports[0], reports[1], Facts(first), Facts(second))
+            result = compare(reports[0], reports[1], *facts)
     except BundleError as exc:
         raise unreadable(exc) from None
     if fmt is None and output not in (None, "-"):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from kit import kube_node, smi_log
 from scenario import analyze_files, lists, pod
 
 from analyzers.models import Finding, Report
@@ -27,14 +28,9 @@ A100 = "NVIDIA A100-SXM4-80GB"
 def gpu_node(name: str, capacity: int = 8, allocatable: int | None = None,
              kernel: str = "6.8.0-88-generic") -> dict[str, Any]:
     """A labelled GPU node; allocatable below capacity means withdrawn devices."""
-    status_cap = {"cpu": "64", "pods": "110", "nvidia.com/gpu": str(capacity)}
-    status_alloc = dict(status_cap, **{"nvidia.com/gpu": str(
-        capacity if allocatable is None else allocatable)})
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}},
-            "status": {"capacity": status_cap, "allocatable": status_alloc,
-                       "nodeInfo": {"kernelVersion": kernel,
-                                    "osImage": "Ubuntu 22.04.5 LTS"}}}
+    return kube_node(name, capacity, allocatable, other={"cpu": "64", "pods": "110"},
+                     hostname=False,
+                     node_info={"kernelVersion": kernel, "osImage": "Ubuntu 22.04.5 LTS"})
 
 
 def smi_gpu(bus_id: str, uuid: str, model: str = A100, extra: str = "") -> str:
@@ -49,12 +45,7 @@ def smi_gpu(bus_id: str, uuid: str, model: str = A100, extra: str = "") -> str:
 
 
 def smi_xml(*gpus: str, driver: str = "570.195.03") -> str:
-    return ('<?xml version="1.0" ?>\n'
-            '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            "<nvidia_smi_log>\n"
-            f"\t<driver_version>{driver}</driver_version>\n"
-            f"\t<attached_gpus>{len(gpus)}</attached_gpus>\n"
-            + "".join(gpus) + "</nvidia_smi_log>\n")
+    return smi_log(gpus, driver=driver)
 
 
 def remap(pending: str = "No", failure: str = "No") -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +12,77 @@ import orjson
 
 Content = str | bytes | dict[str, Any] | list[Any]
 
+GPU = "nvidia.com/gpu"
+CPU_PODS = {"cpu": "32", "pods": "110"}
+
 
 def kube_list(*items: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": list(items),
             "metadata": {"resourceVersion": ""}}
+
+
+def kube_node(name: str, capacity: int | None = None, allocatable: int | None = None, *,
+              resource: str = GPU, extra: Mapping[str, tuple[int, int]] | None = None,
+              other: Mapping[str, str] = CPU_PODS, labels: Mapping[str, str] | None = None,
+              hostname: bool = True, gpu_label: bool = True,
+              annotations: Mapping[str, str] | None = None, created: str | None = None,
+              taints: list[dict[str, str]] | None = None, unschedulable: bool = False,
+              conditions: list[dict[str, str]] | None = None,
+              node_info: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A Node as ``kubectl get nodes -o json`` lists it: every test kit builds its nodes here.
+
+    ``capacity``/``allocatable`` of ``resource`` (None: not on the Node; allocatable
+    defaults to capacity); ``extra``: more resources as (capacity, allocatable);
+    ``other``: the non-GPU capacity, allocatable alike. Labels: the hostname label
+    (``hostname``), ``nvidia.com/gpu.present=true`` (``gpu_label``), then ``labels``.
+    ``taints`` None leaves ``spec.taints`` out; ``conditions`` and ``node_info``
+    (``status.nodeInfo``) likewise.
+    """
+    all_labels = {"kubernetes.io/hostname": name} if hostname else {}
+    if gpu_label:
+        all_labels["nvidia.com/gpu.present"] = "true"
+    all_labels.update(labels or {})
+    cap, alloc = dict(other), dict(other)
+    if capacity is not None:
+        cap[resource] = str(capacity)
+        alloc[resource] = str(capacity if allocatable is None else allocatable)
+    for more, (total, free) in (extra or {}).items():
+        cap[more] = str(total)
+        alloc[more] = str(free)
+    metadata: dict[str, Any] = {"name": name, "labels": all_labels}
+    if annotations is not None:
+        metadata["annotations"] = dict(annotations)
+    if created is not None:
+        metadata["creationTimestamp"] = created
+    spec: dict[str, Any] = {}
+    if taints is not None:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    status: dict[str, Any] = {"capacity": cap, "allocatable": alloc}
+    if conditions is not None:
+        status["conditions"] = conditions
+    if node_info is not None:
+        status["nodeInfo"] = dict(node_info)
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec,
+            "status": status}
+
+
+SMI_HEAD = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
+
+
+def smi_log(gpus: Sequence[str], *, driver: str = "570.195.03", timestamp: str | None = None,
+            cuda: str | None = None, attached: int | None = None, indent: str = "\t",
+            newline: str = "\n", doctype: bool = True) -> str:
+    """``nvidia-smi -q -x`` around ``gpus`` (whole ``<gpu>`` elements, each kit writes its
+    own): the document every test kit writes. The header fields (those given) come one
+    per line, ``indent``-ed; ``newline=""`` puts the document on one line."""
+    fields = (("timestamp", timestamp), ("driver_version", driver), ("cuda_version", cuda),
+              ("attached_gpus", str(len(gpus) if attached is None else attached)))
+    head = SMI_HEAD if doctype else '<?xml version="1.0" ?>\n'
+    body = "".join(f"{indent}<{tag}>{value}</{tag}>{newline}"
+                   for tag, value in fields if value is not None)
+    return f"{head}<nvidia_smi_log>{newline}{body}{''.join(gpus)}</nvidia_smi_log>\n"
 
 
 def _bytes(content: Content) -> bytes:

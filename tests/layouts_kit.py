@@ -10,6 +10,8 @@ import json
 import tarfile
 from pathlib import Path
 
+from kit import kube_node
+
 SEP = "_" * 44
 
 POLICY = """apiVersion: nvidia.com/v1
@@ -187,9 +189,7 @@ def symlink(root: Path, links: dict[str, str]) -> Path:
     return root
 
 
-NODE = {"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": "gpu-a", "labels": {"nvidia.com/gpu.present": "true"}},
-        "status": {"capacity": {"nvidia.com/gpu": "1"}, "allocatable": {"nvidia.com/gpu": "1"}}}
+NODE = kube_node("gpu-a", 1, other={}, hostname=False)
 PLUGIN = {"metadata": {"name": "nvidia-device-plugin-daemonset-x7k2p", "namespace": "gpu-operator",
                        "labels": {"app": "nvidia-device-plugin-daemonset"}},
           "spec": {"nodeName": "gpu-a", "containers": [{"name": "nvidia-device-plugin"}]},

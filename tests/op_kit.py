@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit import kube_list, write_dir
+from kit import kube_list, kube_node, smi_log, write_dir
 from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
@@ -140,19 +140,12 @@ def gpu_node(name: str, *, gpus: int = 1, labels: dict[str, str] | None = None,
     node_labels.update(labels or {})
     for key in drop:
         node_labels.pop(key, None)
-    capacity = {"cpu": "64", "pods": "110"}
-    if gpus:
-        capacity["nvidia.com/gpu"] = str(gpus)
-    spec: dict[str, Any] = {"taints": taints or []}
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": node_labels,
-                         "annotations": annotations or {}},
-            "spec": spec,
-            "status": {"capacity": capacity, "allocatable": dict(capacity),
-                       "nodeInfo": {"kernelVersion": kernel, "osImage": "Ubuntu 22.04.5 LTS",
-                                    "containerRuntimeVersion": "containerd://1.7.27"}}}
+    return kube_node(name, gpus or None, other={"cpu": "64", "pods": "110"},
+                     labels=node_labels, hostname=False, gpu_label=False,
+                     annotations=annotations or {}, taints=taints or [],
+                     unschedulable=unschedulable,
+                     node_info={"kernelVersion": kernel, "osImage": "Ubuntu 22.04.5 LTS",
+                                "containerRuntimeVersion": "containerd://1.7.27"})
 
 
 def nfd_worker(node: str, wanted: str = "running") -> dict[str, Any]:
@@ -169,9 +162,7 @@ def nfd_worker(node: str, wanted: str = "running") -> dict[str, Any]:
 
 
 def plain_node(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {}, "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}
+    return kube_node(name, other={"cpu": "8"}, gpu_label=False)
 
 
 def daemonset(app: str, *, tolerations: list[dict[str, str]] | None = None,
@@ -239,11 +230,8 @@ def smi_xml(gpus: list[dict[str, str]], driver: str = "570.148.08") -> str:
                       f"            <status>{gpu.get('fabric_status', 'N/A')}</status>",
                       "        </fabric>"]
         parts.append("    </gpu>")
-        blocks.append("\n".join(parts))
-    return ('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            f"<nvidia_smi_log>\n    <driver_version>{driver}</driver_version>\n"
-            f"    <attached_gpus>{len(gpus)}</attached_gpus>\n" + "\n".join(blocks)
-            + "\n</nvidia_smi_log>\n")
+        blocks.append("".join(part + "\n" for part in parts))
+    return smi_log(blocks, driver=driver, indent="    ")
 
 
 def stamp(lines: list[str], start: int = 0) -> str:

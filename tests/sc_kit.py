@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
+from kit import kube_node, smi_log, write_dir
 from scenario import analyze_files, lists
 
 from analyzers.facts import Facts
@@ -21,26 +21,9 @@ def gpu_node(name: str, capacity: int | None = None, allocatable: int | None = N
              labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
              gpu_label: bool = True, unschedulable: bool = False) -> dict[str, Any]:
     """A node; ``capacity``/``allocatable`` of ``resource`` (None: not on the Node)."""
-    all_labels = {"kubernetes.io/hostname": name}
-    if gpu_label:
-        all_labels["nvidia.com/gpu.present"] = "true"
-    all_labels.update(labels or {})
-    cap: dict[str, str] = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-    alloc = dict(cap)
-    if capacity is not None:
-        cap[resource] = str(capacity)
-        alloc[resource] = str(capacity if allocatable is None else allocatable)
-    for other, (c, a) in (extra or {}).items():
-        cap[other] = str(c)
-        alloc[other] = str(a)
-    spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": all_labels}, "spec": spec,
-            "status": {"capacity": cap, "allocatable": alloc}}
+    return kube_node(name, capacity, allocatable, resource=resource, extra=extra,
+                     other={"cpu": "32", "memory": "256Gi", "pods": "110"}, labels=labels,
+                     gpu_label=gpu_label, taints=taints or None, unschedulable=unschedulable)
 
 
 def container(name: str = "main", image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
@@ -161,8 +144,4 @@ def smi_gpu(bus_id: str = "00000000:3B:00.0", product: str = "NVIDIA A100-SXM4-4
 
 
 def smi_xml(*gpus: str) -> str:
-    return ('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-            "<nvidia_smi_log>\n<timestamp>Sun Nov 29 13:58:00 2026</timestamp>\n"
-            "<driver_version>570.195.03</driver_version>\n<cuda_version>12.8</cuda_version>\n"
-            f"<attached_gpus>{len(gpus)}</attached_gpus>\n" + "".join(gpus)
-            + "</nvidia_smi_log>\n")
+    return smi_log(gpus, timestamp="Sun Nov 29 13:58:00 2026", cuda="12.8", indent="")

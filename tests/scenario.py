@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import kube_list, write_dir
+from kit import kube_list, kube_node, write_dir
 
 from analyzers.engine import analyze
 from analyzers.models import Report
@@ -47,15 +47,7 @@ SANDBOX = ('Failed to create pod sandbox: rpc error: code = Unknown desc = faile
 
 
 def node(name: str, gpus: int | None = None, gpu_label: bool = True) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": name}
-    if gpu_label:
-        labels["nvidia.com/gpu.present"] = "true"
-    capacity = {"cpu": "32", "pods": "110"}
-    if gpus is not None:
-        capacity["nvidia.com/gpu"] = str(gpus)
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels},
-            "status": {"capacity": capacity, "allocatable": dict(capacity)}}
+    return kube_node(name, gpus, gpu_label=gpu_label)
 
 
 def pod(name: str, node_name: str | None, *, namespace: str = "gpu-operator",

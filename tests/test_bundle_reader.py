@@ -9,14 +9,12 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from kit import kube_list, write_dir, write_tar
+from kit import kube_list, kube_node, write_dir, write_tar
 
 import bundle.gzstream
 from bundle import BundleError, Limits, open_bundle
 
-NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-a", "labels": {
-    "nvidia.com/gpu.present": "true"}}, "status": {"capacity": {"nvidia.com/gpu": "8"},
-                                                   "allocatable": {"nvidia.com/gpu": "7"}}}
+NODE = kube_node("gpu-a", 8, 7, other={}, hostname=False)
 FILES = {"cluster/nodes.json": kube_list(NODE),
          "nodes/gpu-a/containerd/version.txt":
              "containerd github.com/containerd/containerd v1.7.27\n"}

@@ -11,7 +11,9 @@ each index is built in one pass and rules look objects up instead of walking the
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from functools import cached_property
+from typing import TypeVar, cast
 
 from analyzers import signatures
 from analyzers.facts import (
@@ -23,6 +25,7 @@ from analyzers.facts import (
     mig,
     operands,
     operator_presence,
+    operator_version,
     podlogs,
     runtimes,
     scheduling,
@@ -37,12 +40,23 @@ from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
+T = TypeVar("T")
 
 
 class Facts:
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
+        self._judged: dict[tuple[str, str], object] = {}
+
+    def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
+        """A rule's verdict on one node that other rules link to (DRV003's driver not
+        usable, DRV004's module refused): ``judge()`` runs once per run and node, the
+        rule that owns the judgement and the rules that ask for it read the same answer."""
+        key = (rule_id, node)
+        if key not in self._judged:
+            self._judged[key] = judge()
+        return cast(T, self._judged[key])
 
     @cached_property
     def nodes(self) -> dict[str, Node]:
@@ -103,6 +117,24 @@ class Facts:
         """What says the GPU Operator is installed or meant to run (empty: a cluster that
         runs GPUs without it, e.g. a standalone device plugin)."""
         return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+
+    @cached_property
+    def kubernetes_version(self) -> str | None:
+        """The API server's version: the manifest's, else ``cluster/version.json``'s
+        ``serverVersion.gitVersion`` (when it is text)."""
+        if self.bundle.manifest.cluster.server_version:
+            return self.bundle.manifest.cluster.server_version
+        server = self.bundle.cluster.version.get("serverVersion")
+        version = server.get("gitVersion") if isinstance(server, dict) else None
+        return version if isinstance(version, str) and version else None
+
+    @cached_property
+    def operator_version(self) -> operator_version.OperatorVersion:
+        """The operator's image and Helm chart, and which of them gives its version."""
+        return operator_version.OperatorVersion(
+            operator_version.operator_image(self.bundle.cluster.deployments, self.operator_pods,
+                                            self.operator_namespace),
+            operator_version.operator_chart(self.bundle.cluster.helm))
 
     @property
     def operator_expected(self) -> bool:
@@ -302,12 +334,18 @@ class Facts:
         return result
 
     @cached_property
+    def driver_precompiled(self) -> bool:
+        """``spec.driver.usePrecompiled`` of the active policy: true (or the text "true"),
+        the operator runs signed precompiled driver images instead of building on the node."""
+        policy = self.cluster_policy
+        driver = policy.spec.get("driver") if policy is not None else None
+        return isinstance(driver, dict) and driver.get("usePrecompiled") in (True, "true")
+
+    @cached_property
     def driver_kernel(self) -> dict[str, driverkernel.DriverKernel]:
         """Per GPU node running an operator driver pod: its image against the node's
         kernel, image pull failures and driver build errors."""
-        policy = self.cluster_policy
-        driver = policy.spec.get("driver") if policy is not None else None
-        precompiled = isinstance(driver, dict) and driver.get("usePrecompiled") is True
+        precompiled = self.driver_precompiled
         result = {}
         for name in self.gpu_nodes:
             operand = self.operands.get(name, {}).get("driver")

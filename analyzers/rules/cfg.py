@@ -6,18 +6,19 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
 from analyzers.products import UNLISTED, classify
 from analyzers.products import Verdict as ProductVerdict
 from analyzers.refs import Link
-from analyzers.releases import SupportStatus, parse_version
+from analyzers.releases import SupportStatus
 from analyzers.releases import support as support_of
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
 from bundle.evidence import Locator, at_pointer, first_line
-from bundle.kube import HelmRevision, Node
+from bundle.kube import Deployment, HelmRevision, Node
 
 
 def operator_release(ctx: Context) -> tuple[str, list[HelmRevision]] | None:
@@ -132,41 +133,28 @@ class ToolkitDisabledHostNotConfigured(Rule):
 
 def _operator_image(ctx: Context) -> tuple[str, Evidence, str, str] | None:
     """(version text, evidence, subject, where it was read) of the running operator."""
-    facts = ctx.facts
-    namespace = facts.operator_namespace
-    deployments = sorted(ctx.bundle.cluster.deployments,
-                         key=lambda d: (d.metadata.namespace != namespace, d.metadata.name))
-    for deployment in deployments:
-        for index, item in enumerate(deployment.spec.template.spec.containers):
-            repository, version = image_version(item.image)
-            if repository == "gpu-operator" and version is not None:
-                ns = deployment.metadata.namespace or "default"
-                return (item.image,
-                        field(deployment, f"Deployment {ns}/{deployment.metadata.name} image "
-                                          f"{item.image}",
-                              "spec", "template", "spec", "containers", index, "image"),
-                        f"{ns}/{deployment.metadata.name}", "operator Deployment image")
-    release = operator_release(ctx)
-    if release is not None:
-        name, revisions = release
-        latest = revisions[-1]
-        text = latest.app_version or latest.chart
-        key = "app_version" if latest.app_version else "chart"
-        if parse_version(text) is not None:
-            found = at_pointer(latest.source_path, latest.source_pointer,
-                               f"Helm release {name} revision {latest.revision} {key}: {text}",
-                               key)
-            return (text,
-                    Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
-                    f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
-    for pod in facts.operator_pods:
-        for index, item in enumerate(pod.spec.containers):
-            repository, version = image_version(item.image)
-            if repository == "gpu-operator" and version is not None:
-                return (item.image,
-                        field(pod, f"{pod.namespace}/{pod.name} image {item.image}",
-                              "spec", "containers", index, "image"),
-                        f"{pod.namespace}/gpu-operator", "operator pod image")
+    source = ctx.facts.operator_version.source
+    if isinstance(source, OperatorImage):
+        owner, image, index = source.owner, source.image, source.index
+        if isinstance(owner, Deployment):
+            ns = owner.metadata.namespace or "default"
+            return (image,
+                    field(owner, f"Deployment {ns}/{owner.metadata.name} image {image}",
+                          "spec", "template", "spec", "containers", index, "image"),
+                    f"{ns}/{owner.metadata.name}", "operator Deployment image")
+        return (image,
+                field(owner, f"{owner.namespace}/{owner.name} image {image}",
+                      "spec", "containers", index, "image"),
+                f"{owner.namespace}/gpu-operator", "operator pod image")
+    if isinstance(source, OperatorChart):
+        name, latest, key = source.release, source.revision, source.key
+        found = at_pointer(latest.source_path, latest.source_pointer,
+                           f"Helm release {name} revision {latest.revision} {key}: "
+                           f"{source.text}", key)
+        namespace = ctx.facts.operator_namespace
+        return (source.text,
+                Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
+                f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
     return None
 
 
@@ -221,7 +209,7 @@ class OperatorSupportStatus(Rule):
     """GPU Operator release support status, and operands from another release.
 
     Reads the running operator version from the operator Deployment's image tag (else
-    the Helm release's app version, else the operator pod's image) and looks it up in
+    the operator pod's image, else the Helm release's app version) and looks it up in
     the release table (``analyzers/data/operator_releases.toml``: Supported, Deprecated,
     End of Support). Operand images in the operator namespace whose versions do not
     belong to that release (``analyzers/data/operand_versions.toml``, only where the

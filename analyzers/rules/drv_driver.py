@@ -153,7 +153,7 @@ class DriverNotUsable(Rule):
             kernel = kernels.get(name)
             if kernel is None:
                 continue
-            problems = self._problems(ctx, name, kernel)
+            problems = _judged_problems(ctx, name, kernel)
             if problems.texts:
                 yield self._finding(name, problems)
 
@@ -164,7 +164,7 @@ class DriverNotUsable(Rule):
         kernel = ctx.facts.kernel_events.get(name)
         if kernel is None or not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
             return False
-        return bool(cls()._problems(ctx, name, kernel).texts)
+        return bool(_judged_problems(ctx, name, kernel).texts)
 
     def _problems(self, ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
         problems = _Problems()
@@ -212,6 +212,13 @@ class DriverNotUsable(Rule):
             objects=[node_ref(name)], evidence=problems.evidence,
             remediation=_driver_remediation(name, problems.kinds), caused_by=links,
         )
+
+
+def _judged_problems(ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
+    """DRV003's verdict on ``name``, judged once per run: DRV003 and the rules that link
+    to it (OP001, DRV009, ...) read it from the facts."""
+    return ctx.facts.judged(DriverNotUsable.id, name,
+                            lambda: DriverNotUsable()._problems(ctx, name, kernel))
 
 
 def _driver_remediation(name: str, kinds: set[str]) -> str:
@@ -267,9 +274,7 @@ def builds_module_on_node(ctx: Context, name: str) -> bool:
         return has_pod
     if policy.component_enabled("driver") is False and not has_pod:
         return False
-    driver = policy.spec.get("driver")
-    precompiled = isinstance(driver, dict) and driver.get("usePrecompiled") in (True, "true")
-    return not precompiled
+    return not ctx.facts.driver_precompiled
 
 
 class SecureBootRefusedModule(Rule):
@@ -354,7 +359,12 @@ _Refusal = tuple[str, Evidence, list[Evidence], list[Evidence], bool, bool]
 
 def _refusal_on(ctx: Context, name: str) -> _Refusal | None:
     """DRV004's verdict on one node: (node, Secure Boot line, refusals, unsigned-module
-    lines, module absent, built on the node), or None when it has nothing to say."""
+    lines, module absent, built on the node), or None when it has nothing to say. Judged
+    once per run: DRV004 and the rules that link to it read it from the facts."""
+    return ctx.facts.judged(SecureBootRefusedModule.id, name, lambda: _judge_refusal(ctx, name))
+
+
+def _judge_refusal(ctx: Context, name: str) -> _Refusal | None:
     enabled, sb_line = secure_boot(ctx, name)
     if not enabled or sb_line is None:
         return None

@@ -72,7 +72,12 @@ def recognised(item: ManifestItem) -> bool:
 
 def smi_failure(ctx: Context, name: str) -> SmiFailure | None:
     """How nvidia-smi failed on ``name``: from its manifest item (error, exit code) and
-    from the words it left in nvidia-smi.xml instead of XML."""
+    from the words it left in nvidia-smi.xml instead of XML. Read once per run (DRV009
+    and DRV003 both ask) and kept in the facts."""
+    return ctx.facts.judged("DRV009", name, lambda: _read_failure(ctx, name))
+
+
+def _read_failure(ctx: Context, name: str) -> SmiFailure | None:
     path = f"nodes/{name}/{SMI_FILE}"
     found = ctx.bundle.manifest.located(path)
     evidence: list[Evidence] = []

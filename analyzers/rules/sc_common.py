@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from analyzers import refs, signatures
 from analyzers.facts import Facts
@@ -14,7 +14,7 @@ from analyzers.models import Evidence, ObjectRef
 from analyzers.refs import Link, PodRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
-from bundle.evidence import clip
+from analyzers.rules.drv_common import line_evidence
 from bundle.kube import Container, Event, Pod, quantity_int
 
 T = TypeVar("T")
@@ -104,34 +104,26 @@ def limit_evidence(pod: Pod, resource: str) -> Evidence | None:
 def device_fault_links(facts: Facts, node_name: str) -> tuple[list[Link], list[Evidence]]:
     """DRV001/DRV002 ids for the node's faulty GPUs, from the kernel log alone.
 
-    Uses ``facts.kernel_events`` when that fact exists; an Xid the device plugin ignores
-    (application errors) does not make a device unhealthy and is not linked.
+    From ``facts.kernel_events``; an Xid the device plugin ignores (application errors)
+    does not make a device unhealthy and is not linked.
     """
-    kernel_events: Any = getattr(facts, "kernel_events", None)
-    if not isinstance(kernel_events, dict):
-        return [], []
-    kernel = kernel_events.get(node_name)
+    kernel = facts.kernel_events.get(node_name)
     if kernel is None:
         return [], []
     links: list[Link] = []
     evidence: list[Evidence] = []
-    for event in getattr(kernel, "xids", ()):
-        if getattr(event, "xid", None) in APPLICATION_XIDS:
+    for event in kernel.xids:
+        if event.xid in APPLICATION_XIDS:
             continue
         links.append(refs.DRV001(node_name, kernel.key(event.pci)))
         if len(evidence) < 2:
-            evidence.append(kernel_evidence(event.source))
-    for signal in getattr(kernel, "signals", ()):
-        if getattr(signal, "kind", None) in LOST_SIGNALS:
+            evidence.append(line_evidence(event.source))
+    for signal in kernel.signals:
+        if signal.kind in LOST_SIGNALS:
             links.append(refs.DRV002(node_name, kernel.key(signal.pci)))
             if len(evidence) < 3:
-                evidence.append(kernel_evidence(signal.source))
+                evidence.append(line_evidence(signal.source))
     return sorted(set(links)), evidence
-
-
-def kernel_evidence(line: Any) -> Evidence:
-    return Evidence(path=str(getattr(line, "path", "")), line=getattr(line, "line", None),
-                    excerpt=clip(str(getattr(line, "raw", "") or getattr(line, "message", ""))))
 
 
 def scheduling_evidence(facts: Facts, pod: Pod) -> tuple[list[Evidence], list[Event]]:

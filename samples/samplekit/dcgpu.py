@@ -13,9 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
-from .core import ctime, hexid, number, plus
+from .core import hexid, number, plus
 from .model import Gpu, Host
-from .smi import CUDA, DRIVER, XmlNode, _na, _xml
+from .smi import DRIVER, XmlNode, _na, smi_log
 
 # PCI bus numbers of the GPU slots of a 2-socket server, in NVML index order.
 SLOTS = ("17", "31", "4B", "65", "97", "B1", "CA", "E3")
@@ -522,18 +522,7 @@ def _gpu_node(slot: Slot) -> XmlNode:
 def nvidia_smi_xml(slots: list[Slot], at: dt.datetime, attached: int | None = None) -> str:
     """``nvidia-smi -q -x`` for the node's GPUs. ``attached`` counts GPUs the driver
     knows but NVML cannot reach any more (a GPU lost from the bus is not printed)."""
-    head = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-    root: XmlNode = (
-        "nvidia_smi_log",
-        [
-            ("timestamp", ctime(at)),
-            ("driver_version", DRIVER),
-            ("cuda_version", CUDA),
-            ("attached_gpus", str(attached if attached is not None else len(slots))),
-            *[_gpu_node(s) for s in slots],
-        ],
-    )
-    return head + _xml(root, 0)
+    return smi_log([_gpu_node(s) for s in slots], at, attached)
 
 
 # ------------------------------------------------------------------ nvidia-smi table

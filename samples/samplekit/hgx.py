@@ -14,10 +14,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
-from .core import ctime
 from .dcgpu import Card, Slot, _gpu_node
 from .model import Gpu
-from .smi import CUDA, DRIVER, XmlNode, _xml
+from .smi import XmlNode, smi_log
 
 A100_SXM4_80GB = Card(
     gpu=Gpu(product="NVIDIA A100-SXM4-80GB", architecture="Ampere", memory_mib=81920,
@@ -133,15 +132,4 @@ def nvidia_smi_xml(slots: list[Slot], at: dt.datetime, health: dict[int, Health]
         if h.fabric is None and fabric is not None:
             h = replace(h, fabric=fabric)
         gpus.append(gpu_node(slot, h))
-    head = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-    root: XmlNode = (
-        "nvidia_smi_log",
-        [
-            ("timestamp", ctime(at)),
-            ("driver_version", DRIVER),
-            ("cuda_version", CUDA),
-            ("attached_gpus", str(attached if attached is not None else len(slots))),
-            *gpus,
-        ],
-    )
-    return head + _xml(root, 0)
+    return smi_log(gpus, at, attached)

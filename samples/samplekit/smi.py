@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from .core import ctime
 from .model import Gpu
@@ -22,6 +23,27 @@ def _xml(node: XmlNode, depth: int) -> str:
         return f"{pad}<{tag}>{body}</{name}>\n"
     inner = "".join(_xml(child, depth + 1) for child in body)
     return f"{pad}<{tag}>\n{inner}{pad}</{name}>\n"
+
+
+HEAD = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
+
+
+def smi_log(gpus: Sequence[XmlNode], at: dt.datetime, attached: int | None = None) -> str:
+    """The whole ``nvidia-smi -q -x`` document of driver :data:`DRIVER`: its header, the
+    time it ran, the driver and CUDA versions, the number of GPUs the driver knows
+    (``attached``, default: one per ``<gpu>`` block) and the ``<gpu>`` blocks. Every
+    sample's nvidia-smi.xml, lab, data-center or synthetic, is written here."""
+    root: XmlNode = (
+        "nvidia_smi_log",
+        [
+            ("timestamp", ctime(at)),
+            ("driver_version", DRIVER),
+            ("cuda_version", CUDA),
+            ("attached_gpus", str(attached if attached is not None else len(gpus))),
+            *gpus,
+        ],
+    )
+    return HEAD + _xml(root, 0)
 
 
 def _na(*tags: str) -> list[XmlNode]:
@@ -303,15 +325,4 @@ def nvidia_smi_xml(gpu: Gpu, at: dt.datetime, minor: int = 0) -> str:
             ("capabilities", [("egm", "disabled")]),
         ],
     )
-    head = '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-    root: XmlNode = (
-        "nvidia_smi_log",
-        [
-            ("timestamp", ctime(at)),
-            ("driver_version", DRIVER),
-            ("cuda_version", CUDA),
-            ("attached_gpus", "1"),
-            gpu_node,
-        ],
-    )
-    return head + _xml(root, 0)
+    return smi_log([gpu_node], at)

@@ -1,4 +1,5 @@
-"""The files of ``nodes/<name>/``: journals, dmesg, nvidia-smi XML, systemd and host files.
+"""The files of ``nodes/<name>/``: journals, dmesg, nvidia-smi XML (written by
+``samplekit.smi.smi_log``, as every sample's is), systemd and host files.
 
 Journals are ``journalctl -o json`` lines with the fields journald really writes
 (cursor, boot and machine ids, cgroup, invocation id ...), so their parse cost per
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from samples.samplekit.smi import DRIVER, XmlNode, smi_log
 from samples.synth.plan import (
     BUS_IDS,
     CREATED,
@@ -27,8 +29,6 @@ from samples.synth.plan import (
     uid,
 )
 
-DRIVER = "570.195.03"
-CUDA = "12.8"
 BOOT_OFFSET = 6 * 86400  # the nodes booted six days before collection
 MSG_STARTED = "39f53479d3a045ac8e11786248231fbf"
 MSG_STARTING = "7d4958e842da4a758f6c1cdc7b36dcc5"
@@ -406,316 +406,310 @@ def _xid_lines(n: NodePlan, seed: int, xid: int) -> list[tuple[float, str]]:
 
 # ------------------------------------------------------------------------ nvidia-smi
 
-_GPU_XML = """\t<gpu id="{bus}">
-\t\t<product_name>NVIDIA H100 80GB HBM3</product_name>
-\t\t<product_brand>NVIDIA</product_brand>
-\t\t<product_architecture>Hopper</product_architecture>
-\t\t<display_mode>Disabled</display_mode>
-\t\t<display_active>Disabled</display_active>
-\t\t<persistence_mode>Enabled</persistence_mode>
-\t\t<addressing_mode>HMM</addressing_mode>
-\t\t<mig_mode>
-\t\t\t<current_mig>Disabled</current_mig>
-\t\t\t<pending_mig>Disabled</pending_mig>
-\t\t</mig_mode>
-\t\t<mig_devices>None</mig_devices>
-\t\t<accounting_mode>Disabled</accounting_mode>
-\t\t<accounting_mode_buffer_size>4000</accounting_mode_buffer_size>
-\t\t<driver_model>
-\t\t\t<current_dm>N/A</current_dm>
-\t\t\t<pending_dm>N/A</pending_dm>
-\t\t</driver_model>
-\t\t<serial>{serial}</serial>
-\t\t<uuid>{uuid}</uuid>
-\t\t<minor_number>{minor}</minor_number>
-\t\t<vbios_version>96.00.99.00.01</vbios_version>
-\t\t<multigpu_board>No</multigpu_board>
-\t\t<board_id>0x{board}</board_id>
-\t\t<board_part_number>692-2G520-0200-000</board_part_number>
-\t\t<gpu_part_number>2330-885-A1</gpu_part_number>
-\t\t<gpu_fru_part_number>N/A</gpu_fru_part_number>
-\t\t<gpu_module_id>{module}</gpu_module_id>
-\t\t<inforom_version>
-\t\t\t<img_version>G520.0200.00.05</img_version>
-\t\t\t<oem_object>2.1</oem_object>
-\t\t\t<ecc_object>7.16</ecc_object>
-\t\t\t<pwr_object>N/A</pwr_object>
-\t\t</inforom_version>
-\t\t<gpu_operation_mode>
-\t\t\t<current_gom>N/A</current_gom>
-\t\t\t<pending_gom>N/A</pending_gom>
-\t\t</gpu_operation_mode>
-\t\t<c2c_mode>N/A</c2c_mode>
-\t\t<gpu_virtualization_mode>
-\t\t\t<virtualization_mode>None</virtualization_mode>
-\t\t\t<host_vgpu_mode>N/A</host_vgpu_mode>
-\t\t\t<vgpu_heterogeneous_mode>N/A</vgpu_heterogeneous_mode>
-\t\t</gpu_virtualization_mode>
-\t\t<gpu_reset_status>
-\t\t\t<reset_required>No</reset_required>
-\t\t\t<drain_and_reset_recommended>No</drain_and_reset_recommended>
-\t\t</gpu_reset_status>
-\t\t<gpu_recovery_action>None</gpu_recovery_action>
-\t\t<gsp_firmware_version>{driver}</gsp_firmware_version>
-\t\t<pci>
-\t\t\t<pci_bus>{bus_hex}</pci_bus>
-\t\t\t<pci_device>00</pci_device>
-\t\t\t<pci_domain>0000</pci_domain>
-\t\t\t<pci_base_class>3</pci_base_class>
-\t\t\t<pci_sub_class>2</pci_sub_class>
-\t\t\t<pci_device_id>233010DE</pci_device_id>
-\t\t\t<pci_bus_id>{bus}</pci_bus_id>
-\t\t\t<pci_sub_system_id>16C110DE</pci_sub_system_id>
-\t\t\t<pci_gpu_link_info>
-\t\t\t\t<pcie_gen>
-\t\t\t\t\t<max_link_gen>5</max_link_gen>
-\t\t\t\t\t<current_link_gen>5</current_link_gen>
-\t\t\t\t\t<device_current_link_gen>5</device_current_link_gen>
-\t\t\t\t\t<max_device_link_gen>5</max_device_link_gen>
-\t\t\t\t\t<max_host_link_gen>5</max_host_link_gen>
-\t\t\t\t</pcie_gen>
-\t\t\t\t<link_widths>
-\t\t\t\t\t<max_link_width>16x</max_link_width>
-\t\t\t\t\t<current_link_width>16x</current_link_width>
-\t\t\t\t</link_widths>
-\t\t\t</pci_gpu_link_info>
-\t\t\t<pci_bridge_chip>
-\t\t\t\t<bridge_chip_type>N/A</bridge_chip_type>
-\t\t\t\t<bridge_chip_fw>N/A</bridge_chip_fw>
-\t\t\t</pci_bridge_chip>
-\t\t\t<replay_counter>0</replay_counter>
-\t\t\t<replay_rollover_counter>0</replay_rollover_counter>
-\t\t\t<tx_util>{tx} KB/s</tx_util>
-\t\t\t<rx_util>{rx} KB/s</rx_util>
-\t\t\t<atomic_caps_outbound>N/A</atomic_caps_outbound>
-\t\t\t<atomic_caps_inbound>N/A</atomic_caps_inbound>
-\t\t</pci>
-\t\t<fan_speed>N/A</fan_speed>
-\t\t<performance_state>P0</performance_state>
-{reasons}\t\t<sparse_operation_mode>N/A</sparse_operation_mode>
-\t\t<fb_memory_usage>
-\t\t\t<total>81559 MiB</total>
-\t\t\t<reserved>328 MiB</reserved>
-\t\t\t<used>{used} MiB</used>
-\t\t\t<free>{free} MiB</free>
-\t\t</fb_memory_usage>
-\t\t<bar1_memory_usage>
-\t\t\t<total>131072 MiB</total>
-\t\t\t<used>{bar1} MiB</used>
-\t\t\t<free>{bar1_free} MiB</free>
-\t\t</bar1_memory_usage>
-\t\t<cc_protected_memory_usage>
-\t\t\t<total>0 MiB</total>
-\t\t\t<used>0 MiB</used>
-\t\t\t<free>0 MiB</free>
-\t\t</cc_protected_memory_usage>
-\t\t<compute_mode>Default</compute_mode>
-\t\t<utilization>
-\t\t\t<gpu_util>{util} %</gpu_util>
-\t\t\t<memory_util>{mem_util} %</memory_util>
-\t\t\t<encoder_util>0 %</encoder_util>
-\t\t\t<decoder_util>0 %</decoder_util>
-\t\t\t<jpeg_util>0 %</jpeg_util>
-\t\t\t<ofa_util>0 %</ofa_util>
-\t\t</utilization>
-\t\t<encoder_stats>
-\t\t\t<session_count>0</session_count>
-\t\t\t<average_fps>0</average_fps>
-\t\t\t<average_latency>0</average_latency>
-\t\t</encoder_stats>
-\t\t<fbc_stats>
-\t\t\t<session_count>0</session_count>
-\t\t\t<average_fps>0</average_fps>
-\t\t\t<average_latency>0</average_latency>
-\t\t</fbc_stats>
-\t\t<dram_encryption_mode>
-\t\t\t<current_dram_encryption>N/A</current_dram_encryption>
-\t\t\t<pending_dram_encryption>N/A</pending_dram_encryption>
-\t\t</dram_encryption_mode>
-\t\t<ecc_mode>
-\t\t\t<current_ecc>Enabled</current_ecc>
-\t\t\t<pending_ecc>Enabled</pending_ecc>
-\t\t</ecc_mode>
-\t\t<ecc_errors>
-\t\t\t<volatile>
-\t\t\t\t<sram_correctable>0</sram_correctable>
-\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>
-\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>
-\t\t\t\t<dram_correctable>0</dram_correctable>
-\t\t\t\t<dram_uncorrectable>0</dram_uncorrectable>
-\t\t\t</volatile>
-\t\t\t<aggregate>
-\t\t\t\t<sram_correctable>0</sram_correctable>
-\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>
-\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>
-\t\t\t\t<dram_correctable>{dram_corr}</dram_correctable>
-\t\t\t\t<dram_uncorrectable>0</dram_uncorrectable>
-\t\t\t\t<sram_threshold_exceeded>No</sram_threshold_exceeded>
-\t\t\t</aggregate>
-\t\t\t<aggregate_uncorrectable_sram_sources>
-\t\t\t\t<sram_l2>0</sram_l2>
-\t\t\t\t<sram_sm>0</sram_sm>
-\t\t\t\t<sram_microcontroller>0</sram_microcontroller>
-\t\t\t\t<sram_pcie>0</sram_pcie>
-\t\t\t\t<sram_other>0</sram_other>
-\t\t\t</aggregate_uncorrectable_sram_sources>
-\t\t</ecc_errors>
-\t\t<retired_pages>
-\t\t\t<multiple_single_bit_retirement>
-\t\t\t\t<retired_count>N/A</retired_count>
-\t\t\t\t<retired_pagelist>N/A</retired_pagelist>
-\t\t\t</multiple_single_bit_retirement>
-\t\t\t<double_bit_retirement>
-\t\t\t\t<retired_count>N/A</retired_count>
-\t\t\t\t<retired_pagelist>N/A</retired_pagelist>
-\t\t\t</double_bit_retirement>
-\t\t\t<pending_blacklist>N/A</pending_blacklist>
-\t\t\t<pending_retirement>N/A</pending_retirement>
-\t\t</retired_pages>
-\t\t<remapped_rows>
-\t\t\t<remapped_row_corr>0</remapped_row_corr>
-\t\t\t<remapped_row_unc>0</remapped_row_unc>
-\t\t\t<remapped_row_pending>No</remapped_row_pending>
-\t\t\t<remapped_row_failure>No</remapped_row_failure>
-\t\t\t<row_remapper_histogram>
-\t\t\t\t<row_remapper_histogram_max>2560 bank(s)</row_remapper_histogram_max>
-\t\t\t\t<row_remapper_histogram_high>0 bank(s)</row_remapper_histogram_high>
-\t\t\t\t<row_remapper_histogram_partial>0 bank(s)</row_remapper_histogram_partial>
-\t\t\t\t<row_remapper_histogram_low>0 bank(s)</row_remapper_histogram_low>
-\t\t\t\t<row_remapper_histogram_none>0 bank(s)</row_remapper_histogram_none>
-\t\t\t</row_remapper_histogram>
-\t\t</remapped_rows>
-\t\t<temperature>
-\t\t\t<gpu_temp>{temp} C</gpu_temp>
-\t\t\t<gpu_temp_tlimit>{tlimit} C</gpu_temp_tlimit>
-\t\t\t<gpu_temp_max_tgp_threshold>N/A</gpu_temp_max_tgp_threshold>
-\t\t\t<gpu_temp_slow_tgp_threshold>N/A</gpu_temp_slow_tgp_threshold>
-\t\t\t<memory_temp>{mem_temp} C</memory_temp>
-\t\t\t<gpu_temp_max_mem_tgp_threshold>N/A</gpu_temp_max_mem_tgp_threshold>
-\t\t</temperature>
-\t\t<supported_gpu_target_temp>
-\t\t\t<gpu_target_temp_min>N/A</gpu_target_temp_min>
-\t\t\t<gpu_target_temp_max>N/A</gpu_target_temp_max>
-\t\t</supported_gpu_target_temp>
-\t\t<gpu_power_readings>
-\t\t\t<power_state>P0</power_state>
-\t\t\t<average_power_draw>{power} W</average_power_draw>
-\t\t\t<instant_power_draw>{power} W</instant_power_draw>
-\t\t\t<current_power_limit>700.00 W</current_power_limit>
-\t\t\t<requested_power_limit>700.00 W</requested_power_limit>
-\t\t\t<default_power_limit>700.00 W</default_power_limit>
-\t\t\t<min_power_limit>200.00 W</min_power_limit>
-\t\t\t<max_power_limit>700.00 W</max_power_limit>
-\t\t</gpu_power_readings>
-\t\t<gpu_memory_power_readings>
-\t\t\t<average_power_draw>N/A</average_power_draw>
-\t\t\t<instant_power_draw>N/A</instant_power_draw>
-\t\t</gpu_memory_power_readings>
-\t\t<module_power_readings>
-\t\t\t<power_state>P0</power_state>
-\t\t\t<average_power_draw>N/A</average_power_draw>
-\t\t\t<instant_power_draw>N/A</instant_power_draw>
-\t\t</module_power_readings>
-\t\t<clocks>
-\t\t\t<graphics_clock>1980 MHz</graphics_clock>
-\t\t\t<sm_clock>1980 MHz</sm_clock>
-\t\t\t<mem_clock>2619 MHz</mem_clock>
-\t\t\t<video_clock>1635 MHz</video_clock>
-\t\t</clocks>
-\t\t<applications_clocks>
-\t\t\t<graphics_clock>1755 MHz</graphics_clock>
-\t\t\t<mem_clock>2619 MHz</mem_clock>
-\t\t</applications_clocks>
-\t\t<default_applications_clocks>
-\t\t\t<graphics_clock>1755 MHz</graphics_clock>
-\t\t\t<mem_clock>2619 MHz</mem_clock>
-\t\t</default_applications_clocks>
-\t\t<max_clocks>
-\t\t\t<graphics_clock>1980 MHz</graphics_clock>
-\t\t\t<sm_clock>1980 MHz</sm_clock>
-\t\t\t<mem_clock>2619 MHz</mem_clock>
-\t\t\t<video_clock>1770 MHz</video_clock>
-\t\t</max_clocks>
-\t\t<max_customer_boost_clocks>
-\t\t\t<graphics_clock>1980 MHz</graphics_clock>
-\t\t</max_customer_boost_clocks>
-\t\t<clock_policy>
-\t\t\t<auto_boost>N/A</auto_boost>
-\t\t\t<auto_boost_default>N/A</auto_boost_default>
-\t\t</clock_policy>
-\t\t<fabric>
-\t\t\t<state>Completed</state>
-\t\t\t<status>Success</status>
-\t\t\t<cliqueId>0</cliqueId>
-\t\t\t<clusterUuid>{cluster_uuid}</clusterUuid>
-\t\t\t<health>
-\t\t\t\t<bandwidth>Full</bandwidth>
-\t\t\t</health>
-\t\t</fabric>
-\t\t<processes>
-\t\t\t<process_info>
-\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>
-\t\t\t\t<compute_instance_id>N/A</compute_instance_id>
-\t\t\t\t<pid>{pid}</pid>
-\t\t\t\t<type>C</type>
-\t\t\t\t<process_name>python3</process_name>
-\t\t\t\t<used_memory>{proc_used} MiB</used_memory>
-\t\t\t</process_info>
-\t\t</processes>
-\t\t<accounted_processes>
-\t\t</accounted_processes>
-\t\t<capabilities>
-\t\t\t<egm>disabled</egm>
-\t\t</capabilities>
-\t</gpu>
-"""
-
-
-_REASONS = "".join(
-    f"\t\t\t<clocks_event_reason_{r}>Not Active</clocks_event_reason_{r}>\n"
+_REASONS: XmlNode = ("clocks_event_reasons", [
+    (f"clocks_event_reason_{r}", "Not Active")
     for r in ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
               "hw_thermal_slowdown", "hw_power_brake_slowdown", "sync_boost",
-              "sw_thermal_slowdown", "display_clocks_setting"))
-_REASONS = f"\t\t<clocks_event_reasons>\n{_REASONS}\t\t</clocks_event_reasons>\n"
+              "sw_thermal_slowdown", "display_clocks_setting")])
 
 
 def nvidia_smi_xml(n: NodePlan, seed: int) -> str:
     rng = random.Random(f"{seed}/{n.name}/smi")
-    at = plus(CREATED, -48)
-    day = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[at.weekday()]
-    month = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
-             "Dec")[at.month - 1]
-    parts = [
-        '<?xml version="1.0" ?>\n'
-        '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
-        "<nvidia_smi_log>\n"
-        f"\t<timestamp>{day} {month} {at.day:2d} {at:%H:%M:%S} {at.year}</timestamp>\n"
-        f"\t<driver_version>{DRIVER}</driver_version>\n"
-        f"\t<cuda_version>{CUDA}</cuda_version>\n"
-        f"\t<attached_gpus>{n.gpus_listed}</attached_gpus>\n"]
     busy = n.has_nvidia
+    gpus = []
     for index, bus in enumerate(BUS_IDS):
         if n.role is Role.GPU_LOST and index == n.fault_gpu:
             continue
-        smi_bus = f"0000{bus[:-2].upper()}.0"
         used = rng.randrange(52000, 78000) if busy else 0
         util = rng.randrange(35, 99) if busy else 0
         power = rng.uniform(380, 690) if busy else 71.3
-        parts.append(_GPU_XML.format(
-            reasons=_REASONS, bus=smi_bus, bus_hex=bus[5:7].upper(),
-            serial=f"165{n.index:07d}{index}",
-            uuid=gpu_uuid(seed, n.name, index), minor=index, board=bus[5:7] + "00",
-            module=index + 1, driver=DRIVER, tx=rng.randrange(1000, 90000),
-            rx=rng.randrange(1000, 90000), used=used + 590, free=81559 - 328 - used - 590,
-            bar1=rng.randrange(4, 64), bar1_free=131072 - 64, util=util,
-            mem_util=util // 2, dram_corr=rng.choice((0, 0, 0, 2)),
-            temp=rng.randrange(30, 68) if busy else 31, tlimit=rng.randrange(20, 50),
-            mem_temp=rng.randrange(35, 72), power=f"{power:.2f}",
-            cluster_uuid=f"{hexid(8, 'clu', seed)}-0000-0000-0000-000000000000",
-            pid=300000 + n.index * 8 + index if busy else 0,
-            proc_used=used).replace("<pid>0</pid>", "<pid>N/A</pid>"))
-    parts.append("</nvidia_smi_log>\n")
-    return "".join(parts)
+        gpus.append(_h100(n, seed, index, bus, rng, busy, used, util, f"{power:.2f}"))
+    return smi_log(gpus, plus(CREATED, -48), attached=n.gpus_listed)
+
+
+def _h100(n: NodePlan, seed: int, index: int, bus: str, rng: random.Random, busy: bool,
+          used: int, util: int, power: str) -> XmlNode:
+    """One H100 SXM of an HGX board (driver 570), its counters drawn from ``rng`` in a
+    fixed order so that a seed always gives the same bytes."""
+    smi_bus = f"0000{bus[:-2].upper()}.0"
+    bus_hex = bus[5:7].upper()
+    serial = f"165{n.index:07d}{index}"
+    uuid = gpu_uuid(seed, n.name, index)
+    minor, board, module = index, bus[5:7] + "00", index + 1
+    tx, rx = rng.randrange(1000, 90000), rng.randrange(1000, 90000)
+    fb_used = used + 590  # the driver's own share besides the process
+    free = 81559 - 328 - fb_used
+    bar1, bar1_free = rng.randrange(4, 64), 131072 - 64
+    mem_util = util // 2
+    dram_corr = rng.choice((0, 0, 0, 2))
+    temp = rng.randrange(30, 68) if busy else 31
+    tlimit = rng.randrange(20, 50)
+    mem_temp = rng.randrange(35, 72)
+    cluster_uuid = f"{hexid(8, 'clu', seed)}-0000-0000-0000-000000000000"
+    pid = 300000 + n.index * 8 + index if busy else 0
+    return (f'gpu id="{smi_bus}"', [
+            ("product_name", "NVIDIA H100 80GB HBM3"),
+            ("product_brand", "NVIDIA"),
+            ("product_architecture", "Hopper"),
+            ("display_mode", "Disabled"),
+            ("display_active", "Disabled"),
+            ("persistence_mode", "Enabled"),
+            ("addressing_mode", "HMM"),
+            ("mig_mode", [
+                ("current_mig", "Disabled"),
+                ("pending_mig", "Disabled"),
+            ]),
+            ("mig_devices", "None"),
+            ("accounting_mode", "Disabled"),
+            ("accounting_mode_buffer_size", "4000"),
+            ("driver_model", [
+                ("current_dm", "N/A"),
+                ("pending_dm", "N/A"),
+            ]),
+            ("serial", str(serial)),
+            ("uuid", str(uuid)),
+            ("minor_number", str(minor)),
+            ("vbios_version", "96.00.99.00.01"),
+            ("multigpu_board", "No"),
+            ("board_id", f"0x{board}"),
+            ("board_part_number", "692-2G520-0200-000"),
+            ("gpu_part_number", "2330-885-A1"),
+            ("gpu_fru_part_number", "N/A"),
+            ("gpu_module_id", str(module)),
+            ("inforom_version", [
+                ("img_version", "G520.0200.00.05"),
+                ("oem_object", "2.1"),
+                ("ecc_object", "7.16"),
+                ("pwr_object", "N/A"),
+            ]),
+            ("gpu_operation_mode", [
+                ("current_gom", "N/A"),
+                ("pending_gom", "N/A"),
+            ]),
+            ("c2c_mode", "N/A"),
+            ("gpu_virtualization_mode", [
+                ("virtualization_mode", "None"),
+                ("host_vgpu_mode", "N/A"),
+                ("vgpu_heterogeneous_mode", "N/A"),
+            ]),
+            ("gpu_reset_status", [
+                ("reset_required", "No"),
+                ("drain_and_reset_recommended", "No"),
+            ]),
+            ("gpu_recovery_action", "None"),
+            ("gsp_firmware_version", DRIVER),
+            ("pci", [
+                ("pci_bus", str(bus_hex)),
+                ("pci_device", "00"),
+                ("pci_domain", "0000"),
+                ("pci_base_class", "3"),
+                ("pci_sub_class", "2"),
+                ("pci_device_id", "233010DE"),
+                ("pci_bus_id", smi_bus),
+                ("pci_sub_system_id", "16C110DE"),
+                ("pci_gpu_link_info", [
+                    ("pcie_gen", [
+                        ("max_link_gen", "5"),
+                        ("current_link_gen", "5"),
+                        ("device_current_link_gen", "5"),
+                        ("max_device_link_gen", "5"),
+                        ("max_host_link_gen", "5"),
+                    ]),
+                    ("link_widths", [
+                        ("max_link_width", "16x"),
+                        ("current_link_width", "16x"),
+                    ]),
+                ]),
+                ("pci_bridge_chip", [
+                    ("bridge_chip_type", "N/A"),
+                    ("bridge_chip_fw", "N/A"),
+                ]),
+                ("replay_counter", "0"),
+                ("replay_rollover_counter", "0"),
+                ("tx_util", f"{tx} KB/s"),
+                ("rx_util", f"{rx} KB/s"),
+                ("atomic_caps_outbound", "N/A"),
+                ("atomic_caps_inbound", "N/A"),
+            ]),
+            ("fan_speed", "N/A"),
+            ("performance_state", "P0"),
+            _REASONS,
+            ("sparse_operation_mode", "N/A"),
+            ("fb_memory_usage", [
+                ("total", "81559 MiB"),
+                ("reserved", "328 MiB"),
+                ("used", f"{fb_used} MiB"),
+                ("free", f"{free} MiB"),
+            ]),
+            ("bar1_memory_usage", [
+                ("total", "131072 MiB"),
+                ("used", f"{bar1} MiB"),
+                ("free", f"{bar1_free} MiB"),
+            ]),
+            ("cc_protected_memory_usage", [
+                ("total", "0 MiB"),
+                ("used", "0 MiB"),
+                ("free", "0 MiB"),
+            ]),
+            ("compute_mode", "Default"),
+            ("utilization", [
+                ("gpu_util", f"{util} %"),
+                ("memory_util", f"{mem_util} %"),
+                ("encoder_util", "0 %"),
+                ("decoder_util", "0 %"),
+                ("jpeg_util", "0 %"),
+                ("ofa_util", "0 %"),
+            ]),
+            ("encoder_stats", [
+                ("session_count", "0"),
+                ("average_fps", "0"),
+                ("average_latency", "0"),
+            ]),
+            ("fbc_stats", [
+                ("session_count", "0"),
+                ("average_fps", "0"),
+                ("average_latency", "0"),
+            ]),
+            ("dram_encryption_mode", [
+                ("current_dram_encryption", "N/A"),
+                ("pending_dram_encryption", "N/A"),
+            ]),
+            ("ecc_mode", [
+                ("current_ecc", "Enabled"),
+                ("pending_ecc", "Enabled"),
+            ]),
+            ("ecc_errors", [
+                ("volatile", [
+                    ("sram_correctable", "0"),
+                    ("sram_uncorrectable_parity", "0"),
+                    ("sram_uncorrectable_secded", "0"),
+                    ("dram_correctable", "0"),
+                    ("dram_uncorrectable", "0"),
+                ]),
+                ("aggregate", [
+                    ("sram_correctable", "0"),
+                    ("sram_uncorrectable_parity", "0"),
+                    ("sram_uncorrectable_secded", "0"),
+                    ("dram_correctable", str(dram_corr)),
+                    ("dram_uncorrectable", "0"),
+                    ("sram_threshold_exceeded", "No"),
+                ]),
+                ("aggregate_uncorrectable_sram_sources", [
+                    ("sram_l2", "0"),
+                    ("sram_sm", "0"),
+                    ("sram_microcontroller", "0"),
+                    ("sram_pcie", "0"),
+                    ("sram_other", "0"),
+                ]),
+            ]),
+            ("retired_pages", [
+                ("multiple_single_bit_retirement", [
+                    ("retired_count", "N/A"),
+                    ("retired_pagelist", "N/A"),
+                ]),
+                ("double_bit_retirement", [
+                    ("retired_count", "N/A"),
+                    ("retired_pagelist", "N/A"),
+                ]),
+                ("pending_blacklist", "N/A"),
+                ("pending_retirement", "N/A"),
+            ]),
+            ("remapped_rows", [
+                ("remapped_row_corr", "0"),
+                ("remapped_row_unc", "0"),
+                ("remapped_row_pending", "No"),
+                ("remapped_row_failure", "No"),
+                ("row_remapper_histogram", [
+                    ("row_remapper_histogram_max", "2560 bank(s)"),
+                    ("row_remapper_histogram_high", "0 bank(s)"),
+                    ("row_remapper_histogram_partial", "0 bank(s)"),
+                    ("row_remapper_histogram_low", "0 bank(s)"),
+                    ("row_remapper_histogram_none", "0 bank(s)"),
+                ]),
+            ]),
+            ("temperature", [
+                ("gpu_temp", f"{temp} C"),
+                ("gpu_temp_tlimit", f"{tlimit} C"),
+                ("gpu_temp_max_tgp_threshold", "N/A"),
+                ("gpu_temp_slow_tgp_threshold", "N/A"),
+                ("memory_temp", f"{mem_temp} C"),
+                ("gpu_temp_max_mem_tgp_threshold", "N/A"),
+            ]),
+            ("supported_gpu_target_temp", [
+                ("gpu_target_temp_min", "N/A"),
+                ("gpu_target_temp_max", "N/A"),
+            ]),
+            ("gpu_power_readings", [
+                ("power_state", "P0"),
+                ("average_power_draw", f"{power} W"),
+                ("instant_power_draw", f"{power} W"),
+                ("current_power_limit", "700.00 W"),
+                ("requested_power_limit", "700.00 W"),
+                ("default_power_limit", "700.00 W"),
+                ("min_power_limit", "200.00 W"),
+                ("max_power_limit", "700.00 W"),
+            ]),
+            ("gpu_memory_power_readings", [
+                ("average_power_draw", "N/A"),
+                ("instant_power_draw", "N/A"),
+            ]),
+            ("module_power_readings", [
+                ("power_state", "P0"),
+                ("average_power_draw", "N/A"),
+                ("instant_power_draw", "N/A"),
+            ]),
+            ("clocks", [
+                ("graphics_clock", "1980 MHz"),
+                ("sm_clock", "1980 MHz"),
+                ("mem_clock", "2619 MHz"),
+                ("video_clock", "1635 MHz"),
+            ]),
+            ("applications_clocks", [
+                ("graphics_clock", "1755 MHz"),
+                ("mem_clock", "2619 MHz"),
+            ]),
+            ("default_applications_clocks", [
+                ("graphics_clock", "1755 MHz"),
+                ("mem_clock", "2619 MHz"),
+            ]),
+            ("max_clocks", [
+                ("graphics_clock", "1980 MHz"),
+                ("sm_clock", "1980 MHz"),
+                ("mem_clock", "2619 MHz"),
+                ("video_clock", "1770 MHz"),
+            ]),
+            ("max_customer_boost_clocks", [
+                ("graphics_clock", "1980 MHz"),
+            ]),
+            ("clock_policy", [
+                ("auto_boost", "N/A"),
+                ("auto_boost_default", "N/A"),
+            ]),
+            ("fabric", [
+                ("state", "Completed"),
+                ("status", "Success"),
+                ("cliqueId", "0"),
+                ("clusterUuid", str(cluster_uuid)),
+                ("health", [
+                    ("bandwidth", "Full"),
+                ]),
+            ]),
+            ("processes", [
+                ("process_info", [
+                    ("gpu_instance_id", "N/A"),
+                    ("compute_instance_id", "N/A"),
+                    ("pid", str(pid) if pid else "N/A"),
+                    ("type", "C"),
+                    ("process_name", "python3"),
+                    ("used_memory", f"{used} MiB"),
+                ]),
+            ]),
+            ("accounted_processes", [
+            ]),
+            ("capabilities", [
+                ("egm", "disabled"),
+            ]),
+    ])
 
 
 # -------------------------------------------------------------------- host and systemd

@@ -17,13 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import encode, kube_list
+from kit import encode, kube_list, kube_node
 from layouts_kit import SEP, must_gather_files
 
-_GPU_NODE = {"apiVersion": "v1", "kind": "Node",
-             "metadata": {"name": "gpu-a", "labels": {"nvidia.com/gpu.present": "true"}},
-             "status": {"capacity": {"nvidia.com/gpu": "8"},
-                        "allocatable": {"nvidia.com/gpu": "8"}}}
+_GPU_NODE = kube_node("gpu-a", 8, other={}, hostname=False)
 _NODE = "nodes/gpu-a/"
 _CONFIG = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 

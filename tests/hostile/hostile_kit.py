@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
-from kit import encode, kube_list
+from kit import encode, kube_list, kube_node
 from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
@@ -91,19 +91,13 @@ devices:
 
 
 def _node(name: str, gpus: int | None) -> dict[str, Any]:
-    capacity = {"cpu": "64", "pods": "110"}
-    labels = {"kubernetes.io/hostname": name}
-    if gpus is not None:
-        capacity["nvidia.com/gpu"] = str(gpus)
-        labels["nvidia.com/gpu.present"] = "true"
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
-            "status": {"capacity": capacity, "allocatable": dict(capacity),
-                       "conditions": [{"type": "Ready", "status": "True"}],
-                       "nodeInfo": {"containerRuntimeVersion": "containerd://1.7.27",
-                                    "kernelVersion": "6.8.0-88-generic",
-                                    "osImage": "Ubuntu 22.04.5 LTS",
-                                    "kubeletVersion": "v1.31.4"}}}
+    return kube_node(name, gpus, other={"cpu": "64", "pods": "110"},
+                     gpu_label=gpus is not None,
+                     taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+                     conditions=[{"type": "Ready", "status": "True"}],
+                     node_info={"containerRuntimeVersion": "containerd://1.7.27",
+                                "kernelVersion": "6.8.0-88-generic",
+                                "osImage": "Ubuntu 22.04.5 LTS", "kubeletVersion": "v1.31.4"})
 
 
 def _pod(name: str, node: str, app: str, *, namespace: str = "gpu-operator", gpus: int = 0,

@@ -13,7 +13,7 @@ import datetime as dt
 from typing import Any
 
 import orjson
-from kit import kube_list
+from kit import kube_list, kube_node, smi_log
 from scenario import DUMP_WITH_NVIDIA, SANDBOX
 
 CREATED = dt.datetime(2026, 11, 29, 14, 0, 0, tzinfo=dt.UTC)
@@ -75,34 +75,18 @@ def node(name: str, *, gpus: int | None, allocatable: int | None = None,
          product: str = "NVIDIA-L40S", runtime: str = "containerd://1.7.27",
          labels: dict[str, str] | None = None, ready: bool = True,
          gpu: bool = True) -> dict[str, Any]:
-    all_labels = {"kubernetes.io/hostname": name}
-    if gpu:
-        all_labels.update({
-            "nvidia.com/gpu.present": "true",
-            "feature.node.kubernetes.io/pci-10de.present": "true",
-            "nvidia.com/gpu.product": product, "nvidia.com/gpu.count": "1",
-            "nvidia.com/mig.capable": "false",
-        })
-    all_labels.update(labels or {})
-    capacity = {"cpu": "32", "memory": "263746560Ki", "pods": "110"}
-    allocated = dict(capacity)
-    if gpus is not None:
-        capacity["nvidia.com/gpu"] = str(gpus)
-        allocated["nvidia.com/gpu"] = str(gpus if allocatable is None else allocatable)
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": all_labels,
-                     "creationTimestamp": "2026-10-01T08:00:00Z"},
-        "spec": {},
-        "status": {
-            "capacity": capacity, "allocatable": allocated,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                            "reason": "KubeletReady" if ready else "KubeletNotReady",
-                            "lastTransitionTime": "2026-11-20T08:00:00Z"}],
-            "nodeInfo": {"containerRuntimeVersion": runtime, "kernelVersion": "6.8.0-88-generic",
-                         "kubeletVersion": "v1.37.1", "osImage": "Ubuntu 24.04.3 LTS"},
-        },
-    }
+    gpu_labels = {"feature.node.kubernetes.io/pci-10de.present": "true",
+                  "nvidia.com/gpu.product": product, "nvidia.com/gpu.count": "1",
+                  "nvidia.com/mig.capable": "false"} if gpu else {}
+    ready_condition = {"type": "Ready", "status": "True" if ready else "False",
+                       "reason": "KubeletReady" if ready else "KubeletNotReady",
+                       "lastTransitionTime": "2026-11-20T08:00:00Z"}
+    return kube_node(
+        name, gpus, allocatable, other={"cpu": "32", "memory": "263746560Ki", "pods": "110"},
+        labels={**gpu_labels, **(labels or {})}, gpu_label=gpu, created="2026-10-01T08:00:00Z",
+        conditions=[ready_condition],
+        node_info={"containerRuntimeVersion": runtime, "kernelVersion": "6.8.0-88-generic",
+                   "kubeletVersion": "v1.37.1", "osImage": "Ubuntu 24.04.3 LTS"})
 
 
 def operand(app: str, node_name: str, *, runtime_class: str | None, stuck: bool,
@@ -173,9 +157,8 @@ def nvidia_smi(driver: str, products: list[str]) -> str:
         "<used>1 MiB</used></fb_memory_usage><utilization><gpu_util>0 %</gpu_util>"
         "</utilization><processes></processes></gpu>"
         for i, p in enumerate(products))
-    return (f'<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>{driver}</driver_version>'
-            f"<cuda_version>12.8</cuda_version><attached_gpus>{len(products)}</attached_gpus>"
-            f"{gpus}</nvidia_smi_log>\n")
+    return smi_log([gpus], driver=driver, cuda="12.8", attached=len(products), indent="",
+                   newline="", doctype=False)
 
 
 def journal(*lines: tuple[float, str, str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 from kit import kube_list, write_dir
 from report_findings import golden_report
 from report_support import dump
@@ -13,7 +14,6 @@ from analyzers import overview, timeline
 from analyzers.facts import Facts
 from analyzers.models import Report
 from bundle import open_bundle
-from bundle.kernel import parse_dmesg, parse_xid
 
 
 def _row(report: Report, name: str) -> Any:
@@ -143,24 +143,28 @@ def test_evidence_marks_point_at_the_known_error(bundle_dirs: dict[str, Path]) -
     assert text == 'no runtime for "nvidia" is configured'
 
 
-class _KernelEvents:
-    def __init__(self, xids: list[Any]) -> None:
-        self.xids = xids
+_DMESG_XID = ("[Sun Nov 29 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=x, "
+              "Graphics Exception\n")
+# Xid 79's wording, from NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/).
+_JOURNAL_XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus."
 
 
-def test_a_shared_kernel_events_fact_is_used_when_present(bundle_dirs: dict[str, Path]) -> None:
-    line = parse_dmesg("2026-11-29T10:00:00,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 13, "
-                       "pid=1, name=x, Graphics Exception\n", "nodes/gpu-a/dmesg.txt")[0]
-    event = parse_xid(line)
-    assert event is not None
-    with open_bundle(bundle_dirs["incident"]) as opened:
+def test_timeline_xids_are_the_kernel_events_fact(tmp_path: Path) -> None:
+    """The timeline reads Facts.kernel_events: dmesg and journal kernel lines, merged."""
+    entry = {"__REALTIME_TIMESTAMP": "1795946700000000", "_TRANSPORT": "kernel",
+             "SYSLOG_IDENTIFIER": "kernel", "PRIORITY": "3", "MESSAGE": _JOURNAL_XID}
+    files = {"cluster/nodes.json": kube_list(),
+             "nodes/gpu-a/dmesg.txt": _DMESG_XID,
+             "nodes/gpu-a/journal/kernel.jsonl": orjson.dumps(entry) + b"\n",
+             "nodes/gpu-b/dmesg.txt": "[    1.000000] Linux version 6.8.0\n"}
+    with open_bundle(write_dir(tmp_path / "b", files)) as opened:
         facts = Facts(opened)
-        facts.kernel_events = {"gpu-a": _KernelEvents([event, event])}  # type: ignore[attr-defined]
-        assert len(timeline.xid_events(facts, "gpu-a")[0]) == 2
-        facts.kernel_events = {"gpu-a": _KernelEvents(["not an xid"])}  # type: ignore[attr-defined]
-        assert timeline.xid_events(facts, "gpu-a")[0] == []            # dmesg has none
-        facts.kernel_events = lambda node: 1 / 0  # type: ignore[attr-defined]
-        assert len(timeline.xid_events(facts, "gpu-d")[0]) == 1        # back to dmesg
+        events, source = timeline.xid_events(facts, "gpu-a")
+        assert [e.xid for e in events] == [13, 79]
+        assert source == "nodes/gpu-a/dmesg.txt, nodes/gpu-a/journal/kernel.jsonl"
+        assert events == list(facts.kernel_events["gpu-a"].xids)
+        assert timeline.xid_events(facts, "gpu-b") == ([], "nodes/gpu-b/dmesg.txt")
+        assert timeline.xid_events(facts, "gpu-z") == ([], None)  # no node directory
 
 
 def test_inventory_counts_every_file_by_kind(analysed: dict[str, Report],

@@ -1,0 +1,47 @@
+"""``diff`` compares the facts its analyses built: one Facts per bundle, not two."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analyzers.engine import analyze
+from analyzers.facts import Facts
+from analyzers.plugins import discover
+from bundle import open_bundle
+from gpu_triage.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+INCIDENT = SAMPLES / "incident-toolkit-disabled"
+HEALTHY = SAMPLES / "healthy-toolkit-enabled"
+
+
+def test_diff_builds_the_facts_of_each_bundle_once(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    built: list[str] = []
+    original = Facts.__init__
+
+    def counting(self: Facts, bundle: object) -> None:
+        built.append(getattr(bundle, "display", "?"))
+        original(self, bundle)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Facts, "__init__", counting)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["diff", str(INCIDENT), str(HEALTHY), "-f", "json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert len(built) == 2
+    facts = {(f["subject"], f["fact"]) for f in json.loads(result.stdout)["facts"]}
+    assert ("gpu-a", "nvidia runtime loaded") in facts  # the compared facts are there
+
+
+def test_analyze_uses_the_facts_it_is_given() -> None:
+    with open_bundle(INCIDENT) as opened:
+        given = Facts(opened)
+        assert "gpu_nodes" not in vars(given)
+        report = analyze(opened, discover().rules, facts=given)
+        assert "gpu_nodes" in vars(given)  # filled by the analysis, ready for diff
+        assert report.bundle.gpu_nodes == len(given.gpu_nodes)
