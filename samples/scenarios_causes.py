@@ -164,30 +164,7 @@ def build_tree_missing(start: dt.datetime, kernel: str) -> list[LogLine]:
     """One run of ``nvidia-driver init`` whose mirror has no headers for ``kernel``: the
     module build stops at make's missing build tree (the wording of
     NVIDIA/gpu-operator#583, on this node's kernel)."""
-    before = [
-        "DRIVER_ARCH is x86_64",
-        f"Creating directory NVIDIA-Linux-x86_64-{DRIVER}",
-        "Verifying archive integrity... OK",
-        f"Uncompressing NVIDIA Accelerated Graphics Driver for Linux-x86_64 {DRIVER}"
-        "..................",
-        "",
-        "========== NVIDIA Software Installer ==========",
-        "",
-        f"Starting installation of NVIDIA driver version {DRIVER} for Linux kernel version "
-        f"{kernel}",
-        "",
-        "Stopping NVIDIA persistence daemon...",
-        "Unloading NVIDIA driver kernel modules...",
-        "Unmounting NVIDIA driver rootfs...",
-        "Checking NVIDIA driver packages...",
-        "Updating the package cache...",
-        "Resolving Linux kernel version...",
-        f"Proceeding with Linux kernel version {kernel}",
-        "Installing Linux kernel headers...",
-        "Installing Linux kernel module files...",
-        "Generating Linux kernel version string...",
-        "Compiling NVIDIA driver kernel modules...",
-    ]
+    before = oplogs.driver_install_until_build(kernel)
     failed = [
         f"make[1]: *** /lib/modules/{kernel}/build: No such file or directory.  Stop.",
         "make: *** [Makefile:82: modules] Error 2",

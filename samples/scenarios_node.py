@@ -667,30 +667,7 @@ def driver_build_refused(start: dt.datetime, kernel: str) -> list[LogLine]:
     """One run of ``nvidia-driver init`` (no precompiled modules): it builds the kernel
     modules for the running kernel, unsigned, and the kernel refuses to load them."""
     short = kernel.removesuffix("-generic")
-    before = [
-        "DRIVER_ARCH is x86_64",
-        f"Creating directory NVIDIA-Linux-x86_64-{DRIVER}",
-        "Verifying archive integrity... OK",
-        f"Uncompressing NVIDIA Accelerated Graphics Driver for Linux-x86_64 {DRIVER}"
-        "..................",
-        "",
-        "========== NVIDIA Software Installer ==========",
-        "",
-        f"Starting installation of NVIDIA driver version {DRIVER} for Linux kernel version "
-        f"{kernel}",
-        "",
-        "Stopping NVIDIA persistence daemon...",
-        "Unloading NVIDIA driver kernel modules...",
-        "Unmounting NVIDIA driver rootfs...",
-        "Checking NVIDIA driver packages...",
-        "Updating the package cache...",
-        "Resolving Linux kernel version...",
-        f"Proceeding with Linux kernel version {kernel}",
-        "Installing Linux kernel headers...",
-        "Installing Linux kernel module files...",
-        "Generating Linux kernel version string...",
-        "Compiling NVIDIA driver kernel modules...",
-    ]
+    before = oplogs.driver_install_until_build(kernel)
     built = [
         "Relinking NVIDIA driver kernel modules...",
         f"Building NVIDIA driver package nvidia-modules-{short}...",

@@ -286,6 +286,35 @@ def smi_table(gpu: Gpu, t: dt.datetime) -> list[str]:
     return lines
 
 
+def driver_install_until_build(kernel: str) -> list[str]:
+    """What ``nvidia-driver init`` prints from its start to the module build, for the
+    driver version of the samples on ``kernel`` (no precompiled modules)."""
+    return [
+        "DRIVER_ARCH is x86_64",
+        f"Creating directory NVIDIA-Linux-x86_64-{DRIVER}",
+        "Verifying archive integrity... OK",
+        f"Uncompressing NVIDIA Accelerated Graphics Driver for Linux-x86_64 {DRIVER}"
+        "..................",
+        "",
+        "========== NVIDIA Software Installer ==========",
+        "",
+        f"Starting installation of NVIDIA driver version {DRIVER} for Linux kernel version "
+        f"{kernel}",
+        "",
+        "Stopping NVIDIA persistence daemon...",
+        "Unloading NVIDIA driver kernel modules...",
+        "Unmounting NVIDIA driver rootfs...",
+        "Checking NVIDIA driver packages...",
+        "Updating the package cache...",
+        "Resolving Linux kernel version...",
+        f"Proceeding with Linux kernel version {kernel}",
+        "Installing Linux kernel headers...",
+        "Installing Linux kernel module files...",
+        "Generating Linux kernel version string...",
+        "Compiling NVIDIA driver kernel modules...",
+    ]
+
+
 def driver_validation(start: dt.datetime, gpu: Gpu) -> list[LogLine]:
     lines = logrus_lines(
         start,
