@@ -14,11 +14,12 @@ from pathlib import Path
 
 from samples.samplekit import gpuop, oplogs
 from samples.samplekit.core import k8s_suffix, plus
-from samples.samplekit.dcgpu import A10, A100_PCIE_40GB, L4, L40S, Slot
+from samples.samplekit.dcgpu import A10, A100_PCIE_40GB, L4, L40S, Card, Slot
 from samples.samplekit.fleet import (
     PYTORCH,
     Rig,
     RigState,
+    Timeline,
     add_nodes,
     base_state,
     default_statuses,
@@ -44,7 +45,7 @@ from samples.samplekit.podstates import (
     crash_runs,
     custom,
 )
-from samples.samplekit.scene import LogLine
+from samples.samplekit.scene import LogLine, Scene
 from samples.samplekit.smi import DRIVER
 from samples.samplekit.workloads import Custom
 from samples.scenarios_node import (
@@ -258,6 +259,40 @@ VFIO_MODULES = (
 )
 
 
+def _driver_never_loads(start: str, boot_s: float, gpu: Card, machine: str, stale_s: float,
+                        ) -> tuple[Timeline, dt.datetime, Scene, list[Rig], Rig,
+                                   Callable[[Rig], RigState]]:
+    """Two nodes of ``gpu``; gpu-2 rebooted ``boot_s`` before the bundle and its host
+    driver never loaded since, so its operands wait at driver validation, it advertises
+    no GPU and GFD's last run predates the reboot by ``stale_s``. Gives the scene and a
+    node state with what both nodes share (gpu-2's reboot journals included)."""
+    t = timeline(start)
+    boot = plus(t.created, boot_s)
+    rigs = cluster(t, [("gpu-1", gpu, 2, machine, "Intel"), ("gpu-2", gpu, 2, machine, "Intel")],
+                   reboots={"gpu-2": boot})
+    broken = rigs[2]
+    scene = fleet_scene(rigs, t)
+    outcomes = stuck_operands(broken, boot, plus(t.created, -3.2), driver_wait="host")
+    install_stack(scene, rigs, t, stuck_stack(t, rigs, broken.name, boot, outcomes,
+                                              healthy_stack(t, rigs)))
+    after_reboot(scene, broken.host, boot)
+    stale = {"nvidia.com/gfd.timestamp": str(int(plus(boot, stale_s).timestamp()))}
+    add_nodes(scene, rigs, t, resources=gpu_resources(rigs, gpu_2={"nvidia.com/gpu": (0, 0)}),
+              labels={broken.name: stale})
+    node_rebooted(scene, broken.name, boot)
+    files = toolkit_config()
+
+    def base(rig: Rig) -> RigState:
+        st = base_state(scene, rig, files)
+        if rig.name != broken.name:
+            st.host_files = {"lspci.txt": lspci(list(rig.slots), "nvidia")}
+        else:
+            reboot_journals(st, boot)
+        return st
+
+    return t, boot, scene, rigs, broken, base
+
+
 def vfio_bound_gpus(root: Path) -> None:
     """DRV010. gpu-2 had been lent to a virtual-machine test: its
     ``/etc/modprobe.d/vfio.conf`` (``options vfio-pci ids=10de:2236``) was left behind,
@@ -266,29 +301,13 @@ def vfio_bound_gpus(root: Path) -> None:
     cloud-hypervisor/cloud-hypervisor#4353). The host driver probes nothing, nvidia-smi
     fails, and the operand stack waits at driver validation. DRV010 is the root; DRV003,
     OP001's driver stage and nvidia-smi's failure hang under it."""
-    t = timeline("2026-11-29T16:05:00Z")
-    boot = plus(t.created, -6 * 3600 - 144.8)
-    machine = "ProLiant DL380 Gen11"
-    rigs = cluster(t, [("gpu-1", A10, 2, machine, "Intel"), ("gpu-2", A10, 2, machine, "Intel")],
-                   reboots={"gpu-2": boot})
-    broken = rigs[2]
-    scene = fleet_scene(rigs, t)
-    outcomes = stuck_operands(broken, boot, plus(t.created, -3.2), driver_wait="host")
-    install_stack(scene, rigs, t, stuck_stack(t, rigs, broken.name, boot, outcomes,
-                                              healthy_stack(t, rigs)))
-    after_reboot(scene, broken.host, boot)
-    stale = {"nvidia.com/gfd.timestamp": str(int(plus(boot, -161.0).timestamp()))}
-    add_nodes(scene, rigs, t, resources=gpu_resources(rigs, gpu_2={"nvidia.com/gpu": (0, 0)}),
-              labels={broken.name: stale})
-    node_rebooted(scene, broken.name, boot)
-    files = toolkit_config()
+    t, boot, scene, rigs, broken, base = _driver_never_loads(
+        "2026-11-29T16:05:00Z", -6 * 3600 - 144.8, A10, "ProLiant DL380 Gen11", -161.0)
 
     def state(rig: Rig, _now: dt.datetime) -> RigState:
-        st = base_state(scene, rig, files)
+        st = base(rig)
         if rig.name != broken.name:
-            st.host_files = {"lspci.txt": lspci(list(rig.slots), "nvidia")}
             return st
-        reboot_journals(st, boot)
         pcis = [slot.pci for slot in rig.slots]
         lines = [(plus(boot, 3.101), "vfio_pci: add [10de:2236[ffffffff:ffffffff]] class "
                                      "0x000000/00000000")]
@@ -347,29 +366,13 @@ def driver_too_old_for_gpu(root: Path) -> None:
     probes nothing, nvidia-smi fails and the operand stack waits at driver validation.
     DRV008 is the root; DRV003, OP001's driver stage and nvidia-smi's failure hang
     under it."""
-    t = timeline("2026-11-28T10:40:00Z")
-    boot = plus(t.created, -3 * 3600 - 1208.3)
-    machine = "PowerEdge R760xa"
-    rigs = cluster(t, [("gpu-1", L40S, 2, machine, "Intel"), ("gpu-2", L40S, 2, machine, "Intel")],
-                   reboots={"gpu-2": boot})
-    broken = rigs[2]
-    scene = fleet_scene(rigs, t)
-    outcomes = stuck_operands(broken, boot, plus(t.created, -3.2), driver_wait="host")
-    install_stack(scene, rigs, t, stuck_stack(t, rigs, broken.name, boot, outcomes,
-                                              healthy_stack(t, rigs)))
-    after_reboot(scene, broken.host, boot)
-    stale = {"nvidia.com/gfd.timestamp": str(int(plus(boot, -233.0).timestamp()))}
-    add_nodes(scene, rigs, t, resources=gpu_resources(rigs, gpu_2={"nvidia.com/gpu": (0, 0)}),
-              labels={broken.name: stale})
-    node_rebooted(scene, broken.name, boot)
-    files = toolkit_config()
+    t, boot, scene, rigs, broken, base = _driver_never_loads(
+        "2026-11-28T10:40:00Z", -3 * 3600 - 1208.3, L40S, "PowerEdge R760xa", -233.0)
 
     def state(rig: Rig, _now: dt.datetime) -> RigState:
-        st = base_state(scene, rig, files)
+        st = base(rig)
         if rig.name != broken.name:
-            st.host_files = {"lspci.txt": lspci(list(rig.slots), "nvidia")}
             return st
-        reboot_journals(st, boot)
         st.dmesg = dmesg_text(refused_by_branch(plus(boot, 9.882), list(rig.slots)))
         st.modules = ""
         st.smi_error = (9, SMI_NO_DRIVER)
