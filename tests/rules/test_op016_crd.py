@@ -22,13 +22,13 @@ from typing import Any
 from kit import kube_list
 from op_kit import NS, Cluster, of_rule, stamp, status
 
-from analyzers import datafiles
+from analyzers import packaged
 from analyzers.models import RuleStatus
 
 SUBJECT = "OP016:clusterpolicies.nvidia.com"
 BASE = ("operator", "driver", "toolkit", "devicePlugin", "dcgmExporter", "gfd", "mig",
         "migManager", "validator", "psp")
-TABLE = tomllib.loads(datafiles.read_toml("clusterpolicy_crd"))
+TABLE = tomllib.loads(packaged.read_toml("clusterpolicy_crd"))
 
 
 def _version(text: str) -> tuple[int, ...]:
