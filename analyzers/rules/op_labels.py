@@ -438,5 +438,19 @@ class NfdNotLabelling(Rule):
                                      name=worker.pod.name))
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP002(name)] if not labelled else [])
+                            causes=self._undeployed(ctx, obj) if not labelled else [])
+
+    @staticmethod
+    def _undeployed(ctx: Context, obj: Node) -> list[Link]:
+        """What an unlabelled node lacks because no operand was deployed there: the
+        DaemonSets skip it (OP002); when the operator has not marked it a GPU node at
+        all, no device plugin runs (OP008) and, where the policy runs the toolkit, no
+        toolkit wrote the nvidia runtime (RT001) or a CDI spec (RT006)."""
+        name = obj.name
+        links = [refs.OP002(name)]
+        if obj.labels.get(PRESENT) != "true":
+            links.append(refs.OP008(name))
+            if ctx.facts.toolkit_enabled():
+                links += [refs.RT001(name), refs.RT006(name)]
+        return links
 
