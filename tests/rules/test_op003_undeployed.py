@@ -6,7 +6,8 @@ deploy label, so no toolkit, device plugin or CDI spec ever reaches the node. RT
 nvidia runtime), RT006 (no CDI spec), OP008 (no device plugin) and RT007 (a RuntimeClass
 handler no GPU node defines) are true there, but they are symptoms: they hang under OP003
 of the node (and so under OP011) instead of standing as root causes of their own. The
-samples/nfd-not-labelling sample is this cluster at full size.
+samples/nfd-not-labelling sample is this cluster at full size. Where no node file was collected
+at all (a must-gather of that cluster), OP003 says it judged in part.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from op_kit import (
     of_rule,
     pod_name,
     smi_xml,
+    status,
 )
 from scenario import DUMP_WITHOUT_NVIDIA
 
 from analyzers.engine import analyze
-from analyzers.models import Report
+from analyzers.models import Report, RuleStatus
 from analyzers.plugins import discover
 from bundle import open_bundle
 
@@ -113,3 +115,29 @@ def test_labelled_node_links_nothing_it_does_not_explain(tmp_path: Path) -> None
     assert op3.severity.value == "medium"
     assert op3.causes == []
     assert "OP003:gpu-a" not in of_rule(report, "RT001")["RT001:gpu-a"].caused_by
+
+
+NFD_MISSING = [{"type": "Ready", "status": "True", "reason": "NFDLabelsMissing",
+                "message": "No NFD labels found"}]
+
+
+def test_partial_without_node_files_when_the_operator_finds_no_gpu_node(
+        tmp_path: Path) -> None:
+    """A must-gather of the fresh install: no node directory (no driver pod, so no bug
+    report) and only nodes labelled as GPU nodes listed. The policy says the operator
+    found no NFD label: OP003 cannot tell which nodes have GPUs, so it is partial."""
+    cluster = Cluster(gpu_nodes=())
+    cluster.policies = [cluster_policy(conditions=NFD_MISSING)]
+    report = cluster.analyze(tmp_path)
+    assert of_rule(report, "OP003") == {}
+    result = next(r for r in report.rules if r.rule_id == "OP003")
+    assert result.status is RuleStatus.PARTIAL
+    assert result.reason == (
+        "judged in part: the operator finds no GPU node, but no node's files were collected "
+        "(host/lspci.txt, nvidia-smi.xml): whether cp-1 have GPUs is not in the bundle")
+
+
+def test_passed_without_node_files_when_the_operator_is_content(tmp_path: Path) -> None:
+    cluster = Cluster(gpu_nodes=())
+    report = cluster.analyze(tmp_path)
+    assert status(report, "OP003") is RuleStatus.PASSED
