@@ -6,8 +6,8 @@ deploy label, so no toolkit, device plugin or CDI spec ever reaches the node. RT
 nvidia runtime), RT006 (no CDI spec), OP008 (no device plugin) and RT007 (a RuntimeClass
 handler no GPU node defines) are true there, but they are symptoms: they hang under OP003
 of the node (and so under OP011) instead of standing as root causes of their own. The
-samples/nfd-not-labelling sample is this cluster at full size. Where no node file was collected
-at all (a must-gather of that cluster), OP003 says it judged in part.
+samples/nfd-not-labelling sample is this cluster at full size. Where no node file was
+collected at all (a must-gather of that cluster), OP003 says it judged in part.
 """
 
 from __future__ import annotations
