@@ -88,6 +88,7 @@ from samples.scenarios_distro import (
     openshift_crio_no_nvidia_handler,
     rke2_template_go_directives,
 )
+from samples.scenarios_labels_fabric import hgx_nvswitch_sxid, nfd_not_labelling
 from samples.scenarios_node import (
     app_xids_only,
     driver_upgrade_failed,
@@ -511,6 +512,8 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "smi-no-devices": smi_no_devices,
     "gpus-seen-unallocated": gpus_seen_unallocated,
     "crd-older-than-chart": crd_older_than_chart,
+    "nfd-not-labelling": nfd_not_labelling,
+    "hgx-nvswitch-sxid": hgx_nvswitch_sxid,
 }
 
 

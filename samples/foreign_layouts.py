@@ -291,7 +291,9 @@ def troubleshoot(root: Path, out: Path) -> None:
                 ("journal/containerd.jsonl", "containerd", "journald",
                  "/usr/bin/journalctl -u containerd --output json --no-pager"),
                 ("journal/kubelet.jsonl", "kubelet", "journald",
-                 "/usr/bin/journalctl -u kubelet --output json --no-pager"))
+                 "/usr/bin/journalctl -u kubelet --output json --no-pager"),
+                ("journal/nvidia-fabricmanager.jsonl", "nvidia-fabricmanager", "journald",
+                 "/usr/bin/journalctl -u nvidia-fabricmanager --output json --no-pager"))
     for node_dir in sorted((root / "nodes").iterdir()) if (root / "nodes").exists() else []:
         for source, collector, kind, command in commands:
             path = node_dir / source

@@ -1,10 +1,11 @@
 """Issue 15: the first screen names the root cause and its chain before any symptom.
 
-For every sample where a catalog-2 rule is the root (samples/scenarios_causes.py and
-dcgm-profiling-crashloop), the terminal summary lists the root under ROOT CAUSES with
-the findings it explains on its ``explains:`` line, and no symptom stands there as a
-root of its own (a root that explains nothing leads the list of other findings); the
-HTML report shows the root's card before any symptom's.
+For every sample where a catalog-2 rule is the root (samples/scenarios_causes.py,
+samples/scenarios_labels_fabric.py and dcgm-profiling-crashloop), the terminal summary
+lists the root under ROOT CAUSES with the findings it explains on its ``explains:``
+line, and no symptom stands there as a root of its own (a root that explains nothing
+leads the list of other findings); the HTML report shows the root's card before any
+symptom's.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ CHAINS = {
                                         "BND001:nvidia-smi-failed"]),
     "gpus-seen-unallocated": ("SC007:gpu-2", []),
     "crd-older-than-chart": ("OP016:clusterpolicies.nvidia.com", ["HELM002:gpu-operator"]),
+    "hgx-nvswitch-sxid": ("DRV011:hgx-1/0000:05:00.0", ["DRV001:hgx-1/0000:17:00.0",
+                                                        "OP005:hgx-1", "OP008:hgx-1"]),
 }
 _HEADLINE = re.compile(r"^  (?:CRITICAL|HIGH|MEDIUM|LOW|INFO)\s+(?P<rule>[A-Z]+\d{3})\s")
 
@@ -84,4 +87,26 @@ def test_html_shows_the_root_card_before_its_symptoms(sample: str,
     page = html.render(reports[sample], generated_at=NOW)
     first = page.index(f"<code>{root}</code>")
     for symptom in symptoms:
+        assert page.index(f"<code>{symptom}</code>") > first, symptom
+
+
+# nfd-not-labelling: OP011 explains the same findings on both GPU nodes, which the
+# explains line counts per rule (``OP003 ×2``) instead of naming each.
+NFD_ROOT = "OP011:node-feature-discovery"
+NFD_SYMPTOMS = [f"{rule}:{node}" for rule in ("OP003", "RT001", "OP008", "RT006")
+                for node in ("gpu-1", "gpu-2")] + ["RT007:handler/nvidia-cdi",
+                                                   "RT007:handler/nvidia-legacy"]
+
+
+def test_nfd_not_labelling_first_screen() -> None:
+    report = _report("nfd-not-labelling")
+    section = _first_section(text.render(report))
+    rules = [m["rule"] for line in section if (m := _HEADLINE.match(line))]
+    assert rules == ["OP011"]
+    explains = next(line for line in section if line.strip().startswith("explains:"))
+    assert explains.split("explains:")[1].strip() == \
+        "RT001 ×2, OP003 ×2, OP008 ×2, RT006 ×2, RT007 ×2"
+    page = html.render(report, generated_at=NOW)
+    first = page.index(f"<code>{NFD_ROOT}</code>")
+    for symptom in NFD_SYMPTOMS:
         assert page.index(f"<code>{symptom}</code>") > first, symptom

@@ -669,3 +669,100 @@ def test_no_root_is_also_a_symptom() -> None:
         symptoms = {s.id for c in view.chains for s in c.symptoms}
         assert len(roots) == len(set(roots)), sample
         assert not set(roots) & symptoms, sample
+
+
+# ------------------------------------- issue 15: OP011 and DRV011 as roots of their own
+# samples/scenarios_labels_fabric.py (real threads in its docstrings and README.md):
+# nfd-not-labelling (gpu-operator#149: no NFD, the operator deploys nothing) and
+# hgx-nvswitch-sxid (a fatal SXid with its Xid 74, Fabric Manager down after it).
+
+LABEL_FABRIC_ROOTS: dict[str, tuple[str, list[str], list[str]]] = {
+    # root, the findings it links directly, the nodes it names
+    "nfd-not-labelling": ("OP011:node-feature-discovery", ["OP003:gpu-1", "OP003:gpu-2"],
+                          ["gpu-1", "gpu-2"]),
+    "hgx-nvswitch-sxid": ("DRV011:hgx-1/0000:05:00.0",
+                          ["DRV001:hgx-1/0000:17:00.0", "OP005:hgx-1"], ["hgx-1"]),
+}
+LABEL_FABRIC_SAMPLES: dict[str, dict[str, str]] = {
+    # nothing was deployed on either GPU node: every finding below OP011 says so
+    "nfd-not-labelling": {
+        "OP011:node-feature-discovery": "high",
+        "OP003:gpu-1": "high", "OP003:gpu-2": "high",
+        "RT001:gpu-1": "critical", "RT001:gpu-2": "critical",
+        "OP008:gpu-1": "high", "OP008:gpu-2": "high",
+        "RT006:gpu-1": "high", "RT006:gpu-2": "high",
+        "RT007:handler/nvidia-cdi": "medium", "RT007:handler/nvidia-legacy": "medium"},
+    # the plugin withdrew the GPU behind the Xid 74 (OP008, under DRV001)
+    "hgx-nvswitch-sxid": {
+        "DRV011:hgx-1/0000:05:00.0": "high", "DRV001:hgx-1/0000:17:00.0": "high",
+        "OP005:hgx-1": "high", "OP008:hgx-1": "high"},
+}
+
+
+@pytest.mark.parametrize("sample", sorted(LABEL_FABRIC_SAMPLES))
+def test_label_fabric_serious_findings(sample: str) -> None:
+    got = {f.id: f.severity.value for f in report(sample).findings if f.severity.rank >= 2}
+    assert got == LABEL_FABRIC_SAMPLES[sample]
+    assert not [r.rule_id for r in report(sample).rules if r.status.value == "error"]
+
+
+@pytest.mark.parametrize("sample", sorted(LABEL_FABRIC_ROOTS))
+def test_label_fabric_root_and_children(sample: str) -> None:
+    root_id, children, nodes = LABEL_FABRIC_ROOTS[sample]
+    root = finding(sample, root_id)
+    assert root.caused_by == []
+    assert root.nodes == nodes
+    assert root.causes == children
+    for child in children:
+        assert finding(sample, child).caused_by == [root_id], child
+    # the whole chain is visible under the root: every other serious finding descends
+    # from it
+    for other in LABEL_FABRIC_SAMPLES[sample]:
+        if other != root_id:
+            assert root_id in ancestors(sample, other), other
+
+
+def test_label_fabric_nfd_chain_per_node() -> None:
+    for node in ("gpu-1", "gpu-2"):
+        assert finding("nfd-not-labelling", f"OP003:{node}").causes == [
+            f"OP008:{node}", f"RT001:{node}", f"RT006:{node}",
+            "RT007:handler/nvidia-cdi", "RT007:handler/nvidia-legacy"]
+    op011 = finding("nfd-not-labelling", "OP011:node-feature-discovery")
+    assert "no NFD master or worker pod exists in the cluster" in op011.summary
+    operator = [e for e in op011.evidence if e.path.endswith("/gpu-operator.log")]
+    # the operator's last reconcile before collection
+    assert len(operator) == 1 and "No NFD label found, polling for new nodes." in \
+        operator[0].excerpt
+    assert any(e.path == "cluster/clusterpolicies.json"
+               and "NFDLabelsMissing: No NFD labels found" in e.excerpt
+               for e in op011.evidence)
+    assert "helm upgrade --reuse-values --set nfd.enabled=true" in op011.remediation
+    op003 = finding("nfd-not-labelling", "OP003:gpu-1")
+    assert op003.caused_by == ["OP011:node-feature-discovery"]
+
+
+def test_label_fabric_sxid_evidence_and_healthy_twin() -> None:
+    sample = "hgx-nvswitch-sxid"
+    drv011 = finding(sample, "DRV011:hgx-1/0000:05:00.0")
+    assert "SXid 20034 (LTSSM Fault Up, fatal) x1" in drv011.summary
+    assert "The GPUs report it too: 0000:17:00.0" in drv011.summary
+    assert [(e.path, e.line) for e in drv011.evidence] == [("nodes/hgx-1/dmesg.txt", 29)]
+    assert "20034, Fatal, Link 30 LTSSM Fault Up" in drv011.evidence[0].excerpt
+    assert "kubectl cordon hgx-1" in drv011.remediation
+    op005 = finding(sample, "OP005:hgx-1")
+    assert [(e.path, e.line) for e in op005.evidence] == [
+        ("nodes/hgx-1/journal/nvidia-fabricmanager.jsonl", 3)]
+    xid = finding(sample, "DRV001:hgx-1/0000:17:00.0")
+    assert "Xid 74 (Fatal NVLink error) x1" in xid.summary
+    assert xid.causes == ["OP008:hgx-1"]
+    # hgx-2 is the healthy twin: no driver, operator or runtime finding names it
+    assert not [f.id for f in report(sample).findings if "hgx-2" in f.nodes
+                and f.rule_id.startswith(("OP", "DRV", "RT", "SC"))]
+
+
+@pytest.mark.parametrize("rule, sample", [("OP011", "nfd-not-labelling"),
+                                          ("DRV011", "hgx-nvswitch-sxid")])
+def test_label_fabric_rule_fires_on_no_other_sample(rule: str, sample: str) -> None:
+    fired = [s for s in _all_samples()
+             if any(f.rule_id == rule for f in report(s).findings)]
+    assert fired == [sample]

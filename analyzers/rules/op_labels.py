@@ -42,6 +42,8 @@ DAEMONSET_TOLERATED = frozenset({
     "node.kubernetes.io/network-unavailable",
 })
 PAUSED = "paused-for-"
+# ClusterPolicy condition reasons that say the operator found no GPU node.
+NFD_REASONS = frozenset({"NFDLabelsMissing", "NoGPUNodes"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +322,13 @@ def _nfd_daemonset(daemonsets: Iterable[DaemonSet]) -> DaemonSet | None:
     return None
 
 
+def _no_gpu_node(ctx: Context) -> bool:
+    """The ClusterPolicy says the operator found no GPU node."""
+    return any(condition.reason in NFD_REASONS
+               for policy in ctx.bundle.cluster.clusterpolicies
+               for condition in policy.status.conditions)
+
+
 class NfdNotLabelling(Rule):
     """NFD did not label a GPU node.
 
@@ -330,7 +339,11 @@ class NfdNotLabelling(Rule):
     class-vendor forms ``pci-0302_10de`` / ``pci-0300_10de``), or the NFD worker is
     not running there. The operator turns that PCI label into
     ``nvidia.com/gpu.present`` and the deploy labels; without it the node gets no
-    operands.
+    operands, so what those operands would have provided there hangs under this
+    finding: the device plugin (OP008) and, where the policy runs the toolkit, the
+    nvidia runtime (RT001), the CDI spec (RT006) and the RuntimeClass handlers (RT007).
+    In a layout without node files (a must-gather without driver pods) the rule says
+    it judged in part when the operator reports that it finds no GPU node.
 
     Why it matters:
     NFD failing is silent: no error anywhere, the operand DaemonSets just skip the
@@ -358,9 +371,12 @@ class NfdNotLabelling(Rule):
         workers = _nfd_workers(ctx.bundle.cluster.pods)
         nfd_ds = _nfd_daemonset(ctx.bundle.cluster.daemonsets)
         operator_lines = self._operator_lines(ctx)
+        unseen: list[str] = []
         for obj in ctx.bundle.cluster.nodes:
             signs = gpu_signs(ctx, obj)
             if not signs:
+                if not has_pci_label(obj):
+                    unseen.append(obj.name)
                 continue
             labelled = has_pci_label(obj)
             worker = workers.get(obj.name)
@@ -368,6 +384,17 @@ class NfdNotLabelling(Rule):
                 continue
             yield self._finding(ctx, obj, signs, labelled, worker, bool(workers), nfd_ds,
                                 operator_lines)
+        nodes = ctx.bundle.cluster.nodes
+        if (unseen or not nodes) and not ctx.facts.node_dirs and \
+                (operator_lines or _no_gpu_node(ctx)):
+            # a layout without node files (must-gather without driver pods, which lists
+            # only nodes labelled as GPU nodes): the operator says it finds no GPU node,
+            # and nothing shows which nodes have GPUs
+            which = ", ".join(unseen[:3]) + (", …" if len(unseen) > 3 else "") if unseen \
+                else "the cluster's nodes (none is in the bundle)"
+            self.unjudged("the operator finds no GPU node, but no node's files were "
+                          "collected (host/lspci.txt, nvidia-smi.xml): whether "
+                          f"{which} have GPUs is not in the bundle")
 
     @staticmethod
     def _operator_lines(ctx: Context) -> list[Locator]:
@@ -438,5 +465,19 @@ class NfdNotLabelling(Rule):
                                      name=worker.pod.name))
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP002(name)] if not labelled else [])
+                            causes=self._undeployed(ctx, obj) if not labelled else [])
+
+    @staticmethod
+    def _undeployed(ctx: Context, obj: Node) -> list[Link]:
+        """What an unlabelled node lacks because no operand was deployed there: the
+        DaemonSets skip it (OP002); when the operator has not marked it a GPU node at
+        all, no device plugin runs (OP008) and, where the policy runs the toolkit, no
+        toolkit wrote the nvidia runtime (RT001) or a CDI spec (RT006)."""
+        name = obj.name
+        links = [refs.OP002(name)]
+        if obj.labels.get(PRESENT) != "true":
+            links.append(refs.OP008(name))
+            if ctx.facts.toolkit_enabled():
+                links += [refs.RT001(name), refs.RT006(name)]
+        return links
 

@@ -22,7 +22,13 @@ from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import node_ref
 from analyzers.rules.op_common import LOGS, capped, logs_cmd, namespace, quote
-from analyzers.rules.op_labels import PCI_LABELS, PRESENT, gpu_signs, has_pci_label
+from analyzers.rules.op_labels import (
+    NFD_REASONS,
+    PCI_LABELS,
+    PRESENT,
+    gpu_signs,
+    has_pci_label,
+)
 from bundle.evidence import Locator
 from bundle.kube import Pod
 
@@ -30,8 +36,6 @@ SUBJECT = "node-feature-discovery"
 NO_GPU_NODE = ("operator-no-gpu-node", "operator-nfd-labels-missing")
 UNREACHABLE = "nfd-master-unreachable"
 DENIED = "nfd-label-namespace-denied"
-# ClusterPolicy condition reasons that say the operator found no GPU node.
-NFD_REASONS = frozenset({"NFDLabelsMissing", "NoGPUNodes"})
 _NFD_NAMES = ("node-feature-discovery", "-nfd-")
 _CAP = 3
 

@@ -13,6 +13,7 @@ from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
+from analyzers.rules.op_labels import PRESENT
 from bundle.kube import RuntimeClass
 from bundle.manifest import ManifestItem
 
@@ -51,6 +52,14 @@ def _cause_link(ctx: Context, node_name: str) -> list[Link]:
         # is none to generate (DRV003/DRV004 say why, when they fire).
         return [refs.DRV003(node_name), refs.DRV004(node_name)]
     return []
+
+
+def _not_gpu_node(ctx: Context, node_name: str) -> bool:
+    """The policy runs the toolkit, but the operator has not marked the node a GPU node,
+    so it deployed no toolkit there (OP003 says why, when NFD's label is missing)."""
+    obj = ctx.facts.nodes.get(node_name)
+    return obj is not None and obj.labels.get(PRESENT) != "true" and \
+        ctx.facts.toolkit_enabled()
 
 
 def _loaded_handlers(ctx: Context, node_name: str) -> tuple[frozenset[str], str] | None:
@@ -202,7 +211,8 @@ class BrokenRuntimeReference(Rule):
             lacking = [n for n in judged if handler not in loaded[n][0]]
             if len(lacking) < len(judged):
                 continue
-            links = sorted({link for n in lacking for link in _cause_link(ctx, n)})
+            links = sorted({link for n in lacking for link in _cause_link(ctx, n)}
+                           | {refs.OP003(n) for n in lacking if _not_gpu_node(ctx, n)})
             yield self.finding(
                 f"handler/{handler}",
                 f"RuntimeClass {name} uses handler '{handler}', but no GPU node's loaded "
