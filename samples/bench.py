@@ -409,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
                 "sizes": {f.size: {"nodes": f.nodes, "samples": f.samples, "info": f.info}
                           for f in figures}}, indent=2) + "\n")
         if args.profile:
-            print(profile(bundles[sizes[-1]], scratch, 40))
+            largest = max(sizes, key=lambda s: (NODES[s.removesuffix(DIR).partition(":")[0]],
+                                                not s.endswith(DIR)))
+            print(profile(bundles[largest], scratch, 40))
     return 0
 
 
