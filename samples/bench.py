@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark ``gpu-triage analyze`` against the cost of just reading the bundle.
 
-    .venv/bin/python samples/bench.py                      # S, M and L, 3 runs each
+    .venv/bin/python samples/bench.py                      # S, M, L and M/dir, 3 runs each
     .venv/bin/python samples/bench.py --sizes S,M,M:256,L  # + M with 256 KiB journals
     .venv/bin/python samples/bench.py --sizes L --profile  # + cProfile of one analyze
 
@@ -23,6 +23,9 @@ the same invocation, so a noisy machine shifts both sides alike. CPU seconds (us
 system of the child) are recorded beside wall seconds: on a shared machine they move
 less. A size ``M:256`` is M generated with 256 KiB of journal per node instead of
 1 MiB; comparing its peak RSS with M's shows whether memory follows journal size.
+A size ``M/dir`` is the M archive unpacked into a directory (``--dir``/``M.d``, kept
+like the archives): its floor reads every file of the directory instead of the tar,
+there is no ``gzip`` figure, and the report also gives its time against the archive's.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ VENV_BIN = Path(sys.executable).parent
 GPU_TRIAGE = str(VENV_BIN / "gpu-triage")
 SMALL = ROOT / "samples" / "incident-toolkit-disabled"
 NODES = {"S": 50, "M": 500, "L": 2000}
+DIR = "/dir"  # a size with this suffix: its archive, unpacked
 PACKAGES = ("bundle", "analyzers", "reports", "gpu_triage")
 
 _FLOOR = """
@@ -62,6 +66,31 @@ with tarfile.open(sys.argv[1], "r|gz") as archive:
         data_bytes += len(data)
         parts = member.name.split("/")
         if len(parts) == 3 and parts[1] == "cluster" and parts[2].endswith(".json"):
+            cluster.append(data)
+read = time.perf_counter() - start
+start = time.perf_counter()
+for data in cluster:
+    orjson.loads(data)
+parse = time.perf_counter() - start
+print(orjson.dumps({"read": read, "parse": parse, "members": members,
+                    "bytes": data_bytes}).decode())
+"""
+
+_DIR_FLOOR = """
+import os, sys, time, orjson
+start = time.perf_counter()
+members = 0
+data_bytes = 0
+cluster = []
+for top, dirs, files in os.walk(sys.argv[1]):
+    dirs.sort()
+    for name in sorted(files):
+        path = os.path.join(top, name)
+        with open(path, "rb") as handle:
+            data = handle.read()
+        members += 1
+        data_bytes += len(data)
+        if os.path.basename(top) == "cluster" and name.endswith(".json"):
             cluster.append(data)
 read = time.perf_counter() - start
 start = time.perf_counter()
@@ -127,7 +156,11 @@ class Figures:
 
 
 def ensure_bundle(spec: str, directory: Path, seed: int) -> Path:
-    """``S``, ``M``, ``L``, or ``M:256`` for M with 256 KiB of journal per node."""
+    """``S``, ``M``, ``L``, or ``M:256`` for M with 256 KiB of journal per node; with
+    ``/dir`` after it, that archive unpacked into a directory."""
+    if spec.endswith(DIR):
+        archive = ensure_bundle(spec.removesuffix(DIR), directory, seed)
+        return unpack(archive)
     size, _, journal = spec.partition(":")
     path = directory / (f"{size}-j{journal}.tgz" if journal else f"{size}.tgz")
     if not path.exists():
@@ -140,9 +173,37 @@ def ensure_bundle(spec: str, directory: Path, seed: int) -> Path:
     return path
 
 
+def unpack(archive: Path) -> Path:
+    """``archive`` unpacked beside it (``M.tgz`` into ``M.d``), once."""
+    import tarfile
+
+    target = archive.with_name(archive.name.removesuffix(".tgz") + ".d")
+    if not target.exists():
+        print(f"unpacking {archive} into {target} ...", file=sys.stderr, flush=True)
+        partial = target.with_name(target.name + ".partial")
+        with tarfile.open(archive, "r:gz") as opened:
+            opened.extractall(partial, filter="data")
+        partial.rename(target)
+    return target
+
+
+def planted_of(bundle: Path) -> Path:
+    """The planted findings of a generated archive, or of the archive a directory was
+    unpacked from."""
+    stem = bundle.name.removesuffix(".tgz").removesuffix(".d")
+    return bundle.with_name(stem + ".planted.json")
+
+
 def extract_pods(bundle: Path, target: Path) -> None:
     import tarfile
 
+    if bundle.is_dir():
+        found = sorted(bundle.glob("cluster/pods.json")) or sorted(
+            bundle.glob("*/cluster/pods.json"))
+        if not found:
+            raise SystemExit(f"{bundle} has no cluster/pods.json")
+        target.write_bytes(found[0].read_bytes())
+        return
     with tarfile.open(bundle, "r|gz") as archive:
         for member in archive:
             if member.name.endswith("/cluster/pods.json"):
@@ -175,21 +236,24 @@ def findings_verdict(report_path: Path, planted_path: Path) -> str:
 
 
 def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
-    figures = Figures(size, NODES.get(size.partition(":")[0], 0))
-    planted = bundle.with_name(bundle.name.removesuffix(".tgz") + ".planted.json")
+    figures = Figures(size, NODES.get(size.partition(":")[0].removesuffix(DIR), 0))
+    planted = planted_of(bundle)
+    unpacked = bundle.is_dir()
     if planted.exists():
         figures.nodes = json.loads(planted.read_text())["nodes"]
-    pods = scratch / f"{size}-pods.json"
+    pods = scratch / f"{size.replace('/', '-')}-pods.json"
     extract_pods(bundle, pods)
-    figures.info["archive_mb"] = bundle.stat().st_size / 1e6
+    if not unpacked:
+        figures.info["archive_mb"] = bundle.stat().st_size / 1e6
     figures.info["pods_json_mb"] = pods.stat().st_size / 1e6
     python = sys.executable
     for index in range(runs):
         print(f"  {size} run {index + 1}/{runs}", file=sys.stderr, flush=True)
-        gzip = measure(["sh", "-c", f"gzip -dc '{bundle}' > /dev/null"])
-        figures.add("gzip", gzip.seconds)
-        figures.add("gzip_cpu", gzip.cpu)
-        floor = measure([python, "-c", _FLOOR, str(bundle)])
+        if not unpacked:
+            gzip = measure(["sh", "-c", f"gzip -dc '{bundle}' > /dev/null"])
+            figures.add("gzip", gzip.seconds)
+            figures.add("gzip_cpu", gzip.cpu)
+        floor = measure([python, "-c", _DIR_FLOOR if unpacked else _FLOOR, str(bundle)])
         parts = json.loads(floor.stdout)
         figures.add("floor_read", parts["read"])
         figures.add("floor_parse", parts["parse"])
@@ -199,7 +263,7 @@ def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
         figures.info["members"] = parts["members"]
         figures.info["unpacked_mb"] = parts["bytes"] / 1e6
         for fmt in ("json", "html"):
-            out = scratch / f"{size}.{fmt}"
+            out = scratch / f"{size.replace('/', '-')}.{fmt}"
             result = measure([GPU_TRIAGE, "analyze", str(bundle), "-f", fmt, "-o", str(out)])
             figures.add(fmt, result.seconds)
             figures.add(f"{fmt}_cpu", result.cpu)
@@ -253,8 +317,9 @@ def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
     for f in all_figures:
         floor = f.median("floor")
         rss = max(f.median("json_rss"), f.median("html_rss"))
+        gzip = f"{f.median('gzip'):>9.1f}s" if "gzip" in f.samples else f"{'-':>10}"
         lines.append(
-            f"{f.size:<7}{f.nodes:>6}{f.median('gzip'):>9.1f}s{floor:>7.1f}s"
+            f"{f.size:<7}{f.nodes:>6}{gzip}{floor:>7.1f}s"
             f"{f.median('json'):>7.1f}s{f.median('html'):>7.1f}s"
             f"{f.median('json') / floor:>9.2f}{f.median('html') / floor:>9.2f}"
             f"{f.median('html_cpu') / f.median('floor_cpu'):>8.2f}"
@@ -274,6 +339,15 @@ def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
         ratio = (big.median("html") / big.nodes) / (m.median("html") / m.nodes)
         cpu = (big.median("html_cpu") / big.nodes) / (m.median("html_cpu") / m.nodes)
         lines.append(f"time per node L/M (html): wall {ratio:.2f}, cpu {cpu:.2f}")
+    for f in all_figures:
+        archive = by_size.get(f.size.removesuffix(DIR))
+        if f.size.endswith(DIR) and archive is not None:
+            lines.append(
+                f"directory {f.size} against archive {archive.size}: html "
+                f"{f.median('html') / archive.median('html'):.2f}, json "
+                f"{f.median('json') / archive.median('json'):.2f} (wall); cpu html "
+                f"{f.median('html_cpu') / archive.median('html_cpu'):.2f}; html against the "
+                f"archive's floor {f.median('html') / archive.median('floor'):.2f}")
     journal_sizes = [f for f in all_figures if ":" in f.size or f.size == "M"]
     if len(journal_sizes) > 1:
         shown = ", ".join(f"{f.size} {max(f.median('json_rss'), f.median('html_rss')):.0f} MiB"
@@ -306,7 +380,7 @@ def profile(bundle: Path, scratch: Path, top: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="S,M,L")
+    parser.add_argument("--sizes", default="S,M,L,M/dir")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--dir", type=Path,
                         default=Path(tempfile.gettempdir()) / "gpu-triage-bench",
@@ -318,8 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the raw samples here")
     args = parser.parse_args(argv)
     sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
-    if any(s.partition(":")[0] not in NODES for s in sizes):
-        parser.error(f"sizes are S, M, L, optionally with :KIB of journal per node: {sizes}")
+    sizes = [s.removesuffix(DIR.upper()) + DIR if s.endswith(DIR.upper()) else s for s in sizes]
+    if any(s.removesuffix(DIR).partition(":")[0] not in NODES for s in sizes):
+        parser.error("sizes are S, M, L, optionally with :KIB of journal per node and /dir "
+                     f"(unpacked): {sizes}")
     args.dir.mkdir(parents=True, exist_ok=True)
     bundles = {size: ensure_bundle(size, args.dir, args.seed) for size in sizes}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -333,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
                 "sizes": {f.size: {"nodes": f.nodes, "samples": f.samples, "info": f.info}
                           for f in figures}}, indent=2) + "\n")
         if args.profile:
-            print(profile(bundles[sizes[-1]], scratch, 40))
+            largest = max(sizes, key=lambda s: (NODES[s.removesuffix(DIR).partition(":")[0]],
+                                                not s.endswith(DIR)))
+            print(profile(bundles[largest], scratch, 40))
     return 0
 
 
