@@ -93,7 +93,7 @@ def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str
     config_wrong = not config_used(target.config, layout, where.config)
     socket_wrong = not socket_used(target.socket, layout, where.socket)
     found = Misdirection(target, config_wrong, socket_wrong,
-                         layout.toolkit_config, where.socket or layout.socket, dump_failures)
+                         where.toolkit_config, where.socket or layout.socket, dump_failures)
     return found if found.wrong else None
 
 
