@@ -14,9 +14,15 @@ distribution samples (``samples/scenarios_distro.py``).
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kit import kube_node, write_dir
 from scenario import cluster_policy, event, lists, pod, runtime_class
 
@@ -88,6 +94,33 @@ def toolkit_pod(node_name: str, suffix: str) -> dict[str, Any]:
     found = pod(f"{TOOLKIT_POD}-{suffix}", node_name, app="nvidia-container-toolkit-daemonset")
     found["spec"]["containers"][0]["name"] = TOOLKIT_CTR
     return found
+
+
+Dumper = Callable[[str], str]
+_IMPORTS = re.compile(r"^imports = .*$", re.M)
+
+
+@pytest.fixture(params=["as-written", "containerd-dump"])
+def dumper(request: pytest.FixtureRequest) -> Dumper:
+    """``containerd/config-dump.toml`` of a version 2 configuration: the text itself, or
+    what the real containerd binary dumps of it (defaults filled in, its own formatting),
+    as the node collector records it. Imports are left out of the file handed to the
+    binary (they name files of the node)."""
+    if request.param == "as-written":
+        return lambda text: text
+    binary = shutil.which("containerd")
+    if binary is None:
+        pytest.skip("containerd is not on PATH: the real binary's dump is not checked")
+
+    def dump(text: str) -> str:
+        with tempfile.TemporaryDirectory() as root:
+            config = Path(root, "config.toml")
+            config.write_text(_IMPORTS.sub("", text))
+            done = subprocess.run([binary, "--config", str(config), "config", "dump"],
+                                  capture_output=True, text=True, cwd=root, timeout=60,
+                                  check=True)
+        return done.stdout
+    return dump
 
 
 # -- k3s with containerd 2.0: the toolkit edits Docker's containerd ------------------------
@@ -223,22 +256,22 @@ TOOLKIT_FATAL = ('time="2022-09-26T15:50:01Z" level=fatal msg="Error: unable to 
                  'character"\n')
 
 
-def rke2_files(template: str, loaded: str) -> dict[str, str]:
+def rke2_files(template: str, loaded: str, dump: Dumper) -> dict[str, str]:
     return {"runtime.json": detected("rke2", f"{RKE2_DIR}/config.toml", K3S_SOCKET,
                                      binary="/var/lib/rancher/rke2/bin/containerd"),
-            "containerd/config-dump.toml": loaded,
+            "containerd/config-dump.toml": dump(loaded),
             f"containerd/files{RKE2_DIR}/config.toml": loaded,
             f"containerd/files{RKE2_DIR}/config.toml.tmpl": template,
             "systemd/containerd.txt": NOT_FOUND_UNIT}
 
 
-def test_rke2_go_template_stops_the_toolkit(tmp_path: Path) -> None:
+def test_rke2_go_template_stops_the_toolkit(tmp_path: Path, dumper: Dumper) -> None:
     nodes = [gpu_node(n, "v1.24.8+rke2r1", "containerd://1.6.8-k3s1")
              for n in ("flatcar-gpu-a", "flatcar-gpu-b")]
     report = analyze_bundle(
         tmp_path, nodes,
-        {"flatcar-gpu-a": rke2_files(RKE2_GO_TEMPLATE, RKE2_GENERATED),
-         "flatcar-gpu-b": rke2_files(RKE2_PLAIN_TEMPLATE, RKE2_LOADED_NVIDIA)},
+        {"flatcar-gpu-a": rke2_files(RKE2_GO_TEMPLATE, RKE2_GENERATED, dumper),
+         "flatcar-gpu-b": rke2_files(RKE2_PLAIN_TEMPLATE, RKE2_LOADED_NVIDIA, dumper)},
         the_policy=policy(CONTAINERD_CONFIG=f"{RKE2_DIR}/config.toml.tmpl",
                           CONTAINERD_SOCKET=K3S_SOCKET),
         pods=[toolkit_pod("flatcar-gpu-a", "a"), toolkit_pod("flatcar-gpu-b", "b")],
@@ -284,16 +317,16 @@ def k0s_loaded(default: str) -> str:
             f'[{GRPC}.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n')
 
 
-def k0s_files(dropin: str, default: str) -> dict[str, str]:
+def k0s_files(dropin: str, default: str, dump: Dumper) -> dict[str, str]:
     return {"runtime.json": detected("k0s", "/etc/k0s/containerd.toml",
                                      "/run/k0s/containerd.sock",
                                      binary="/var/lib/k0s/bin/containerd"),
-            "containerd/config-dump.toml": k0s_loaded(default),
+            "containerd/config-dump.toml": dump(k0s_loaded(default)),
             "containerd/files/etc/k0s/containerd.d/nvidia.toml": dropin,
             "systemd/containerd.txt": NOT_FOUND_UNIT}
 
 
-def test_k0s_documented_dropin_leaves_runc_the_default(tmp_path: Path) -> None:
+def test_k0s_documented_dropin_leaves_runc_the_default(tmp_path: Path, dumper: Dumper) -> None:
     nodes = [gpu_node(n, "v1.27.2+k0s", "containerd://1.7.1") for n in ("k0s-gtx-0", "k0s-gtx-1")]
     # a standalone device plugin (no GPU Operator) and one CUDA pod on each node
     pods = [pod(f"nvidia-device-plugin-daemonset-{n[-1]}", n, namespace="kube-system",
@@ -303,8 +336,8 @@ def test_k0s_documented_dropin_leaves_runc_the_default(tmp_path: Path) -> None:
              for n in ("k0s-gtx-0", "k0s-gtx-1")]
     report = analyze_bundle(
         tmp_path, nodes,
-        {"k0s-gtx-0": k0s_files(K0S_RUNTIME, "runc"),
-         "k0s-gtx-1": k0s_files(K0S_DEFAULT + K0S_RUNTIME, "nvidia")},
+        {"k0s-gtx-0": k0s_files(K0S_RUNTIME, "runc", dumper),
+         "k0s-gtx-1": k0s_files(K0S_DEFAULT + K0S_RUNTIME, "nvidia", dumper)},
         the_policy=None, pods=pods,
         logs={"default/cuda-check-0/main": "/bin/sh: 1: nvidia-smi: not found\n",
               "default/cuda-check-1/main":
@@ -319,8 +352,9 @@ def test_k0s_documented_dropin_leaves_runc_the_default(tmp_path: Path) -> None:
 
 
 # -- MicroK8s: the snap's template names its runtime nvidia-container-runtime ----------------
-# MicroK8s' own containerd template
-# (canonical/microk8s, microk8s-resources/default-args/containerd-template.toml):
+# MicroK8s' own containerd template (https://github.com/canonical/microk8s/blob/master/
+# microk8s-resources/default-args/containerd-template.toml; older releases have
+# runtime_type = "io.containerd.runtime.v1.linux" where newer ones have ${RUNTIME_TYPE}):
 #   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-container-runtime]
 #     runtime_type = "${RUNTIME_TYPE}"
 #     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-container-runtime.options]
@@ -334,6 +368,7 @@ def test_k0s_documented_dropin_leaves_runc_the_default(tmp_path: Path) -> None:
 MK8S_ARGS = "/var/snap/microk8s/current/args"
 MK8S_SOCKET = "/var/snap/microk8s/common/run/containerd.sock"
 MK8S_TEMPLATE = (
+    "# Use config version 2 to enable new configuration fields.\nversion = 2\noom_score = 0\n\n"
     f'[{GRPC}]\n  sandbox_image = "registry.k8s.io/pause:3.7"\n\n'
     f'[{GRPC}.containerd]\n  snapshotter = "${{SNAPSHOTTER}}"\n  no_pivot = false\n'
     '  default_runtime_name = "${RUNTIME}"\n\n'
@@ -353,17 +388,17 @@ MK8S_NVIDIA = (f'\n  [{GRPC}.containerd.runtimes.nvidia]\n'
                '      BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"\n')
 
 
-def microk8s_files(template: str, loaded: str) -> dict[str, str]:
+def microk8s_files(template: str, loaded: str, dump: Dumper) -> dict[str, str]:
     return {"runtime.json": detected("microk8s", f"{MK8S_ARGS}/containerd.toml", MK8S_SOCKET,
                                      binary="/snap/microk8s/current/bin/containerd"),
-            "containerd/config-dump.toml": loaded,
+            "containerd/config-dump.toml": dump(loaded),
             f"containerd/files{MK8S_ARGS}/containerd.toml": loaded,
             f"containerd/files{MK8S_ARGS}/containerd-template.toml": template,
             "systemd/containerd.txt": NOT_FOUND_UNIT,
             "systemd/snap.microk8s.daemon-containerd.txt": NOT_FOUND_UNIT}
 
 
-def test_microk8s_template_runtime_is_not_named_nvidia(tmp_path: Path) -> None:
+def test_microk8s_template_runtime_is_not_named_nvidia(tmp_path: Path, dumper: Dumper) -> None:
     labels = {"microk8s.io/cluster": "true"}
     nodes = [gpu_node(n, "v1.21.4-3+e5758f73ed2a04", "containerd://1.4.4", **labels)
              for n in ("mk8s-g4dn-1", "mk8s-g4dn-2")]
@@ -371,9 +406,9 @@ def test_microk8s_template_runtime_is_not_named_nvidia(tmp_path: Path) -> None:
                phase="Pending", gpus=1)
     report = analyze_bundle(
         tmp_path, nodes,
-        {"mk8s-g4dn-1": microk8s_files(MK8S_TEMPLATE, MK8S_RENDERED),
+        {"mk8s-g4dn-1": microk8s_files(MK8S_TEMPLATE, MK8S_RENDERED, dumper),
          "mk8s-g4dn-2": microk8s_files(MK8S_TEMPLATE + MK8S_NVIDIA,
-                                       MK8S_RENDERED + MK8S_NVIDIA)},
+                                       MK8S_RENDERED + MK8S_NVIDIA, dumper)},
         the_policy=policy(CONTAINERD_CONFIG=f"{MK8S_ARGS}/containerd-template.toml",
                           CONTAINERD_SOCKET=MK8S_SOCKET),
         # the toolkit pod of mk8s-g4dn-1 is gone (the node was added after it failed)
