@@ -128,6 +128,18 @@ class NodeRuntime:
                 return v3[0]
         return layout.toolkit_config
 
+    def templates_in_effect(self, paths: list[str]) -> list[str]:
+        """``paths`` (templates found on the node), the one the distribution renders from
+        first. k3s and RKE2 on containerd 2.x render ``config-v3.toml.tmpl`` and fall back
+        to ``config.toml.tmpl`` only without it; their containerd 1.x releases know no
+        v3 template. Unknown versions keep the given order."""
+        major = containerd_major(self.runtime_version)
+        v3 = [p for p in paths if p.endswith("/config-v3.toml.tmpl")]
+        rest = [p for p in paths if p not in v3]
+        if major >= 2:
+            return v3 + rest
+        return rest if major == 1 else paths
+
     @property
     def layout(self) -> Layout:
         """The containerd layout to judge: the distribution's, else the stock one."""

@@ -112,7 +112,8 @@ def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitT
     # in containerd's --config, /var/snap/microk8s/current/args/... in the layout).
     beside = [posixpath.join(posixpath.dirname(main), posixpath.basename(t))
               for t in layout.templates]
-    templates = [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files]
+    templates = where.templates_in_effect(
+        [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files])
     if not layout.regenerated and not parse_failures:
         return None
     lost = False
