@@ -20,7 +20,8 @@ exactly as before these facts existed, so an old bundle analyses as it did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analyzers.models import Evidence
@@ -112,6 +113,32 @@ class NodeRuntime:
     evidence: Evidence | None
     config_path: str | None = None   # from runtime.json, when the collector saw it
     socket: str | None = None
+    runtime_version: str | None = None   # nodeInfo's containerRuntimeVersion
+
+    @property
+    def toolkit_config(self) -> str:
+        """The value the toolkit's CONTAINERD_CONFIG should have on this node. k3s and
+        RKE2 built with containerd 2.x render ``config-v3.toml.tmpl`` and read
+        ``config.toml.tmpl`` only when that file is missing
+        (https://docs.k3s.io/advanced#configuring-containerd)."""
+        layout = self.layout
+        if containerd_major(self.runtime_version) >= 2:
+            v3 = [t for t in layout.templates if t.endswith("/config-v3.toml.tmpl")]
+            if v3:
+                return v3[0]
+        return layout.toolkit_config
+
+    def templates_in_effect(self, paths: list[str]) -> list[str]:
+        """``paths`` (templates found on the node), the one the distribution renders from
+        first. k3s and RKE2 on containerd 2.x render ``config-v3.toml.tmpl`` and fall back
+        to ``config.toml.tmpl`` only without it; their containerd 1.x releases know no
+        v3 template. Unknown versions keep the given order."""
+        major = containerd_major(self.runtime_version)
+        v3 = [p for p in paths if p.endswith("/config-v3.toml.tmpl")]
+        rest = [p for p in paths if p not in v3]
+        if major >= 2:
+            return v3 + rest
+        return rest if major == 1 else paths
 
     @property
     def layout(self) -> Layout:
@@ -138,12 +165,23 @@ class NodeRuntime:
         return "/".join(parts) or "unknown"
 
 
+def containerd_major(runtime_version: str | None) -> int:
+    """containerd's major version in ``containerd://2.0.5-k3s1.32`` (0: not containerd
+    or unreadable)."""
+    match = _CONTAINERD_VERSION.match(runtime_version or "")
+    return int(match.group(1)) if match else 0
+
+
+_CONTAINERD_VERSION = re.compile(r"containerd://v?(\d+)\.")
+
+
 def detect(artifacts: NodeArtifacts | None, node: Node | None, name: str) -> NodeRuntime:
     """The node's runtime and distribution from runtime.json, else from the Node object."""
     if artifacts is not None:
         found = _from_runtime_json(artifacts)
         if found is not None:
-            return found
+            version = node.status.node_info.container_runtime_version if node else None
+            return replace(found, runtime_version=version or None)
     if node is not None:
         return _from_node(node)
     return NodeRuntime(name, None, None, "none", "no Node object and no runtime.json", None)
@@ -224,4 +262,5 @@ def _from_node(node: Node) -> NodeRuntime:
         f"{excerpt}, containerRuntimeVersion: {runtime_version}"
     evidence = Evidence(path=node.source_path, pointer=node.source_pointer + pointer,
                         excerpt=excerpt) if node.source_path else None
-    return NodeRuntime(node.name, runtime, distribution, source, basis, evidence)
+    return NodeRuntime(node.name, runtime, distribution, source, basis, evidence,
+                       runtime_version=runtime_version or None)

@@ -93,7 +93,7 @@ def misdirection(where: NodeRuntime, target: ToolkitTarget, runtime_setting: str
     config_wrong = not config_used(target.config, layout, where.config)
     socket_wrong = not socket_used(target.socket, layout, where.socket)
     found = Misdirection(target, config_wrong, socket_wrong,
-                         layout.toolkit_config, where.socket or layout.socket, dump_failures)
+                         where.toolkit_config, where.socket or layout.socket, dump_failures)
     return found if found.wrong else None
 
 
@@ -112,7 +112,8 @@ def template_loss(where: NodeRuntime, artifacts: NodeArtifacts, target: ToolkitT
     # in containerd's --config, /var/snap/microk8s/current/args/... in the layout).
     beside = [posixpath.join(posixpath.dirname(main), posixpath.basename(t))
               for t in layout.templates]
-    templates = [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files]
+    templates = where.templates_in_effect(
+        [t for t in dict.fromkeys([*layout.templates, *beside]) if t in files])
     if not layout.regenerated and not parse_failures:
         return None
     lost = False

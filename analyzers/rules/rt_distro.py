@@ -193,7 +193,7 @@ class TemplateLostRuntime(Rule):
                     break
             severity = Severity.CRITICAL
         if loss.toolkit_on_generated:
-            rebuilt = loss.template or (nr.layout.templates[0] if nr.layout.templates
+            rebuilt = loss.template or (nr.toolkit_config if nr.layout.templates
                                         else "its template")
             told = next((setting[key] for key in ("CONTAINERD_CONFIG", "RUNTIME_CONFIG")
                          if key in setting), None)
@@ -214,7 +214,7 @@ class TemplateLostRuntime(Rule):
             severity = Severity.CRITICAL
         evidence += _distro_evidence(nr)
         summary = f"On {node_name} ({_where(nr)}), " + "; ".join(parts) + "."
-        template = loss.template or (nr.layout.templates[0] if nr.layout.templates else None)
+        template = loss.template or (nr.toolkit_config if nr.layout.templates else None)
         remediation = sh.lines(
             sh.note("# on {node}: the generated file and its template", node=sh.node(node_name)),
             sh.cmd("grep", "-n", "nvidia", sh.path(loss.main)),
@@ -225,7 +225,7 @@ class TemplateLostRuntime(Rule):
             "# then restart the distribution's service on this node only and check again",
             ["# the toolkit must edit the template instead (toolkit.env, then helm upgrade "
              "--reuse-values):",
-             sh.note("#   CONTAINERD_CONFIG={value}", value=sh.path(nr.layout.toolkit_config))]
+             sh.note("#   CONTAINERD_CONFIG={value}", value=sh.path(nr.toolkit_config))]
             if loss.toolkit_on_generated else [],
         )
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
