@@ -18,8 +18,7 @@ from analyzers import commands as sh
 from analyzers import packaged, refs, signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.cfg import _operator_image as operator_image
-from analyzers.rules.common import event_evidence
+from analyzers.rules.common import event_evidence, running_operator
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import LOGS, capped, namespace, quote
 from bundle.crds import parse_crds
@@ -72,8 +71,8 @@ def schema_gap(ctx: Context) -> SchemaGap | None:
     """Compare ``cluster/crds.json`` with what the running operator's release ships."""
     if not ctx.bundle.has(CRDS):
         return None
-    found = operator_image(ctx)
-    running = _release(found[0]) if found is not None else None
+    found = running_operator(ctx)
+    running = _release(found.text) if found is not None else None
     if found is None or running is None:
         return None
     crds = {crd.name: crd for crd in parse_crds(ctx.bundle.read_json(CRDS))}
@@ -102,7 +101,7 @@ def schema_gap(ctx: Context) -> SchemaGap | None:
                                  excerpt=f"no {name} CRD (the operator needs it since {first})"))
     if not evidence:
         return None
-    return SchemaGap(running=found[0], evidence=(found[1], *evidence),
+    return SchemaGap(running=found.text, evidence=(found.evidence, *evidence),
                      fields=tuple(fields), crds=tuple(crds_missing))
 
 
