@@ -58,19 +58,27 @@ class GpuLostOnSystemdReload(Rule):
         for node_name in facts.gpu_nodes:
             if node_name not in facts.node_dirs:
                 continue
-            artifacts = ctx.bundle.node(node_name)
-            cgroup_text = artifacts.host("cgroup.txt")
-            dev_text = artifacts.host("dev-nvidia.txt")
-            if cgroup_text is None or dev_text is None:
-                continue
             hits = [(log, hit) for pod in facts.pods_by_node.get(node_name, [])
                     if _gpu_pod(pod) for log in facts.pod_logs.of(pod) if not log.previous
                     for hit in log.matches() if hit.signature.id == _SIGNATURE]
             if not hits:
                 continue
+            artifacts = ctx.bundle.node(node_name)
+            cgroup_text = artifacts.host("cgroup.txt")
+            dev_text = artifacts.host("dev-nvidia.txt")
+            if cgroup_text is None or dev_text is None:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
+                              "was not collected")
+                continue
             systemd = parse_cgroup(cgroup_text).systemd
             dev = parse_dev_nvidia(dev_text)
-            if systemd is None or not dev.char_listed or dev.char_links:
+            if systemd is not None and not dev.char_listed:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              "Unknown Error', but its host/dev-nvidia.txt has no /dev/char "
+                              "listing")
+                continue
+            if systemd is None or dev.char_links:
                 continue
             yield self._finding(ctx, node_name, hits, systemd.number, systemd.text,
                                 dev.char_header, dev.devices[0].text if dev.devices else None)
