@@ -152,8 +152,7 @@ def _remediation(name: str, kinds: set[str]) -> str:
                      "whose headers are published")
     if DENIED in kinds:
         lines += [
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot "
-                    "/host bash):", node=node_arg),
+            sh.node_shell(node_arg),
             "getenforce; ausearch -m avc -ts recent | grep -iE 'module_load|nvidia' | tail",
         ]
     return sh.lines(lines)

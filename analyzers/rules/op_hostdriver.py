@@ -273,8 +273,7 @@ def _remediation(name: str, *, fight: bool) -> str:
     lines = [
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
         sh.cmd("kubectl", "get", "node", node_arg, "-L", DEPLOY_LABEL),
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "cat /proc/driver/nvidia/version; lsmod | grep -E '^nvidia'",
         "dpkg -l | grep -iE 'nvidia-(driver|dkms|kernel)' || rpm -qa | grep -i nvidia",
     ]

@@ -155,8 +155,7 @@ def _remediation(ctx: Context, name: str, blocked: _Blocked) -> str:
     lines += [
         sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
                sh.join("spec.nodeName=", node_arg)),
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "nvidia-smi --query-compute-apps=pid,process_name --format=csv; "
         "ps -eo pid,comm | grep -E 'nvidia-persiste|nv-hostengine|nv-fabricmanager|dcgm'",
     ]

@@ -114,8 +114,7 @@ class CdiDeviceUnresolvable(Rule):
         summary = (f"On {node_name}, {len(pods)} pod(s) ({names(p.name for p in pods)}) ask "
                    f"for CDI devices that do not resolve: {said}.")
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                    "/host sh):", node=sh.node(node_name)),
+            sh.node_shell(sh.node(node_name), "busybox"),
             "nvidia-ctk cdi list                          # the names the runtime can resolve",
             "ls -l /etc/cdi /var/run/cdi; nvidia-smi -L   # specs, and the GPUs really there",
             "# regenerate the spec from the running driver (restart the toolkit pod on this "

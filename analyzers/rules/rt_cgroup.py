@@ -104,8 +104,7 @@ class GpuLostOnSystemdReload(Rule):
                    f"links{devices}, so a systemd reload drops the devices from running "
                    "containers.")
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                    "/host sh):", node=sh.node(node_name)),
+            sh.node_shell(sh.node(node_name), "busybox"),
             "ls -l /dev/char | grep -c nvidia            # 0 confirms",
             "nvidia-ctk system create-dev-char-symlinks --create-all",
             "# keep them across reboots (the toolkit's udev rule, or the GPU Operator's "

@@ -74,8 +74,7 @@ def _look(ctx: Context, node_name: str, what: str) -> list[str]:
     """Read-first lines: the loaded configuration of this node's containerd."""
     where = ctx.facts.node_runtime(node_name)
     layout = where.layout
-    head = sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                   "/host sh):", node=sh.node(node_name))
+    head = sh.node_shell(sh.node(node_name), "busybox")
     if layout.stock:
         return [head, sh.cmd("containerd", "config", "dump", tail=what)]
     return [head, sh.note("# {distribution} runs containerd with {config}",
