@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, ObjectRef
+from analyzers.rule import Input
 from bundle.evidence import at_pointer, clip, join_pointer
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
@@ -14,6 +15,10 @@ if TYPE_CHECKING:
     from analyzers.rule import Context
 
 EVENT_CAP = 3
+# container logs (logs/<namespace>/<pod>/<container>.log) as a rule input; LOGS_REQUIRED for
+# a rule that finds its cause only in them: without them it is skipped, not passed
+LOGS = Input("logs/*", optional=True)
+LOGS_REQUIRED = Input("logs/*")
 
 
 def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:

@@ -18,9 +18,9 @@ from analyzers import commands as sh
 from analyzers import packaged, refs, signatures
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import event_evidence, running_operator
+from analyzers.rules.common import LOGS, event_evidence, running_operator
 from analyzers.rules.common import field as object_field
-from analyzers.rules.op_common import LOGS, capped, namespace, quote
+from analyzers.rules.op_common import capped, namespace, quote
 from bundle.crds import Crd, parse_crds
 from bundle.evidence import Locator
 

@@ -9,10 +9,9 @@ from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import DriverNotUsable
-from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"

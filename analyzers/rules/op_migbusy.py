@@ -11,11 +11,10 @@ from analyzers import refs, signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS_REQUIRED, node_ref, ref
 from analyzers.rules.common import field as object_field
-from analyzers.rules.common import node_ref, ref
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import read_modules
-from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 from bundle.hostprocs import parse_gpu_processes
 
