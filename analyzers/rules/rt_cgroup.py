@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import names, node_ref
+from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
 from bundle.devnodes import parse_cgroup, parse_dev_nvidia
 from bundle.kube import Pod
@@ -50,7 +50,8 @@ class GpuLostOnSystemdReload(Rule):
     id = "RT014"
     slug = "gpu-lost-on-systemd-reload"
     severity = Severity.HIGH
-    inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"))
+    inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"),
+              LOGS_REQUIRED)
     tags = ("runtime", "cgroup")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -50,6 +50,18 @@ def test_missing_files_without_the_error_stay_passed(tmp_path: Path) -> None:
         {"gpu-a": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD},
          "gpu-b": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD,
                    "host/dev-nvidia.txt": NO_CHAR}},
-        [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")]))
+        [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
+        logs={"ml/train-0/main": "step 100 loss 0.31\n", "ml/train-1/main": "step 1\n"}))
     assert of(report, "RT014") == {}
     assert status(report, "RT014") == "passed"
+
+
+def test_skipped_without_any_container_log(tmp_path: Path) -> None:
+    """The NVML error is read from container logs only: a bundle without logs cannot
+    say the node is fine."""
+    from test_rt014 import node_files
+
+    report = run(tmp_path, files({"gpu-a": node_files()}, [gpu_pod("train-0", "gpu-a")]))
+    assert of(report, "RT014") == {}
+    assert status(report, "RT014") == "skipped"
+    assert "logs/*" in reason(report)
