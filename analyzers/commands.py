@@ -38,7 +38,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import LiteralString
+from typing import Literal, LiteralString
 
 # Longest part of a refused or free-text value shown in a comment.
 SHOWN_CAP = 80
@@ -354,6 +354,18 @@ class _Data(str):
     """A comment line that shows bundle text as a quoted word (see :func:`lines`)."""
 
     __slots__ = ()
+
+
+_NODE_SHELL: dict[str, LiteralString] = {
+    "ubuntu": "# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host bash):",
+    "busybox": "# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot /host sh):",
+}
+
+
+def node_shell(node_name: Value, image: Literal["ubuntu", "busybox"] = "ubuntu") -> str:
+    """The comment that opens a block of commands run on the node itself: how to get a
+    root shell there (``kubectl debug node/...`` with ``image``, chrooted into the host)."""
+    return note(_NODE_SHELL[image], node=node_name)
 
 
 def _unsafe_word(value: str) -> bool:

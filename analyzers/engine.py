@@ -60,8 +60,8 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
         # a rule that requires no single input still needs one of them
         shown = "; ".join(needed.missing_reason(ctx.bundle) for needed in rule.inputs)
         return outcome(RuleStatus.SKIPPED, f"none of its inputs could be read: {shown}", [])
-    instance = rule()
     try:
+        instance = rule()
         found = list(instance.check(ctx))
     except CannotJudge as exc:
         return outcome(RuleStatus.SKIPPED, str(exc), [])

@@ -4,7 +4,9 @@ The collector writes ``kubectl get crd clusterpolicies.nvidia.com nvidiadrivers.
 --ignore-not-found -o json`` as a List. For each CRD this keeps its name, where it sits in
 the file, and per version whether it is served and stored and which fields its schema
 declares under ``spec``: the sections (``cdi``) and their fields (``cdi.enabled``). Pure
-format parsing, lenient: anything that is not shaped like a CRD is skipped.
+format parsing, lenient: an object of another kind is skipped, but a document that is no
+List of objects, or an item that is no named object, makes the whole answer unknown
+(``None``): a CRD that could not be read must not look absent.
 """
 
 from __future__ import annotations
@@ -69,20 +71,26 @@ def _version(item: dict[str, Any], index: int, base: str) -> CrdVersion | None:
                       open_schema=open_schema, pointer=pointer)
 
 
-def parse_crds(data: Any) -> list[Crd]:
-    """The CRDs of a ``kubectl get crd -o json`` List (or of a single CRD object)."""
-    document = _dict(data)
-    items = document.get("items") if "items" in document else [document]
+def parse_crds(data: Any) -> list[Crd] | None:
+    """The CRDs of a ``kubectl get crd -o json`` List (or of a single CRD object); None
+    when the document, or one of its items, is not readable as an object."""
+    if not isinstance(data, dict):
+        return None
+    listed = "items" in data
+    items = data["items"] if listed else [data]
+    if not isinstance(items, list):
+        return None
     found: list[Crd] = []
-    for index, item in enumerate(items if isinstance(items, list) else []):
-        obj = _dict(item)
-        name = _dict(obj.get("metadata")).get("name")
-        if not isinstance(name, str) or obj.get("kind", "CustomResourceDefinition") != \
-                "CustomResourceDefinition":
+    for index, item in enumerate(items):
+        name = _dict(item).get("metadata")
+        name = name.get("name") if isinstance(name, dict) else None
+        if not isinstance(name, str):
+            return None
+        if item.get("kind", "CustomResourceDefinition") != "CustomResourceDefinition":
             continue
-        base = f"/items/{index}" if "items" in document else ""
-        listed = _dict(obj.get("spec")).get("versions")
-        versions = [v for i, raw in enumerate(listed if isinstance(listed, list) else [])
-                    if (v := _version(_dict(raw), i, base)) is not None]
-        found.append(Crd(name=name, pointer=base, versions=tuple(versions)))
+        base = f"/items/{index}" if listed else ""
+        versions = _dict(item.get("spec")).get("versions")
+        parsed = [v for i, raw in enumerate(versions if isinstance(versions, list) else [])
+                  if (v := _version(_dict(raw), i, base)) is not None]
+        found.append(Crd(name=name, pointer=base, versions=tuple(parsed)))
     return found

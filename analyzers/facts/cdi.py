@@ -16,7 +16,10 @@ from bundle import NodeArtifacts
 from bundle.yamldoc import load_yaml
 
 _AFTER = re.compile(r"unresolvable CDI devices?\s+(.*)", re.IGNORECASE | re.DOTALL)
-_DEVICE = re.compile(r"([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9_.-]*)=([A-Za-z0-9_.:-]*[A-Za-z0-9_.-])")
+# a name starts where no name character precedes it: a run of them without "/" is then
+# tried once, not again from each of its positions (quadratic on hostile messages)
+_DEVICE = re.compile(r"(?<![a-z0-9.-])([a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9_.-]*)"
+                     r"=([A-Za-z0-9_.:-]*[A-Za-z0-9_.-])")
 _UUID = re.compile(r"^(?:GPU|MIG)-[0-9a-fA-F-]{8,}$")
 MAX_DEVICES = 64
 

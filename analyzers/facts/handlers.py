@@ -29,9 +29,7 @@ class RuntimeEntry:
 
 @dataclass(frozen=True, slots=True)
 class CriRuntimes:
-    plugin: str                 # the plugin table the runtimes were read from
     default: str                # default_runtime_name (containerd's default: runc)
-    default_set: bool           # whether the configuration names it
     enable_cdi: bool            # CDI device injection by containerd itself
     runtimes: dict[str, RuntimeEntry]
 
@@ -70,5 +68,5 @@ def cri_runtimes(config: Mapping[str, Any] | None) -> CriRuntimes | None:
         cdi = plugin.get("enable_cdi")
         # containerd 2.x turns CDI on by default; 1.7 off
         enable_cdi = cdi if isinstance(cdi, bool) else key == CRI_RUNTIME
-        return CriRuntimes(key, default or DEFAULT_RUNTIME, bool(default), enable_cdi, entries)
+        return CriRuntimes(default or DEFAULT_RUNTIME, enable_cdi, entries)
     return None

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
@@ -16,9 +15,9 @@ from analyzers.refs import Link
 from analyzers.releases import SupportStatus
 from analyzers.releases import support as support_of
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import field, names, node_ref
+from analyzers.rules.common import field, names, node_ref, running_operator
 from bundle.evidence import Locator, at_pointer, first_line
-from bundle.kube import Deployment, HelmRevision, Node
+from bundle.kube import HelmRevision, Node
 
 
 def operator_release(ctx: Context) -> tuple[str, list[HelmRevision]] | None:
@@ -131,33 +130,6 @@ class ToolkitDisabledHostNotConfigured(Rule):
 # ------------------------------------------------------------------------ CFG001
 
 
-def _operator_image(ctx: Context) -> tuple[str, Evidence, str, str] | None:
-    """(version text, evidence, subject, where it was read) of the running operator."""
-    source = ctx.facts.operator_version.source
-    if isinstance(source, OperatorImage):
-        owner, image, index = source.owner, source.image, source.index
-        if isinstance(owner, Deployment):
-            ns = owner.metadata.namespace or "default"
-            return (image,
-                    field(owner, f"Deployment {ns}/{owner.metadata.name} image {image}",
-                          "spec", "template", "spec", "containers", index, "image"),
-                    f"{ns}/{owner.metadata.name}", "operator Deployment image")
-        return (image,
-                field(owner, f"{owner.namespace}/{owner.name} image {image}",
-                      "spec", "containers", index, "image"),
-                f"{owner.namespace}/gpu-operator", "operator pod image")
-    if isinstance(source, OperatorChart):
-        name, latest, key = source.release, source.revision, source.key
-        found = at_pointer(latest.source_path, latest.source_pointer,
-                           f"Helm release {name} revision {latest.revision} {key}: "
-                           f"{source.text}", key)
-        namespace = ctx.facts.operator_namespace
-        return (source.text,
-                Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
-                f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
-    return None
-
-
 def _operand_mismatches(ctx: Context, version: str) -> list[tuple[str, Evidence]]:
     wanted = expected_operands(version)
     namespace = ctx.facts.operator_namespace
@@ -238,7 +210,7 @@ class OperatorSupportStatus(Rule):
     tags = ("versions",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        found = _operator_image(ctx)
+        found = running_operator(ctx)
         if found is None:
             return
         text, source_evidence, subject, where = found

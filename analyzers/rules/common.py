@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
+from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, ObjectRef
-from bundle.evidence import clip, join_pointer
-from bundle.kube import Event, KubeObject, Node, Pod
+from analyzers.rule import Input
+from bundle.evidence import at_pointer, clip, join_pointer
+from bundle.kube import Deployment, Event, KubeObject, Node, Pod
+
+if TYPE_CHECKING:
+    from analyzers.rule import Context
 
 EVENT_CAP = 3
+# container logs (logs/<namespace>/<pod>/<container>.log) as a rule input; LOGS_REQUIRED for
+# a rule that finds its cause only in them: without them it is skipped, not passed
+LOGS = Input("logs/*", optional=True)
+LOGS_REQUIRED = Input("logs/*")
 
 
 def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:
@@ -48,3 +58,42 @@ def names(items: Iterable[str], cap: int = 4) -> str:
     listed = sorted(items)
     shown = ", ".join(listed[:cap])
     return shown + (f" and {len(listed) - cap} more" if len(listed) > cap else "")
+
+
+class RunningOperator(NamedTuple):
+    """Which GPU Operator runs, as a rule quotes it (from ``ctx.facts.operator_version``)."""
+
+    text: str            # the version text (image, app version or chart)
+    evidence: Evidence   # where it was read
+    subject: str         # "<namespace>/<name>" of the Deployment, pod or Helm release
+    where: str           # "operator Deployment image", "Helm release <name>", ...
+
+
+def running_operator(ctx: Context) -> RunningOperator | None:
+    """The running operator's version text with its evidence, or None when unknown."""
+    source = ctx.facts.operator_version.source
+    if isinstance(source, OperatorImage):
+        owner, image, index = source.owner, source.image, source.index
+        if isinstance(owner, Deployment):
+            ns = owner.metadata.namespace or "default"
+            return RunningOperator(
+                image,
+                field(owner, f"Deployment {ns}/{owner.metadata.name} image {image}",
+                      "spec", "template", "spec", "containers", index, "image"),
+                f"{ns}/{owner.metadata.name}", "operator Deployment image")
+        return RunningOperator(
+            image,
+            field(owner, f"{owner.namespace}/{owner.name} image {image}",
+                  "spec", "containers", index, "image"),
+            f"{owner.namespace}/gpu-operator", "operator pod image")
+    if isinstance(source, OperatorChart):
+        name, latest, key = source.release, source.revision, source.key
+        found = at_pointer(latest.source_path, latest.source_pointer,
+                           f"Helm release {name} revision {latest.revision} {key}: "
+                           f"{source.text}", key)
+        namespace = ctx.facts.operator_namespace
+        return RunningOperator(
+            source.text,
+            Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
+            f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
+    return None

@@ -134,8 +134,7 @@ class GpuBoundToOtherDriver(Rule):
 def _remediation(name: str, drivers: list[str]) -> str:
     node_arg = sh.node(name)
     lines = [
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "lspci -nnk -d 10de:   # the driver bound to each NVIDIA device",
         "cat /proc/cmdline; grep -rE 'vfio|nouveau|pci-stub' /etc/modprobe.d/ "
         "/etc/modules-load.d/ 2>/dev/null",

@@ -224,8 +224,7 @@ def _judged_problems(ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
 def _driver_remediation(name: str, kinds: set[str]) -> str:
     node = sh.node(name)
     lines = [
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node),
+        sh.node_shell(node),
         "lsmod | grep -E '^(nvidia|nouveau)'; cat /proc/driver/nvidia/version",
         "dmesg --time-format iso | grep -iE 'NVRM|nouveau|nova' | tail -30",
         sh.cmd("kubectl", "cordon", node, sh.raw(";"), "kubectl", "drain", node,

@@ -108,8 +108,7 @@ class NvidiaSmiFailed(Rule):
                         "whether a driver is installed at all.")
         node_arg = sh.node(name)
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                    "bash):", node=node_arg),
+            sh.node_shell(node_arg),
             "nvidia-smi; echo \"exit code $?\"",
             "lsmod | grep -E '^(nvidia|nouveau)'; cat /proc/driver/nvidia/version",
             "dmesg --time-format iso | grep -iE 'NVRM|nouveau|Lockdown' | tail -30",

@@ -164,8 +164,7 @@ class DriverCannotDriveGpu(Rule):
 def _remediation(name: str, refusal: _Refusal) -> str:
     node_arg = sh.node(name)
     lines = [
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "lspci -nnk -d 10de:; cat /proc/driver/nvidia/version",
         "dmesg --time-format iso | grep -A3 'not supported by' | head -20",
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",

@@ -166,8 +166,7 @@ def _remediation(name: str, lead: catalog.SXidInfo, serious: bool) -> str:
     target = sh.node(name)
     action = lead.action.replace("'", "\u2019")   # a comment a shell may read as a command
     lines = [
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=target),
+        sh.node_shell(target),
         "dmesg --time-format iso | grep -E 'SXid|NVRM: Xid' | tail -40",
         "journalctl -u nvidia-fabricmanager --since -1d --no-pager | tail -40",
         "nvidia-smi -q | grep -i -A2 Fabric",

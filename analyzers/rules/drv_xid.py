@@ -218,8 +218,7 @@ def _remediation(name: str, key: str, gpu: GpuIdentity | None, xids: GpuXids) ->
         else "<pci>"
     node = sh.node(name)
     lines = [
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node),
+        sh.node_shell(node),
         sh.cmd("dmesg", "--time-format", "iso", sh.raw("|"), "grep", "-E",
                sh.join("NVRM: Xid \\(PCI:", short), tail=" | tail -20"),
         sh.cmd("nvidia-smi", "-q", "-i", target, "-d", "ECC,ROW_REMAPPER,PAGE_RETIREMENT"),

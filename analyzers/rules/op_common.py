@@ -10,14 +10,11 @@ from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Blocked
 from analyzers.models import Evidence
-from analyzers.rule import Context, Input
+from analyzers.rule import Context
 from analyzers.rules.common import event_evidence, field
 from bundle.evidence import Locator
 from bundle.kube import Event, Pod
 
-LOGS = Input("logs/*", optional=True)
-# for a rule that judges nothing but container logs: without them it is skipped
-LOGS_REQUIRED = Input("logs/*")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)\s+")
 LOG_CAP = 6
 POD_CAP = 4

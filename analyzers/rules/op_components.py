@@ -16,11 +16,10 @@ from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS, names, node_ref
 from analyzers.rules.common import field as object_field
-from analyzers.rules.common import names, node_ref
 from analyzers.rules.op_common import (
     HOSTENGINE_ENV,
-    LOGS,
     blocked_evidence,
     capped,
     events_evidence,

@@ -9,9 +9,8 @@ from analyzers import refs
 from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op_common import (
-    LOGS,
     capped,
     hostengine_address,
     logs_cmd,

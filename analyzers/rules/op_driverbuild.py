@@ -9,10 +9,9 @@ from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import DriverNotUsable
-from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
@@ -152,8 +151,7 @@ def _remediation(name: str, kinds: set[str]) -> str:
                      "whose headers are published")
     if DENIED in kinds:
         lines += [
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot "
-                    "/host bash):", node=node_arg),
+            sh.node_shell(node_arg),
             "getenforce; ausearch -m avc -ts recent | grep -iE 'module_load|nvidia' | tail",
         ]
     return sh.lines(lines)

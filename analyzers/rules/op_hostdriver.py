@@ -11,13 +11,12 @@ from analyzers import refs, signatures
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.common import field as object_field
-from analyzers.rules.common import node_ref
 from analyzers.rules.drv_binding import foreign_gpus
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import DriverNotUsable, read_modules
 from analyzers.rules.helm import flatten
-from analyzers.rules.op_common import LOGS
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 from bundle.lspci import parse_lspci
@@ -273,8 +272,7 @@ def _remediation(name: str, *, fight: bool) -> str:
     lines = [
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
         sh.cmd("kubectl", "get", "node", node_arg, "-L", DEPLOY_LABEL),
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "cat /proc/driver/nvidia/version; lsmod | grep -E '^nvidia'",
         "dpkg -l | grep -iE 'nvidia-(driver|dkms|kernel)' || rpm -qa | grep -i nvidia",
     ]

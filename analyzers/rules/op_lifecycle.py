@@ -15,10 +15,9 @@ from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
-from analyzers.rules.common import field, node_ref
+from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.drv_driver import SecureBootRefusedModule
 from analyzers.rules.op_common import (
-    LOGS,
     as_evidence,
     capped,
     events_evidence,

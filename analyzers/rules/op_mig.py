@@ -9,8 +9,8 @@ from analyzers import commands as sh
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, device_id, model_for
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import field, node_ref
-from analyzers.rules.op_common import LOGS, capped, logs_cmd, logs_evidence, namespace
+from analyzers.rules.common import LOGS, field, node_ref
+from analyzers.rules.op_common import capped, logs_cmd, logs_evidence, namespace
 from bundle.kube import Node, quantity_int
 from bundle.nvsmi_health import locate
 

@@ -11,11 +11,10 @@ from analyzers import refs, signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS_REQUIRED, node_ref, ref
 from analyzers.rules.common import field as object_field
-from analyzers.rules.common import node_ref, ref
 from analyzers.rules.drv_common import node_logs
 from analyzers.rules.drv_driver import read_modules
-from analyzers.rules.op_common import LOGS_REQUIRED
 from bundle.evidence import clip
 from bundle.hostprocs import parse_gpu_processes
 
@@ -155,8 +154,7 @@ def _remediation(ctx: Context, name: str, blocked: _Blocked) -> str:
     lines += [
         sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
                sh.join("spec.nodeName=", node_arg)),
-        sh.note("# on {node} (kubectl debug node/{node} -it --image=ubuntu -- chroot /host "
-                "bash):", node=node_arg),
+        sh.node_shell(node_arg),
         "nvidia-smi --query-compute-apps=pid,process_name --format=csv; "
         "ps -eo pid,comm | grep -E 'nvidia-persiste|nv-hostengine|nv-fabricmanager|dcgm'",
     ]

@@ -19,9 +19,9 @@ from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.common import field as object_field
-from analyzers.rules.common import node_ref
-from analyzers.rules.op_common import LOGS, capped, logs_cmd, namespace, quote
+from analyzers.rules.op_common import capped, logs_cmd, namespace, quote
 from analyzers.rules.op_labels import (
     NFD_REASONS,
     PCI_LABELS,

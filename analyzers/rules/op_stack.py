@@ -11,10 +11,9 @@ from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import names, node_ref
+from analyzers.rules.common import LOGS, names, node_ref
 from analyzers.rules.op_causes import stage_causes, unexplained
 from analyzers.rules.op_common import (
-    LOGS,
     POD_CAP,
     blocked_evidence,
     capped,

@@ -71,8 +71,7 @@ def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[Link]:
 
 def _look(node_name: str, where: NodeRuntime) -> list[str]:
     """Read-first commands that show the configuration this node's containerd runs with."""
-    head = sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- "
-                   "chroot /host sh):", node=sh.node(node_name))
+    head = sh.node_shell(sh.node(node_name), "busybox")
     layout = where.layout
     if layout.stock:
         return [head, "containerd config dump | grep -c 'runtimes.nvidia'   # 0 confirms",

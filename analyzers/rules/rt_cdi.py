@@ -16,9 +16,7 @@ _SIGNATURE = "cdi-unresolvable-devices"
 
 
 def _why(kind: str, name: str, specs: list[CdiSpec], uuids: set[str]) -> str:
-    """Why ``kind=name`` does not resolve against the node's specs."""
-    if not specs:
-        return "no CDI spec exists on the node"
+    """Why ``kind=name`` does not resolve against the node's readable specs."""
     kinds = {s.kind for s in specs}
     if kind not in kinds:
         return f"no spec has kind {kind} (the node's specs have {', '.join(sorted(kinds))})"
@@ -92,8 +90,12 @@ class CdiDeviceUnresolvable(Rule):
                     wanted.append(device)
         reasons = []
         for kind, name in wanted[:4]:
-            why = _why(kind, name, specs, uuids) if collected else \
-                "the node's CDI specs were not collected"
+            if not collected:
+                why = "the node's CDI specs were not collected"
+            elif not specs:
+                why = "the node's CDI specs could not be read"
+            else:
+                why = _why(kind, name, specs, uuids)
             reasons.append(f"{kind}={name}: {why}")
         pods = list({(p.namespace, p.name): p for p, _ in failing}.values())
         evidence: list[Evidence] = [event_evidence(e) for _, e in failing[:EVENT_CAP]]
@@ -112,8 +114,7 @@ class CdiDeviceUnresolvable(Rule):
         summary = (f"On {node_name}, {len(pods)} pod(s) ({names(p.name for p in pods)}) ask "
                    f"for CDI devices that do not resolve: {said}.")
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                    "/host sh):", node=sh.node(node_name)),
+            sh.node_shell(sh.node(node_name), "busybox"),
             "nvidia-ctk cdi list                          # the names the runtime can resolve",
             "ls -l /etc/cdi /var/run/cdi; nvidia-smi -L   # specs, and the GPUs really there",
             "# regenerate the spec from the running driver (restart the toolkit pod on this "

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import names, node_ref
+from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
 from bundle.devnodes import parse_cgroup, parse_dev_nvidia
 from bundle.kube import Pod
@@ -50,7 +50,8 @@ class GpuLostOnSystemdReload(Rule):
     id = "RT014"
     slug = "gpu-lost-on-systemd-reload"
     severity = Severity.HIGH
-    inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"))
+    inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"),
+              LOGS_REQUIRED)
     tags = ("runtime", "cgroup")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -58,19 +59,27 @@ class GpuLostOnSystemdReload(Rule):
         for node_name in facts.gpu_nodes:
             if node_name not in facts.node_dirs:
                 continue
-            artifacts = ctx.bundle.node(node_name)
-            cgroup_text = artifacts.host("cgroup.txt")
-            dev_text = artifacts.host("dev-nvidia.txt")
-            if cgroup_text is None or dev_text is None:
-                continue
             hits = [(log, hit) for pod in facts.pods_by_node.get(node_name, [])
                     if _gpu_pod(pod) for log in facts.pod_logs.of(pod) if not log.previous
                     for hit in log.matches() if hit.signature.id == _SIGNATURE]
             if not hits:
                 continue
+            artifacts = ctx.bundle.node(node_name)
+            cgroup_text = artifacts.host("cgroup.txt")
+            dev_text = artifacts.host("dev-nvidia.txt")
+            if cgroup_text is None or dev_text is None:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
+                              "was not collected")
+                continue
             systemd = parse_cgroup(cgroup_text).systemd
             dev = parse_dev_nvidia(dev_text)
-            if systemd is None or not dev.char_listed or dev.char_links:
+            if systemd is not None and not dev.char_listed:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              "Unknown Error', but its host/dev-nvidia.txt has no /dev/char "
+                              "listing")
+                continue
+            if systemd is None or dev.char_links:
                 continue
             yield self._finding(ctx, node_name, hits, systemd.number, systemd.text,
                                 dev.char_header, dev.devices[0].text if dev.devices else None)
@@ -96,8 +105,7 @@ class GpuLostOnSystemdReload(Rule):
                    f"links{devices}, so a systemd reload drops the devices from running "
                    "containers.")
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                    "/host sh):", node=sh.node(node_name)),
+            sh.node_shell(sh.node(node_name), "busybox"),
             "ls -l /dev/char | grep -c nvidia            # 0 confirms",
             "nvidia-ctk system create-dev-char-symlinks --create-all",
             "# keep them across reboots (the toolkit's udev rule, or the GPU Operator's "

@@ -328,8 +328,7 @@ class CrioNoNvidiaHandler(Rule):
         confirm = f"; {len(refused)} sandbox failure event(s) confirm it" if refused else ""
         summary = f"On {node_name} ({_where(nr)}), {state}, yet {pods}{confirm}{hooks}."
         remediation = sh.lines(
-            sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                    "/host sh):", node=sh.node(node_name)),
+            sh.node_shell(sh.node(node_name), "busybox"),
             "crio status config 2>/dev/null | grep -A3 'crio.runtime.runtimes' || "
             "crio config | grep -A3 'crio.runtime.runtimes'",
             "ls -l /etc/crio/crio.conf.d/ /usr/share/containers/oci/hooks.d/ "

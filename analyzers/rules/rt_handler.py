@@ -14,7 +14,7 @@ from analyzers.facts.handlers import CriRuntimes, RuntimeEntry, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
+from analyzers.rules.common import EVENT_CAP, LOGS, event_evidence, names, node_ref
 from analyzers.signatures import SignatureMatch
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
@@ -74,8 +74,7 @@ def _look(ctx: Context, node_name: str, what: str) -> list[str]:
     """Read-first lines: the loaded configuration of this node's containerd."""
     where = ctx.facts.node_runtime(node_name)
     layout = where.layout
-    head = sh.note("# on {node} (kubectl debug node/{node} -it --image=busybox -- chroot "
-                   "/host sh):", node=sh.node(node_name))
+    head = sh.node_shell(sh.node(node_name), "busybox")
     if layout.stock:
         return [head, sh.cmd("containerd", "config", "dump", tail=what)]
     return [head, sh.note("# {distribution} runs containerd with {config}",
@@ -123,7 +122,8 @@ class NvidiaHandlerBroken(Rule):
     slug = "nvidia-handler-broken"
     severity = Severity.CRITICAL
     inputs = (node("containerd/config-dump.toml"), cluster("events.json", optional=True),
-              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True))
+              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
+              LOGS)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -321,7 +321,7 @@ class NvidiaNotDefault(Rule):
     slug = "nvidia-not-default"
     severity = Severity.HIGH
     inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
-              cluster("events.json", optional=True))
+              cluster("events.json", optional=True), LOGS)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
