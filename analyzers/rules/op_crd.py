@@ -32,6 +32,7 @@ _SHOWN = 5
 
 
 def _release(text: str) -> tuple[int, int, int] | None:
+    """A release of the data file (``v1.7.0`` … ``v25.10.0``: one-digit majors too)."""
     m = _VERSION.search(text.rpartition(":")[2] or text)
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
 
@@ -71,7 +72,8 @@ def schema_gap(ctx: Context, installed: list[Crd]) -> SchemaGap | None:
     """Compare the CRDs of ``cluster/crds.json`` with what the running operator's release
     ships."""
     found = running_operator(ctx)
-    running = _release(found.text) if found is not None else None
+    source = ctx.facts.operator_version.source  # the version running_operator quotes
+    running = source.version if source is not None else None
     if found is None or running is None:
         return None
     crds = {crd.name: crd for crd in installed}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
-from analyzers.facts.handlers import CriRuntimes, RuntimeEntry, cri_runtimes
+from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes, RuntimeEntry, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -132,7 +132,7 @@ class NvidiaHandlerBroken(Rule):
             cri = _judged(ctx, node_name)
             if cri is None:
                 continue
-            nvidia = {n: e for n, e in cri.runtimes.items() if n.startswith("nvidia")}
+            nvidia = {n: e for n, e in cri.runtimes.items() if n.startswith(NVIDIA_PREFIX)}
             if not nvidia:
                 continue  # no handler at all: RT001's finding
             broken = _Broken()
@@ -334,7 +334,7 @@ class NvidiaNotDefault(Rule):
             pods = [p for p in facts.pods_by_node.get(node_name, [])
                     if not p.terminated and not handlers.get(
                         p.spec.runtime_class_name or "", p.spec.runtime_class_name or ""
-                    ).startswith("nvidia")]
+                    ).startswith(NVIDIA_PREFIX)]
             starved = self._starved(facts, pods)
             if starved.plugins or starved.workloads:
                 yield self._finding(ctx, node_name, cri, starved)
