@@ -52,14 +52,9 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
                             title=rule.title(), origin=origin)
         return Outcome(result, found, time.perf_counter() - start)
 
-    for needed in rule.inputs:
-        if not needed.optional and not needed.present(ctx.bundle):
-            return outcome(RuleStatus.SKIPPED, needed.missing_reason(ctx.bundle), [])
-    if rule.inputs and all(needed.optional for needed in rule.inputs) and not any(
-            needed.present(ctx.bundle) for needed in rule.inputs):
-        # a rule that requires no single input still needs one of them
-        shown = "; ".join(needed.missing_reason(ctx.bundle) for needed in rule.inputs)
-        return outcome(RuleStatus.SKIPPED, f"none of its inputs could be read: {shown}", [])
+    absent = rule.skip_reason(ctx.bundle)
+    if absent is not None:
+        return outcome(RuleStatus.SKIPPED, absent, [])
     try:
         instance = rule()
         found = list(instance.check(ctx))

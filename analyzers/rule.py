@@ -120,6 +120,20 @@ class Rule:
     def check(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError
 
+    @classmethod
+    def skip_reason(cls, bundle: Bundle) -> str | None:
+        """Why the engine does not run this rule on ``bundle`` (a required input absent;
+        for a rule that requires none, every input absent), or None when it runs it."""
+        for needed in cls.inputs:
+            if not needed.optional and not needed.present(bundle):
+                return needed.missing_reason(bundle)
+        if cls.inputs and all(needed.optional for needed in cls.inputs) and not any(
+                needed.present(bundle) for needed in cls.inputs):
+            # a rule that requires no single input still needs one of them
+            shown = "; ".join(needed.missing_reason(bundle) for needed in cls.inputs)
+            return f"none of its inputs could be read: {shown}"
+        return None
+
     def unjudged(self, reason: str) -> None:
         """Say, from ``check``, that part of what this rule checks could not be judged
         (a file one node lacks, say): the engine reports the rule ``partial`` with the

@@ -162,7 +162,7 @@ class DriverNotUsable(Rule):
         """Whether this rule finds the driver unusable on ``name`` (for the findings that
         link to it: OP001's driver stage, DRV009)."""
         kernel = ctx.facts.kernel_events.get(name)
-        if kernel is None or not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+        if kernel is None or cls.skip_reason(ctx.bundle) is not None:
             return False
         return bool(_judged_problems(ctx, name, kernel).texts)
 

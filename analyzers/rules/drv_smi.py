@@ -90,7 +90,7 @@ class NvidiaSmiFailed(Rule):
     def explains(cls, ctx: Context, name: str) -> bool:
         """Whether nvidia-smi failed on ``name`` and no other finding explains it (for
         OP001's driver stage on a host-driver node, which then hangs under it)."""
-        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+        if cls.skip_reason(ctx.bundle) is not None:
             return False
         return smi_failure(ctx, name) is not None and not _explanations(ctx, name)
 

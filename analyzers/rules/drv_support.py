@@ -129,7 +129,7 @@ class DriverCannotDriveGpu(Rule):
     def explains(cls, ctx: Context, name: str) -> bool:
         """Whether this rule fires on ``name`` (for OP001's driver stage, which links
         to it and names it in its summary)."""
-        if not all(i.optional or i.present(ctx.bundle) for i in cls.inputs):
+        if cls.skip_reason(ctx.bundle) is not None:
             return False
         return _refusal(ctx, name) is not None
 

@@ -147,8 +147,9 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
     manifest = Manifest(format="replicated-troubleshoot", collector={"name": "troubleshoot"},
                         cluster=ClusterInfo(server_version=server),
                         operator_namespace=namespace, items=gaps)
-    helm = [p for p in source.paths() if p.startswith("cluster/helm/")]
-    report = LayoutReport(missing=missing_paths(source.paths()),
+    presented = source.paths()
+    helm = [p for p in presented if p.startswith("cluster/helm/")]
+    report = LayoutReport(missing=missing_paths(presented),
                           notes=tuple(_own_links(problems, paths)),
                           partial=tuple((p, HELM_PARTIAL) for p in sorted(helm)))
     return Adapted(source=source, layout=NAME, manifest=manifest, origins=source.origins(),
