@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from analyzers import refs
 from analyzers.facts.stages import NodeStages, Stage
@@ -69,6 +70,27 @@ def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                                     "fabric is not set up (Fabric Manager, see OP005).")]
 
 
+class _Explainer(Protocol):
+    """A rule class that says whether it fires on a node (its ``explains``)."""
+
+    def explains(self, ctx: Context, name: str) -> bool: ...
+
+
+# What can stop the driver stage, in the order OP001 names them.
+_DRIVER_CAUSES: tuple[tuple[_Explainer, refs.NodeRef, str], ...] = (
+    (SecureBootRefusedModule, refs.DRV004,
+     "Secure Boot refuses the unsigned nvidia module (see DRV004)."),
+    (DriverNotUsable, refs.DRV003, "The NVIDIA driver is not usable on the node (see DRV003)."),
+    (HostDriverConflict, refs.OP012,
+     "The host's own driver and the operator's driver setting disagree (see OP012)."),
+    (DriverBuildFails, refs.OP015,
+     "The driver container cannot build or load its module on this OS (see OP015)."),
+    (DriverCannotDriveGpu, refs.DRV008, "The loaded driver cannot drive this GPU (see DRV008)."),
+    (GpuBoundToOtherDriver, refs.DRV010,
+     "The GPUs are bound to another kernel driver (see DRV010)."),
+)
+
+
 def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     if stages.first is not Stage.DRIVER:
         return []
@@ -77,24 +99,8 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     if driver is not None and driver.broken:
         found.append(Cause(refs.OP010(node), "The driver container cannot match the node's "
                                              "kernel (see OP010)."))
-    if SecureBootRefusedModule.explains(ctx, node):
-        found.append(Cause(refs.DRV004(node), "Secure Boot refuses the unsigned nvidia module "
-                                              "(see DRV004)."))
-    if DriverNotUsable.explains(ctx, node):
-        found.append(Cause(refs.DRV003(node), "The NVIDIA driver is not usable on the node "
-                                              "(see DRV003)."))
-    if HostDriverConflict.explains(ctx, node):
-        found.append(Cause(refs.OP012(node), "The host's own driver and the operator's driver "
-                                             "setting disagree (see OP012)."))
-    if DriverBuildFails.explains(ctx, node):
-        found.append(Cause(refs.OP015(node), "The driver container cannot build or load its "
-                                             "module on this OS (see OP015)."))
-    if DriverCannotDriveGpu.explains(ctx, node):
-        found.append(Cause(refs.DRV008(node), "The loaded driver cannot drive this GPU "
-                                              "(see DRV008)."))
-    if GpuBoundToOtherDriver.explains(ctx, node):
-        found.append(Cause(refs.DRV010(node), "The GPUs are bound to another kernel driver "
-                                              "(see DRV010)."))
+    found += [Cause(ref(node), text) for rule, ref, text in _DRIVER_CAUSES
+              if rule.explains(ctx, node)]
     if not found and NvidiaSmiFailed.explains(ctx, node):
         found.append(Cause(refs.DRV009(node), "nvidia-smi itself fails on the node "
                                               "(see DRV009)."))
