@@ -48,6 +48,7 @@ class Facts:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
         self._judged: dict[tuple[str, str], object] = {}
+        self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
         """A rule's verdict on one node that other rules link to (DRV003's driver not
@@ -186,6 +187,46 @@ class Facts:
         """What ``signatures.match(event.message, "event")`` gives, for an event of this
         bundle, without matching its message again."""
         return self._event_signatures.get(event.message or "", ())
+
+    @cached_property
+    def _events_by_signature(self) -> dict[str, list[Event]]:
+        """Signature id → the events whose message matches it, in bundle order: a rule
+        that looks for one signature reads its few events instead of walking them all."""
+        index: dict[str, list[Event]] = defaultdict(list)
+        matched = self._event_signatures
+        for event in self.bundle.cluster.events:
+            hits = matched.get(event.message or "")
+            if hits:
+                for signature in {hit.signature.id for hit in hits}:
+                    index[signature].append(event)
+        return dict(index)
+
+    def events_with(self, signature: str) -> list[Event]:
+        """The bundle's events whose message matches ``signature`` (an id), in bundle order."""
+        return self._events_by_signature.get(signature, [])
+
+    def events_for(self, rule_id: str) -> list[Event]:
+        """The bundle's events whose message matches a signature that feeds ``rule_id``,
+        in bundle order."""
+        wanted = {hit.signature.id for hits in self._event_signatures.values() for hit in hits
+                  if rule_id in hit.signature.rules}
+        if not wanted:
+            return []
+        if len(wanted) == 1:
+            return self.events_with(wanted.pop())
+        return [event for event in self.bundle.cluster.events
+                if wanted.intersection(h.signature.id for h in self.event_signatures(event))]
+
+    def pod_events_with(self, pod: Pod, signature: str) -> list[Event]:
+        """The events about ``pod`` whose message matches ``signature``, in bundle order."""
+        by_object = self._signature_events_by_object.get(signature)
+        if by_object is None:
+            by_object = defaultdict(list)
+            for event in self.events_with(signature):
+                ref = event.involved_object
+                by_object[(ref.kind or "", ref.namespace or "", ref.name or "")].append(event)
+            self._signature_events_by_object[signature] = by_object
+        return by_object.get(("Pod", pod.namespace, pod.name), [])
 
     @cached_property
     def node_runtimes(self) -> dict[str, distro.NodeRuntime]:

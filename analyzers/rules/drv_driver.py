@@ -98,12 +98,8 @@ def _mismatch_evidence(ctx: Context, name: str, kernel: NodeKernel) -> list[Evid
             found.append(Evidence(path=f"nodes/{name}/journal/{unit}.jsonl",
                                   line=entry.line, excerpt=clip(entry.message)))
     for pod in ctx.facts.pods_by_node.get(name, []):
-        for event in ctx.facts.pod_events(pod):
-            # Each distinct event message was matched once for the whole bundle.
-            if any(hit.signature.id == MISMATCH_SIGNATURE
-                   for hit in ctx.facts.event_signatures(event)):
-                found.append(event_evidence(event))
-                break
+        found += [event_evidence(event)
+                  for event in ctx.facts.pod_events_with(pod, MISMATCH_SIGNATURE)[:1]]
     return found
 
 

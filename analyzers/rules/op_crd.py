@@ -118,10 +118,9 @@ def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list
                 evidence.append(log.locate(hit))
                 if hit.signature.id == SIGNATURE:
                     said.append(hit.text)
-    for event in ctx.bundle.cluster.events:
-        if any(h.signature.id == SIGNATURE for h in ctx.facts.event_signatures(event)):
-            evidence.append(event_evidence(event))
-            said.append(event.message or "")
+    for event in ctx.facts.events_with(SIGNATURE):
+        evidence.append(event_evidence(event))
+        said.append(event.message or "")
     for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
         for revision in revisions:
             hits = signatures.match(revision.description, "event", signatures=wanted)

@@ -69,9 +69,7 @@ class CdiDeviceUnresolvable(Rule):
             for pod in facts.pods_by_node[node_name]:
                 if pod.terminated:
                     continue
-                failing += [(pod, e) for e in facts.pod_events(pod)
-                            if any(m.signature.id == _SIGNATURE
-                                   for m in facts.event_signatures(e))]
+                failing += [(pod, e) for e in facts.pod_events_with(pod, _SIGNATURE)]
             if failing:
                 yield self._finding(ctx, node_name, failing)
 

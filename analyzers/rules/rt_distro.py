@@ -281,8 +281,7 @@ class CrioNoNvidiaHandler(Rule):
             users = [p for p in facts.pods_by_node.get(node_name, []) if _needs_nvidia(p, handlers)]
             refused: list[Event] = []
             for pod in users:
-                refused += [e for e in facts.pod_events(pod) if any(
-                    m.signature.id == "sandbox-no-runtime-crio" for m in facts.event_signatures(e))]
+                refused += facts.pod_events_with(pod, "sandbox-no-runtime-crio")
             loaded = crio.handlers if crio is not None else None
             if loaded is not None and NVIDIA_HANDLER in loaded:
                 continue

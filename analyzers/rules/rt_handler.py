@@ -40,8 +40,7 @@ def _log_evidence(log: ContainerLog, hit: SignatureMatch) -> Evidence:
 
 
 def _events_with(facts: Facts, pods: Iterable[Pod], signature: str) -> list[Event]:
-    return [e for p in pods for e in facts.pod_events(p)
-            if any(m.signature.id == signature for m in facts.event_signatures(e))]
+    return [e for p in pods for e in facts.pod_events_with(p, signature)]
 
 
 def _logs_with(facts: Facts, pods: Iterable[Pod],

@@ -74,11 +74,8 @@ class GpuQuotaExhausted(Rule):
                 entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
                                                        f"{key}: used {taken or 0} of hard {limit}",
                                                 source, "hard", key))
-        for event in ctx.bundle.cluster.events:
-            if not event.message or not any("SC004" in m.signature.rules
-                                            for m in ctx.facts.event_signatures(event)):
-                continue
-            hit = _QUOTA_NAME.search(event.message)
+        for event in ctx.facts.events_for(self.id):
+            hit = _QUOTA_NAME.search(event.message or "")
             if hit is None:
                 continue
             namespace = event.involved_object.namespace or event.metadata.namespace or "default"

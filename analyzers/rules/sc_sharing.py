@@ -83,8 +83,7 @@ class SharedGpuMisuse(Rule):
         facts = ctx.facts
         rejected = [m for m in status_message_matches(pod, "SC006")
                     if m.signature.id == "dp-shared-request-too-large"]
-        events = [e for e in facts.pod_events(pod) if any(
-            m.signature.id == "dp-shared-request-too-large" for m in facts.event_signatures(e))]
+        events = facts.pod_events_with(pod, "dp-shared-request-too-large")
         if pod.terminated and not rejected and not events:
             return
         configs: list[SharingConfig] | None = None  # only read for a request above 1
