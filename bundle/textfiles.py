@@ -92,6 +92,24 @@ journal of millions of bad lines costs one cheap test per line, not a problem ea
 _NOTHING: dict[str, Any] = {}  # what a blank or bad line reads as (shared: never written)
 
 
+# Line boundaries that str.splitlines() honours besides "\n" (and "\r\n"), ASCII first.
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_OTHER_BREAKS_WIDE = (*_OTHER_BREAKS, "\x85", "\u2028", "\u2029")
+
+
+def split_lines(text: str) -> list[str]:
+    """Exactly ``text.splitlines()``, at the speed of ``split("\n")`` where a newline is
+    the only line boundary in ``text`` (what ``journalctl`` writes): the test for the
+    other boundaries is a few character searches, the split then copies no more than
+    ``splitlines`` does but skips its per-character classification."""
+    if any(mark in text for mark in (_OTHER_BREAKS if text.isascii() else _OTHER_BREAKS_WIDE)):
+        return text.splitlines()
+    lines = text.split("\n")
+    if lines[-1] == "":  # a final newline (or no text) starts no line
+        lines.pop()
+    return lines
+
+
 def journal_records(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
     """Every line of a journal as its object, in file order (index ``i`` is line
     ``i + 1``), and the (line, error) of each line that is not a JSON object; a blank or
@@ -105,7 +123,7 @@ def journal_records(text: str) -> tuple[list[dict[str, Any]], list[tuple[int, st
     :data:`JOURNAL_LISTED` bad lines, the others are only counted: the last pair is then
     (the first of them, how many there are).
     """
-    lines = text.splitlines()
+    lines = split_lines(text)
     try:
         records: list[Any] = list(map(orjson.loads, lines))
         if set(map(type, records)) <= {dict}:
