@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from analyzers import __version__, grouping, overview, refs
 from analyzers.coverage import Coverage
 from analyzers.facts import Facts, prefetch
+from analyzers.facts.stream import NodeStream
 from analyzers.models import (
     BundleInfo,
     ClusterRef,
@@ -115,17 +116,25 @@ def _order(findings: list[Finding]) -> list[Finding]:
 
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
             progress: Progress | None = None, selection: Selection | None = None,
-            jobs: int = 1, facts: Facts | None = None) -> Report:
+            jobs: int = 1, facts: Facts | None = None, stream: NodeStream | None = None
+            ) -> Report:
     """Run the rules over an opened bundle. With ``jobs`` > 1 and a bundle of many
     nodes, node files are parsed up front by worker processes (facts/prefetch.py) while
     this process reads the cluster objects; otherwise everything is read when a rule
-    first asks. The report is the same either way. ``facts``: the bundle's facts, for a
-    caller that reads them after the analysis (``diff``); made here when not given."""
+    first asks. ``stream``: the watcher the bundle was opened with, whose workers began
+    on the node files while the archive was read (facts/stream.py). The report is the
+    same either way. ``facts``: the bundle's facts, for a caller that reads them after
+    the analysis (``diff``); made here when not given."""
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
-    if jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
-        cluster = bundle.cluster
-        prefetch.preload(bundle, jobs, meanwhile=(lambda: cluster.nodes, lambda: cluster.pods,
-                                         lambda: cluster.events))
+    cluster = bundle.cluster
+    meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events)
+    if stream is not None and stream.serves(bundle):
+        rest = stream.collect(bundle, meanwhile)
+        prefetch.preload(bundle, jobs, names=rest)
+    elif jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
+        prefetch.preload(bundle, jobs, meanwhile=meanwhile)
+    if stream is not None:
+        stream.close()
     facts = Facts(bundle) if facts is None else facts
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []

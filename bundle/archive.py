@@ -94,6 +94,24 @@ def printable(name: str) -> str:
 RootFinder = Callable[[list[str]], str | None]
 
 
+class Watcher(Protocol):
+    """Told of the members of an archive as it is read, for work that can begin before
+    the archive ends (:mod:`analyzers.facts.stream` parses node files meanwhile).
+
+    ``watching`` hears the first stored name; on False the watcher hears nothing more.
+    Members for which ``spooled`` is true go to the spool file whatever their size, and
+    ``stored`` gives their place there; ``ended`` gives the bundle root the reader
+    settled on (None: no bundle), after which the watcher hears nothing more."""
+
+    def watching(self, first: str, source: ArchiveSource) -> bool: ...
+
+    def spooled(self, name: str) -> bool: ...
+
+    def stored(self, name: str, offset: int, size: int) -> None: ...
+
+    def ended(self, root: str | None) -> None: ...
+
+
 def _find_root(names: list[str]) -> str | None:
     """The bundle root is the directory holding manifest.json, at the top or one down."""
     if MANIFEST in names:
@@ -142,8 +160,10 @@ class ArchiveSource(_Refusals):
     """A .tar or .tgz read in a single streaming pass."""
 
     def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
-                 find_root: RootFinder | None = None) -> None:
+                 find_root: RootFinder | None = None, watcher: Watcher | None = None) -> None:
         self.display = str(path)
+        self._watcher = watcher
+        self._stored_any = False
         self._find_root = find_root or _find_root
         self._limits = limits
         self._problems = problems
@@ -158,6 +178,8 @@ class ArchiveSource(_Refusals):
         self._read_all(path)
         names = list(self._memory) + list(self._spooled)
         root = self._find_root(names)
+        if self._watcher is not None:
+            self._watcher.ended(root)
         if root is None:
             self.close()
             if self.stopped_at is not None:
@@ -305,16 +327,51 @@ class ArchiveSource(_Refusals):
         return name
 
     def _store(self, name: str, tar: TarStream, size: int) -> None:
+        watcher = self._watcher
+        if watcher is not None and not self._stored_any and not watcher.watching(name, self):
+            watcher = self._watcher = None
+        self._stored_any = True
+        if watcher is not None and watcher.spooled(name):
+            offset = self._spool_size
+            self._spool_to(tar, size)
+            self._spooled[name] = (offset, size)
+            watcher.stored(name, offset, size)
+            return
         if size < _SPOOL_THRESHOLD and self._in_memory + size <= _MEMORY_BUDGET:
             self._memory[name] = data = tar.read_data(size)
             self._in_memory += len(data)
             return
+        offset = self._spool_size
+        self._spool_to(tar, size)
+        self._spooled[name] = (offset, size)
+
+    def _spool_to(self, tar: TarStream, size: int) -> None:
         if self._spool is None:
             self._spool = tempfile.TemporaryFile(prefix="gpu-triage-")  # noqa: SIM115
-        offset = self._spool_size
         tar.copy_data(size, self._spool.write)
         self._spool_size += size
-        self._spooled[name] = (offset, size)
+
+    def flush_spool(self) -> None:
+        """Make what was spooled so far readable to other processes (forked readers)."""
+        if self._spool is not None:
+            self._spool.flush()
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """``length`` bytes of the spool from ``offset`` (fewer if it ends before).
+
+        A positional read: the spool's file offset is shared with forked workers
+        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs."""
+        assert self._spool is not None
+        fd = self._spool.fileno()
+        pieces = []
+        while length > 0:
+            piece = os.pread(fd, length, offset)
+            if not piece:
+                break
+            pieces.append(piece)
+            offset += len(piece)
+            length -= len(piece)
+        return b"".join(pieces)
 
     def paths(self) -> list[str]:
         return sorted(self._names)
@@ -333,20 +390,7 @@ class ArchiveSource(_Refusals):
             return None
         if stored in self._memory:
             return self._memory[stored]
-        assert self._spool is not None
-        offset, length = self._spooled[stored]
-        # A positional read: the spool's file offset is shared with forked workers
-        # (analyzers/facts/prefetch.py), so seek-then-read could interleave with theirs.
-        fd = self._spool.fileno()
-        pieces = []
-        while length > 0:
-            piece = os.pread(fd, length, offset)
-            if not piece:
-                break
-            pieces.append(piece)
-            offset += len(piece)
-            length -= len(piece)
-        return b"".join(pieces)
+        return self.read_at(*self._spooled[stored])
 
     def close(self) -> None:
         if self._spool is not None:

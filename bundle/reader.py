@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from bundle import kube
-from bundle.archive import MANIFEST, Limits, Source
+from bundle.archive import MANIFEST, Limits, Source, Watcher
 from bundle.evidence import pointer as json_pointer
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
@@ -585,15 +585,17 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {first.get('msg', '')}{more}"
 
 
-def open_bundle(path: str | Path, limits: Limits | None = None) -> Bundle:
+def open_bundle(path: str | Path, limits: Limits | None = None, *,
+                watcher: Watcher | None = None) -> Bundle:
     """Open a bundle directory, .tar or .tgz -- format v1, or a layout of
-    :mod:`bundle.layouts` (must-gather, troubleshoot). BundleError if it cannot be read."""
+    :mod:`bundle.layouts` (must-gather, troubleshoot). BundleError if it cannot be read.
+    ``watcher`` hears an archive's members while it is read (:class:`~bundle.archive.Watcher`)."""
     from bundle import layouts
 
     location = Path(path)
     problems = ProblemLog()
     limits = limits or Limits()
-    source = open_source(location, limits, problems, layouts.find_root)
+    source = open_source(location, limits, problems, layouts.find_root, watcher)
     try:
         adapted = layouts.adapt(source, problems, limits)
         if adapted is not None:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from bundle.archive import ArchiveSource, Limits, RootFinder, Source
+from bundle.archive import ArchiveSource, Limits, RootFinder, Source, Watcher
 from bundle.directory import DirectorySource
 from bundle.problems import BundleError, ProblemLog
 
 
 def open_source(path: Path, limits: Limits, problems: ProblemLog,
-                find_root: RootFinder | None = None) -> Source:
+                find_root: RootFinder | None = None, watcher: Watcher | None = None) -> Source:
     """Open a directory or archive as a Source; BundleError when it cannot be read.
     ``find_root`` locates the bundle root among the stored names (default: the
-    directory of ``manifest.json``; :mod:`bundle.layouts` adds foreign layouts)."""
+    directory of ``manifest.json``; :mod:`bundle.layouts` adds foreign layouts).
+    ``watcher`` hears an archive's members as it is read (a directory needs none)."""
     try:
         info = path.stat()
     except OSError as exc:
@@ -28,4 +29,4 @@ def open_source(path: Path, limits: Limits, problems: ProblemLog,
         return DirectorySource(path, limits, problems, find_root)
     if not stat.S_ISREG(info.st_mode):
         raise BundleError(str(path), "not a regular file or directory")
-    return ArchiveSource(path, limits, problems, find_root)
+    return ArchiveSource(path, limits, problems, find_root, watcher)

@@ -113,6 +113,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     # (docs/performance.md: a quarter of the CPU time on a 500-node bundle).
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
+    from analyzers.facts.stream import NodeStream
     from analyzers.models import Severity
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
@@ -142,10 +143,11 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
         check_output(Path(target))
     show_progress = sys.stderr.isatty() or ctx.obj["verbose"]
     try:
-        with open_bundle(bundle_path, limits) as opened:
+        jobs = min(jobs or 4, usable_cpus())
+        with NodeStream(jobs) as stream, open_bundle(bundle_path, limits,
+                                                     watcher=stream) as opened:
             report = run(opened, choice.rules, progress=_progress if show_progress else None,
-                         selection=choice.selection or None,
-                         jobs=min(jobs or 4, usable_cpus()))
+                         selection=choice.selection or None, jobs=jobs, stream=stream)
     except BundleError as exc:
         raise unreadable(exc) from None
     if show_progress:

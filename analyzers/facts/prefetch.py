@@ -24,7 +24,6 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from analyzers.facts.journals import JournalScan, journal_scan, journal_units, remember_scan
@@ -71,35 +70,36 @@ def install(bundle: Bundle, files: NodeFiles) -> None:
     remember_kernel(bundle, files.kernel)
 
 
-def preload(bundle: Bundle, jobs: int,
-            meanwhile: Sequence[Callable[[], object]] = ()) -> None:
-    """Parse every node's files, with ``jobs - 1`` worker processes where that helps.
+def preload(bundle: Bundle, jobs: int, meanwhile: Sequence[Callable[[], object]] = (),
+            names: Sequence[str] | None = None) -> None:
+    """Parse the files of every node (or of ``names``), with ``jobs - 1`` worker
+    processes where that helps.
 
     ``meanwhile`` holds callables (no arguments) run here while the workers parse:
     the cluster objects, typically. Afterwards every node's files are cached. Nothing
     here raises: what fails is left to be read again, inside the rule that asks."""
     import multiprocessing  # noqa: PLC0415 - only where workers are started
 
-    names = bundle.node_names
+    names = bundle.node_names if names is None else list(names)
     workers = min(jobs - 1, len(names) // CHUNK)
-    if workers < 1 or len(names) < MIN_NODES or not _can_fork(multiprocessing):
-        _run(meanwhile)
-        _read_here(bundle, names)
+    if workers < 1 or len(names) < MIN_NODES or not can_fork():
+        run_all(meanwhile)
+        read_here(bundle, names)
         return
     chunks = [names[start:start + CHUNK] for start in range(0, len(names), CHUNK)]
     with tempfile.TemporaryDirectory(prefix="gpu-triage-") as results:
         try:
-            work = _Work(multiprocessing.get_context("fork"), len(chunks))
+            work = Work(multiprocessing.get_context("fork"), len(chunks))
             started = work.start(workers, bundle, chunks, Path(results))
         except Exception:  # noqa: BLE001 - no worker to be had (fork refused, a limit)
             started = []
-        _run(meanwhile)
+        run_all(meanwhile)
         # Then this process reads chunks too, from the last one back, until it meets
         # the ones the workers have claimed.
         mine = []
         while started and (index := work.claim_last()) is not None:
             mine.append(index)
-            _read_here(bundle, chunks[index])
+            read_here(bundle, chunks[index])
         for process in started:
             process.join()
         for index, chunk in enumerate(chunks):
@@ -107,7 +107,7 @@ def preload(bundle: Bundle, jobs: int,
                 _take(bundle, Path(results) / f"{index}.pickle", chunk)
 
 
-class _Work:
+class Work:
     """Chunks claimed from the front by workers and from the back by this process,
     through counters in shared memory: nobody waits on another process's Python."""
 
@@ -142,7 +142,7 @@ class _Work:
         return started
 
 
-def _work(work: _Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
+def _work(work: Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
     """A worker: read chunks until none is left, each into ``results/<index>.pickle``
     (written under another name first, so a file there is always whole). Ctrl-C is for
     the parent: it stops, and daemon workers end with it."""
@@ -156,7 +156,7 @@ def _work(work: _Work, bundle: Bundle, chunks: list[list[str]], results: Path) -
         partial.rename(results / f"{index}.pickle")
 
 
-def _read_here(bundle: Bundle, names: Sequence[str]) -> None:
+def read_here(bundle: Bundle, names: Sequence[str]) -> None:
     for name in names:
         read_node(bundle, name)
 
@@ -165,7 +165,7 @@ def _take(bundle: Bundle, result: Path, names: list[str]) -> None:
     try:
         files, problems = pickle.loads(result.read_bytes())  # noqa: S301 - our own worker's
     except Exception:  # noqa: BLE001 - the worker died (killed for memory, say): read here
-        _read_here(bundle, names)
+        read_here(bundle, names)
         return
     bundle.absorb_problems(problems)
     for node in files:
@@ -173,7 +173,7 @@ def _take(bundle: Bundle, result: Path, names: list[str]) -> None:
             install(bundle, node)
 
 
-def _run(calls: Sequence[Callable[[], object]]) -> None:
+def run_all(calls: Sequence[Callable[[], object]]) -> None:
     for call in calls:
         try:
             call()
@@ -181,7 +181,9 @@ def _run(calls: Sequence[Callable[[], object]]) -> None:
             continue
 
 
-def _can_fork(multiprocessing: ModuleType) -> bool:
-    # fork is the start method that lets workers inherit the opened bundle; it is only
-    # used where the platform supports it without caveats.
+def can_fork() -> bool:
+    """Whether workers can be forked: fork is the start method that lets them inherit
+    the opened bundle; it is only used where the platform supports it without caveats."""
+    import multiprocessing  # noqa: PLC0415 - only where workers are started
+
     return sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods()
