@@ -126,8 +126,10 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     same either way. ``facts``: the bundle's facts, for a caller that reads them after
     the analysis (``diff``); made here when not given."""
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
+    facts = Facts(bundle) if facts is None else facts
     cluster = bundle.cluster
-    meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events)
+    meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events,
+                 *facts.cluster_indexes())
     if stream is not None and stream.serves(bundle):
         rest = stream.collect(bundle, meanwhile)
         prefetch.preload(bundle, jobs, names=rest)
@@ -135,7 +137,6 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
         prefetch.preload(bundle, jobs, meanwhile=meanwhile)
     if stream is not None:
         stream.close()
-    facts = Facts(bundle) if facts is None else facts
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []
     findings: list[Finding] = []

@@ -59,6 +59,13 @@ class Facts:
             self._judged[key] = judge()
         return cast(T, self._judged[key])
 
+    def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
+        """Calls that build the indexes of pods and events every analysis reads; made
+        while worker processes parse the node files, they are off the rules' path."""
+        return (lambda: self.pods_by_node, lambda: self.pods_by_key,
+                lambda: self.pods_by_namespace, lambda: self.events_by_object,
+                lambda: self._events_by_signature)
+
     @cached_property
     def nodes(self) -> dict[str, Node]:
         return {node.name: node for node in self.bundle.cluster.nodes}
