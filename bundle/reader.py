@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from bundle import kube
-from bundle.archive import MANIFEST, Limits, Source
+from bundle.container import MANIFEST, Limits, Source
 from bundle.evidence import pointer as json_pointer
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
