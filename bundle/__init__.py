@@ -5,7 +5,7 @@ Nothing in this package raises on bad content: unreadable files become recorded
 :class:`BundleError`.
 """
 
-from bundle.archive import Limits
+from bundle.container import Limits
 from bundle.problems import BundleError, Problem
 from bundle.reader import Bundle, NodeArtifacts, open_bundle
 

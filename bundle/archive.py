@@ -16,22 +16,26 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
-import stat
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from bundle.container import (
+    MANIFEST,
+    Limits,
+    Refusals,
+    RootFinder,
+    clean_name,
+    manifest_root,
+    not_a_bundle,
+    printable,
+)
 from bundle.gzstream import Decompressed, Overrun
 from bundle.problems import BundleError, ProblemLog
 from bundle.tarstream import Member, TarStream
 
-MANIFEST = "manifest.json"
-_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _SPOOL_THRESHOLD = 64 << 10  # larger members go to the spool file, not to memory
 _MEMORY_BUDGET = 128 << 20   # past this many bytes held in memory, every member is spooled
 _AFTER_END = 1 << 20      # how far past the end-of-archive marker we look
@@ -40,58 +44,6 @@ _AFTER_END = 1 << 20      # how far past the end-of-archive marker we look
 # the extra types.
 _STREAM_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, ValueError, OverflowError,
                   RecursionError)
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Caps applied while reading untrusted archives (raise them with CLI flags)."""
-
-    max_member_bytes: int = 512 << 20
-    max_total_bytes: int = 16 << 30
-    max_members: int = 500_000
-    # Decompressed over compressed size, checked once 64 MiB came out: bundles compress
-    # about 10-20 times, gzip'd zeros about 1000 times.
-    max_ratio: int = 200
-    # Nodes (scalars, lists, mappings) of one YAML file of a foreign layout: PyYAML
-    # spends about 5 us and 450 bytes on each; kubectl -o yaml writes one per ~15 bytes.
-    max_yaml_nodes: int = 1_000_000
-
-
-class Source(Protocol):
-    """What the rest of the package needs from a bundle container."""
-
-    display: str
-
-    def paths(self) -> list[str]: ...
-
-    def size(self, path: str) -> int | None: ...
-
-    def read(self, path: str) -> bytes | None: ...
-
-    def close(self) -> None: ...
-
-
-def clean_name(name: str) -> str | None:
-    """Return the normalised relative name, or None when the name is unsafe."""
-    if not name or name.startswith("/") or _UNSAFE_CHARS.search(name):
-        return None
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if not parts or ".." in parts:
-        return None
-    return "/".join(parts)
-
-
-def printable(name: str) -> str:
-    """A name safe to show: undecodable bytes and control characters escaped."""
-    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF
-                   else f"\\x{ord(c) & 0xFF:02x}" for c in name)
-
-
-RootFinder = Callable[[list[str]], str | None]
 
 
 class Watcher(Protocol):
@@ -112,51 +64,7 @@ class Watcher(Protocol):
     def ended(self, root: str | None) -> None: ...
 
 
-def _find_root(names: list[str]) -> str | None:
-    """The bundle root is the directory holding manifest.json, at the top or one down."""
-    if MANIFEST in names:
-        return ""
-    candidates = sorted(n for n in names if n.count("/") == 1 and n.endswith("/" + MANIFEST))
-    return candidates[0][: -len(MANIFEST)] if candidates else None
-
-
-class _Refusals:
-    """Refusals are noted under stored names and recorded once the root is known,
-    so that problems name bundle-relative paths like every other problem."""
-
-    _problems: ProblemLog
-    _pending: list[tuple[str, str]]
-
-    def _refuse(self, name: str, message: str) -> None:
-        self._pending.append((name, message))
-
-    def _rebase(self, names: list[str], root: str) -> dict[str, str]:
-        """Map bundle-relative names to stored names; record members outside the root."""
-        mapped: dict[str, str] = {}
-        for name in names:
-            if name.startswith(root):
-                mapped[name[len(root) :]] = name
-            else:
-                self._problems.add(name, "outside the bundle root; ignored", kind="refused")
-        for name, message in self._pending:
-            shown = name[len(root) :] if root and name.startswith(root) else name
-            self._problems.add(shown, message, kind="refused")
-        self._pending.clear()
-        return mapped
-
-
-def not_a_bundle(names: list[str]) -> str:
-    """Why a file set is no bundle, with a few of its names so the user sees what it is."""
-    files = sorted(name for name in names if not name.endswith("/"))
-    shown = ", ".join(name if len(name) <= 120 else name[:117] + "..." for name in files[:3])
-    shown += f" and {len(files) - 3} more" if len(files) > 3 else ""
-    held = f"it holds {len(files)} file(s): {shown}" if files else "it holds no file"
-    return (f"no {MANIFEST} at the top or one directory down, and none of the other layouts "
-            f"gpu-triage reads (troubleshoot's cluster-resources/, must-gather's "
-            f"gpu_operand_pods.yaml); {held}")
-
-
-class ArchiveSource(_Refusals):
+class ArchiveSource(Refusals):
     """A .tar or .tgz read in a single streaming pass."""
 
     def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
@@ -164,7 +72,7 @@ class ArchiveSource(_Refusals):
         self.display = str(path)
         self._watcher = watcher
         self._stored_any = False
-        self._find_root = find_root or _find_root
+        self._find_root = find_root or manifest_root
         self._limits = limits
         self._problems = problems
         self._memory: dict[str, bytes] = {}
@@ -396,18 +304,6 @@ class ArchiveSource(_Refusals):
         if self._spool is not None:
             self._spool.close()
             self._spool = None
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device file"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "special file"
 
 
 def _member_kind(member: Member) -> str:

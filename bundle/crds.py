@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+CRDS = "cluster/crds.json"
+POLICY_CRD = "clusterpolicies.nvidia.com"
+
 
 @dataclass(frozen=True, slots=True)
 class CrdVersion:

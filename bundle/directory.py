@@ -27,14 +27,13 @@ import os
 import stat
 from typing import NamedTuple
 
-from bundle.archive import (
+from bundle.container import (
     MANIFEST,
     Limits,
+    Refusals,
     RootFinder,
-    _find_root,
-    _kind,
-    _Refusals,
     clean_name,
+    manifest_root,
     not_a_bundle,
     printable,
 )
@@ -81,7 +80,7 @@ class _Stop(Exception):
         self.message = message
 
 
-class DirectorySource(_Refusals):
+class DirectorySource(Refusals):
     """A bundle that is already unpacked. Links and special files are refused."""
 
     def __init__(self, path: os.PathLike[str] | str, limits: Limits, problems: ProblemLog,
@@ -104,7 +103,7 @@ class DirectorySource(_Refusals):
                 self._list(self._fd)
             except OSError as exc:  # the top directory itself could not be listed
                 raise BundleError(self.display, f"cannot list: {exc.strerror}") from None
-            root = (find_root or _find_root)(list(self._listed))
+            root = (find_root or manifest_root)(list(self._listed))
             if root is None and self._stopped is not None:
                 raise BundleError(self.display, f"reading stopped before {MANIFEST} was found "
                                   f"({self._stopped})")
@@ -349,3 +348,15 @@ def _hole_bytes(fd: int, size: int) -> int:
         if position >= size:
             return holes
     return size
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device file"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"

@@ -19,7 +19,9 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from bundle import kube
-from bundle.archive import MANIFEST, Limits, Source, Watcher
+from bundle.archive import Watcher
+from bundle.container import MANIFEST, Limits, Source
+from bundle.crds import CRDS, Crd, parse_crds
 from bundle.evidence import pointer as json_pointer
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
@@ -306,6 +308,12 @@ class ClusterObjects:
     @cached_property
     def nvidiadrivers(self) -> list[kube.NVIDIADriver]:
         return self._list("cluster/nvidiadrivers.json", kube.NVIDIADriver, "NVIDIADriver")
+
+    @cached_property
+    def crds(self) -> list[Crd] | None:
+        """The GPU stack's CRDs from ``cluster/crds.json`` (bundle/crds.py); None when the
+        file is absent or holds no readable list of CRDs."""
+        return parse_crds(self._bundle.read_json(CRDS)) if self._bundle.has(CRDS) else None
 
     @cached_property
     def helm(self) -> dict[str, list[kube.HelmRevision]]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from bundle.archive import ArchiveSource, Limits, RootFinder, Source, Watcher
+from bundle.archive import ArchiveSource, Watcher
+from bundle.container import Limits, RootFinder, Source
 from bundle.directory import DirectorySource
 from bundle.problems import BundleError, ProblemLog
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from analyzers.facts.operands import OperandPod
 from bundle import Bundle
+from bundle.crds import POLICY_CRD
 from bundle.kube import Pod
 
-POLICY_CRD = "clusterpolicies.nvidia.com"
 STANDALONE = ("the GPU Operator is not installed (no operator pod, ClusterPolicy, operand, "
               "chart or CRD): a cluster without it, such as a standalone device plugin, "
               "needs no ClusterPolicy or NFD labels")
@@ -55,11 +55,4 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
 
 
 def _crd_listed(bundle: Bundle) -> bool:
-    if not bundle.has("cluster/crds.json"):
-        return False
-    data = bundle.read_json("cluster/crds.json")
-    items = data.get("items") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        return False
-    return any(isinstance(item, dict) and isinstance(item.get("metadata"), dict)
-               and item["metadata"].get("name") == POLICY_CRD for item in items)
+    return any(crd.name == POLICY_CRD for crd in bundle.cluster.crds or ())

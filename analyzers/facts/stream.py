@@ -31,7 +31,8 @@ from typing import Any
 
 from analyzers.facts import prefetch
 from bundle import Bundle, BundleError
-from bundle.archive import MANIFEST, ArchiveSource
+from bundle.archive import ArchiveSource
+from bundle.container import MANIFEST, manifest_root
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 from bundle.reader import is_k8s_name
@@ -65,11 +66,8 @@ class NodeStream:
     def watching(self, first: str, source: ArchiveSource) -> bool:
         if self._jobs < 2 or not prefetch.can_fork():
             return False
-        if first == MANIFEST:
-            self._root = ""
-        elif first.count("/") == 1 and first.endswith("/" + MANIFEST):
-            self._root = first[: -len(MANIFEST)]
-        else:
+        self._root = manifest_root([first])
+        if self._root is None:
             return False  # not the collector's order: read as without a stream
         self._source = source
         return True

@@ -15,7 +15,7 @@ from analyzers.refs import Link
 from analyzers.releases import SupportStatus
 from analyzers.releases import support as support_of
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import field, names, node_ref, running_operator
+from analyzers.rules.common import RUNTIME_FILES, field, names, node_ref, running_operator
 from bundle.evidence import Locator, at_pointer, first_line
 from bundle.kube import HelmRevision, Node
 
@@ -60,6 +60,7 @@ class ToolkitDisabledHostNotConfigured(Rule):
         node("containerd/config-dump.toml"),
         cluster("helm/*.json", optional=True),
         node("host/nvidia-ctk.txt", optional=True),
+        *RUNTIME_FILES,
     )
     tags = ("runtime", "configuration")
 
@@ -396,6 +397,7 @@ class TimeSlicingExplained(Rule):
         cluster("configmaps.json", optional=True),
         cluster("clusterpolicies.json", optional=True),
         node("nvidia-smi.xml", optional=True),
+        cluster("pods.json", optional=True),
     )
     tags = ("sharing",)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, ObjectRef
-from analyzers.rule import Input
+from analyzers.rule import Input, cluster, node
 from bundle.evidence import at_pointer, clip, join_pointer
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
@@ -19,6 +19,15 @@ EVENT_CAP = 3
 # a rule that finds its cause only in them: without them it is skipped, not passed
 LOGS = Input("logs/*", optional=True)
 LOGS_REQUIRED = Input("logs/*")
+# What the container-runtime facts read of a node (ctx.facts.runtime, .node_runtime,
+# .runtime_gate): the runtime's copied config files, loaded config and version, runtime.json
+RUNTIME_FILES = (node("containerd/*", optional=True), node("crio/*", optional=True),
+                 node("runtime.json", optional=True))
+# A node's kernel lines as facts.kernel_events reads them: dmesg and the journals
+KERNEL_LINES = (node("dmesg.txt", optional=True), node("journal/*.jsonl", optional=True))
+# The operator's settings as facts.cluster_policy and facts.toolkit_enabled read them
+OPERATOR_SETTINGS = (cluster("clusterpolicies.json", optional=True),
+                     cluster("helm/*.json", optional=True))
 
 
 def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:

@@ -12,18 +12,21 @@ from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import logs_on_node
 from analyzers.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
+from analyzers.rules.common import LOGS
 from analyzers.rules.common import field as object_field
 from bundle.evidence import clip
 from bundle.kernel import KernelLine
 from bundle.nvsmi_health import Reading, locate
 
-# What DRV001 and DRV002 read: kernel lines, mapped to GPUs and to the node's health.
+# What DRV001, DRV002 and DRV011 read: kernel lines, mapped to GPUs and to the node's
+# health, and the container lines (NVML, the device plugin) that name a GPU's loss.
 KERNEL_INPUTS: tuple[Input, ...] = (
     node("dmesg.txt"),
     node("nvidia-smi.xml", optional=True),
     node("journal/*.jsonl", optional=True),
     cluster("nodes.json", optional=True),
     cluster("pods.json", optional=True),
+    LOGS,
 )
 
 CAP = 4

@@ -13,7 +13,7 @@ from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules import drv_smifail as smifail
-from analyzers.rules.common import event_evidence, node_ref
+from analyzers.rules.common import LOGS, event_evidence, node_ref
 from analyzers.rules.drv_common import capped, line_evidence, node_logs
 from bundle.evidence import clip
 
@@ -140,6 +140,7 @@ class DriverNotUsable(Rule):
         node("journal/*.jsonl", optional=True),
         cluster("pods.json", optional=True),
         cluster("events.json", optional=True),
+        LOGS,
     )
     tags = ("driver", "kernel")
 
@@ -305,6 +306,10 @@ class SecureBootRefusedModule(Rule):
         node("dmesg.txt", optional=True),
         node("host/modules.txt", optional=True),
         cluster("clusterpolicies.json", optional=True),
+        node("journal/*.jsonl", optional=True),
+        node("nvidia-smi.xml", optional=True),
+        cluster("pods.json", optional=True),
+        LOGS,
     )
     tags = ("driver", "kernel", "secure-boot")
 

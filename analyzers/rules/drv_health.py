@@ -10,7 +10,7 @@ from analyzers import refs
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.models import Finding, Severity
 from analyzers.rule import Context, Rule, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv_common import smi_evidence
 from bundle import nvsmi_health as health
 from bundle.flatxml import FlatElement
@@ -116,7 +116,7 @@ class GpuHealth(Rule):
     id = "DRV006"
     slug = "gpu-health"
     severity = Severity.HIGH
-    inputs = (node("nvidia-smi.xml"),)
+    inputs = (node("nvidia-smi.xml"), *KERNEL_LINES)
     tags = ("gpu", "hardware", "ecc")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

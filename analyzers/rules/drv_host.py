@@ -148,6 +148,7 @@ class AutomaticKernelUpgrades(Rule):
         node("host/os-release", optional=True),
         cluster("clusterpolicies.json", optional=True),
         cluster("nodes.json", optional=True),
+        cluster("pods.json", optional=True),
     )
     tags = ("driver", "kernel", "upgrade")
 

@@ -74,7 +74,7 @@ class NvidiaSmiFailed(Rule):
     slug = "nvidia-smi-failed"
     severity = Severity.HIGH
     inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
-              cluster("pods.json", optional=True))
+              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True))
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

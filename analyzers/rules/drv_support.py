@@ -11,7 +11,7 @@ from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv_common import line_evidence, node_logs
 from analyzers.rules.drv_driver import DriverNotUsable
 from bundle.evidence import clip
@@ -116,6 +116,8 @@ class DriverCannotDriveGpu(Rule):
         node("host/lspci.txt", optional=True),
         node("host/modules.txt", optional=True),
         cluster("pods.json", optional=True),
+        node("nvidia-smi.xml", optional=True),
+        LOGS,
     )
     tags = ("driver", "kernel")
 

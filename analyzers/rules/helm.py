@@ -87,7 +87,7 @@ class ValuesDroppedByUpgrade(Rule):
     id = "HELM001"
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
-    inputs = (cluster("helm/*.json"),)
+    inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
     tags = ("helm", "configuration")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

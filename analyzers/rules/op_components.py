@@ -16,7 +16,7 @@ from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, names, node_ref
+from analyzers.rules.common import KERNEL_LINES, LOGS, names, node_ref
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import (
     HOSTENGINE_ENV,
@@ -303,7 +303,9 @@ class DevicePluginUnhealthy(Rule):
     id = "OP008"
     slug = "device-plugin-unhealthy"
     severity = Severity.HIGH
-    inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS)
+    inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
+              cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
+              node("nvidia-smi.xml", optional=True), *KERNEL_LINES)
     tags = ("operator", "device-plugin")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

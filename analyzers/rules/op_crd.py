@@ -21,12 +21,11 @@ from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, event_evidence, running_operator
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import capped, namespace, quote
-from bundle.crds import Crd, parse_crds
+from bundle.crds import CRDS, Crd
+from bundle.crds import POLICY_CRD as CRD
 from bundle.evidence import Locator
 
 SIGNATURE = "clusterpolicy-schema-rejected"
-CRD = "clusterpolicies.nvidia.com"
-CRDS = "cluster/crds.json"
 _VERSION = re.compile(r"(?<![0-9.])v?(\d{1,2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
 _SHOWN = 5
 
@@ -179,7 +178,7 @@ class ClusterPolicySchemaRejected(Rule):
         evidence, said, releases = _rejections(ctx)
         gap = None
         if ctx.bundle.has(CRDS):
-            installed = parse_crds(ctx.bundle.read_json(CRDS))
+            installed = ctx.bundle.cluster.crds
             if installed is None:
                 self.unjudged(f"{CRDS} holds no readable list of CRDs: the installed CRDs "
                               "were not compared with the running operator")

@@ -77,6 +77,7 @@ class DriverBuildFails(Rule):
         node(SELINUX_FILE, optional=True),
         cluster("nodes.json", optional=True),
         cluster("pods.json", optional=True),
+        cluster("events.json", optional=True),
     )
     tags = ("operator", "driver")
 

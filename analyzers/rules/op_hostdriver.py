@@ -137,6 +137,8 @@ class HostDriverConflict(Rule):
         cluster("pods.json", optional=True),
         cluster("helm/*.json", optional=True),
         LOGS,
+        cluster("events.json", optional=True),
+        node("nvidia-smi.xml", optional=True),
     )
     tags = ("operator", "driver")
 

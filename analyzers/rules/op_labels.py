@@ -14,7 +14,7 @@ from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import field, node_ref
+from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op_common import capped, logs_cmd, namespace
 from bundle.evidence import Locator, clip
 from bundle.kube import DaemonSet, Node, Pod, quantity_int
@@ -362,7 +362,8 @@ class NfdNotLabelling(Rule):
     severity = Severity.HIGH
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
               cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True),
-              node("host/lspci.txt", optional=True))
+              node("host/lspci.txt", optional=True), cluster("clusterpolicies.json", optional=True),
+              LOGS)
     tags = ("operator", "nfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

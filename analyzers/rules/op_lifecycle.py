@@ -87,7 +87,7 @@ class ClusterPolicyNotReady(Rule):
     id = "OP006"
     slug = "clusterpolicy-not-ready"
     severity = Severity.HIGH
-    inputs = (PolicyList(POLICIES),)
+    inputs = (PolicyList(POLICIES), LOGS)
     tags = ("operator", "clusterpolicy")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -290,7 +290,8 @@ class DriverUpgradeStuck(Rule):
     slug = "driver-upgrade-stuck"
     severity = Severity.HIGH
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True), LOGS)
+              cluster("events.json", optional=True), LOGS,
+              cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
     tags = ("operator", "driver", "upgrade")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -401,7 +402,7 @@ class DriverKernelMismatch(Rule):
     slug = "driver-kernel-mismatch"
     severity = Severity.CRITICAL
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("host/uname.txt", optional=True))
+              node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True))
     tags = ("operator", "driver", "kernel")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -105,7 +105,8 @@ class MigMisconfigured(Rule):
     slug = "mig-misconfigured"
     severity = Severity.HIGH
     inputs = (cluster("nodes.json"), cluster("configmaps.json", optional=True),
-              node("nvidia-smi.xml", optional=True), LOGS)
+              node("nvidia-smi.xml", optional=True), LOGS, cluster("pods.json", optional=True),
+              cluster("clusterpolicies.json", optional=True))
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -72,6 +72,7 @@ class Labelling:
     no_gpu_node: list[Locator] = field(default_factory=list)
     conditions: list[Evidence] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
+    labeller_logs: bool = False   # a log line of an NFD or GFD pod was collected
 
     @property
     def nfd_absent(self) -> bool:
@@ -121,6 +122,7 @@ def labelling(ctx: Context) -> Labelling:
                 picture.broken.append((pod, state))
         elif _is_gfd(pod):
             labellers.append(pod)
+    picture.labeller_logs = any(ctx.facts.pod_logs.of(pod) for pod in labellers)
     picture.unreachable = _log_hits(ctx, labellers, (UNREACHABLE,))
     picture.denied = _log_hits(ctx, labellers, (DENIED,))
     picture.no_gpu_node = [hit for _, hit in
@@ -153,7 +155,9 @@ class NodeLabellingBroken(Rule):
     workers cannot reach the master. It names the reason it found: no NFD in the
     cluster, NFD pods not running, workers unable to reach the master, the namespace
     refused. OP003 (per node), OP002, OP001 and OP006 hang under it. Without the
-    operator (a standalone device plugin) only the refused namespace is judged.
+    operator (a standalone device plugin) only the refused namespace is judged: the
+    rule passes when the NFD or GFD pods' logs were read and refuse nothing, and is
+    skipped when no line of them was collected.
 
     Why it matters:
     Nothing fails loudly: the operand DaemonSets show ``DESIRED 0`` and the operator
@@ -185,7 +189,11 @@ class NodeLabellingBroken(Rule):
         picture = labelling(ctx)
         expected = ctx.facts.operator_expected
         if not expected and not picture.denied:
-            raise CannotJudge(STANDALONE)
+            if not picture.labeller_logs:
+                raise CannotJudge(f"{STANDALONE}; no log line of an NFD or GFD pod was "
+                                  "collected, so whether NFD's master refuses GFD's "
+                                  "nvidia.com labels is not in the bundle")
+            return  # without the operator the refused namespace is all there is to judge
         operator_says = bool(picture.no_gpu_node or picture.conditions)
         fires = bool(picture.denied) or (expected and (
             bool(picture.unlabelled) or (operator_says and picture.nfd_at_fault)))

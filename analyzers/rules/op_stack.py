@@ -10,8 +10,8 @@ from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
-from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import LOGS, names, node_ref
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.op_causes import stage_causes, unexplained
 from analyzers.rules.op_common import (
     POD_CAP,
@@ -119,7 +119,10 @@ class OperandsStuck(Rule):
     id = "OP001"
     slug = "operands-stuck"
     severity = Severity.HIGH
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS)
+    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
+              node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
+              cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
+              node("journal/nvidia-fabricmanager.jsonl", optional=True))
     tags = ("operator", "operands")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -14,6 +14,9 @@ from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
+    LOGS,
+    OPERATOR_SETTINGS,
+    RUNTIME_FILES,
     event_evidence,
     events_matching,
     field,
@@ -137,6 +140,9 @@ class NoNvidiaRuntime(Rule):
         cluster("runtimeclasses.json", optional=True),
         cluster("pods.json", optional=True),
         cluster("events.json", optional=True),
+        *OPERATOR_SETTINGS,
+        *RUNTIME_FILES,
+        LOGS,
     )
     tags = ("runtime", "containerd")
 

@@ -11,7 +11,16 @@ from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, event_evidence, field, names, node_ref
+from analyzers.rules.common import (
+    EVENT_CAP,
+    LOGS,
+    OPERATOR_SETTINGS,
+    RUNTIME_FILES,
+    event_evidence,
+    field,
+    names,
+    node_ref,
+)
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
 
@@ -69,7 +78,8 @@ class ToolkitMisdirected(Rule):
     slug = "toolkit-misdirected"
     severity = Severity.CRITICAL
     inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
-              cluster("helm/*.json", optional=True), node("runtime.json", optional=True))
+              cluster("helm/*.json", optional=True), node("runtime.json", optional=True),
+              *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -152,7 +162,7 @@ class TemplateLostRuntime(Rule):
     slug = "template-lost-runtime"
     severity = Severity.HIGH
     inputs = (node("containerd/files/*"), node("runtime.json", optional=True),
-              cluster("pods.json", optional=True))
+              cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -265,7 +275,7 @@ class CrioNoNvidiaHandler(Rule):
     severity = Severity.CRITICAL
     inputs = (cluster("nodes.json"), node("crio/*", optional=True),
               cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True))
+              cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     tags = ("runtime", "cri-o", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

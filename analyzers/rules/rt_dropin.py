@@ -12,8 +12,8 @@ from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, Severity
-from analyzers.rule import Context, Rule, node
-from analyzers.rules.common import node_ref
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
 from bundle.evidence import first_line
 from bundle.tomlsafe import loads as toml_loads
 
@@ -53,7 +53,7 @@ class DropInClobber(Rule):
     slug = "dropin-clobber"
     severity = Severity.CRITICAL
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
-              node("containerd/version.txt", optional=True))
+              node("containerd/version.txt", optional=True), node("runtime.json", optional=True))
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -158,7 +158,8 @@ class DropInNotImported(Rule):
     id = "RT003"
     slug = "dropin-not-imported"
     severity = Severity.CRITICAL
-    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"))
+    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

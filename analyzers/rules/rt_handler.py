@@ -14,7 +14,7 @@ from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes, RuntimeEntry, c
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, LOGS, event_evidence, names, node_ref
+from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
 from analyzers.signatures import SignatureMatch
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
@@ -122,7 +122,7 @@ class NvidiaHandlerBroken(Rule):
     severity = Severity.CRITICAL
     inputs = (node("containerd/config-dump.toml"), cluster("events.json", optional=True),
               cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
-              LOGS)
+              LOGS, *RUNTIME_FILES)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -320,7 +320,8 @@ class NvidiaNotDefault(Rule):
     slug = "nvidia-not-default"
     severity = Severity.HIGH
     inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
-              cluster("events.json", optional=True), LOGS)
+              cluster("events.json", optional=True), LOGS,
+              cluster("runtimeclasses.json", optional=True), *RUNTIME_FILES)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -12,7 +12,16 @@ from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import event_evidence, events_matching, field, names, node_ref
+from analyzers.rules.common import (
+    LOGS,
+    OPERATOR_SETTINGS,
+    RUNTIME_FILES,
+    event_evidence,
+    events_matching,
+    field,
+    names,
+    node_ref,
+)
 from analyzers.rules.op_labels import PRESENT
 from bundle.kube import RuntimeClass
 from bundle.manifest import ManifestItem
@@ -101,7 +110,9 @@ class CdiSpecMissing(Rule):
     id = "RT006"
     slug = "cdi-spec-missing"
     severity = Severity.HIGH
-    inputs = (cluster("clusterpolicies.json"), node("nvidia-smi.xml", optional=True))
+    inputs = (cluster("clusterpolicies.json"), node("nvidia-smi.xml", optional=True),
+              node("cdi/*", optional=True), cluster("helm/*.json", optional=True),
+              cluster("pods.json", optional=True), *RUNTIME_FILES, LOGS)
     tags = ("runtime", "cdi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -170,7 +181,8 @@ class BrokenRuntimeReference(Rule):
     slug = "broken-runtime-reference"
     severity = Severity.MEDIUM
     inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
-              node("containerd/config-dump.toml", optional=True))
+              node("containerd/config-dump.toml", optional=True), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS)
     tags = ("runtime",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

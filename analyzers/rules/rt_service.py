@@ -127,7 +127,8 @@ class ContainerdRestarts(Rule):
     id = "RT004"
     slug = "containerd-restarts"
     severity = Severity.MEDIUM
-    inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True))
+    inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
+              node("systemd/*", optional=True), node("runtime.json", optional=True))
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -11,8 +11,8 @@ from analyzers.facts import Facts
 from analyzers.facts.operands import component_of
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import LOGS, names
 from analyzers.rules.common import field as obj_field
-from analyzers.rules.common import names
 from analyzers.rules.sc_common import (
     EXAMPLE_CAP,
     WorkloadGroup,
@@ -75,7 +75,7 @@ class GpuAccessOutsideScheduler(Rule):
     id = "SC003"
     slug = "gpu-access-outside-scheduler"
     severity = Severity.MEDIUM
-    inputs = (cluster("pods.json"),)
+    inputs = (cluster("pods.json"), LOGS)
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -11,8 +11,8 @@ from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.refs import Link
-from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import event_evidence, names, node_ref
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import KERNEL_LINES, event_evidence, names, node_ref
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc_common import (
     EXAMPLE_CAP,
@@ -83,7 +83,9 @@ class AdmissionAllocateFailed(Rule):
     id = "SC005"
     slug = "admission-allocate-failed"
     severity = Severity.HIGH
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True))
+    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
+              cluster("nodes.json", optional=True), node("nvidia-smi.xml", optional=True),
+              *KERNEL_LINES)
     tags = ("admission",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

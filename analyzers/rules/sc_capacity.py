@@ -12,8 +12,8 @@ from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch, NodeRow, PodVerdict, ResourceVerdict
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.refs import Link
-from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import names, node_ref
+from analyzers.rule import Context, Rule, cluster, node
+from analyzers.rules.common import KERNEL_LINES, RUNTIME_FILES, names, node_ref
 from analyzers.rules.sc_common import (
     ROW_CAP,
     device_fault_links,
@@ -283,7 +283,10 @@ class InsufficientGPU(Rule):
     id = "SC001"
     slug = "insufficient-gpu"
     severity = Severity.HIGH
-    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True))
+    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True),
+              cluster("clusterpolicies.json", optional=True),
+              cluster("configmaps.json", optional=True), node("nvidia-smi.xml", optional=True),
+              *RUNTIME_FILES, *KERNEL_LINES)
     tags = ("scheduling",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

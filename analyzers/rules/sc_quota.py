@@ -50,7 +50,8 @@ class GpuQuotaExhausted(Rule):
     id = "SC004"
     slug = "gpu-quota-exhausted"
     severity = Severity.MEDIUM
-    inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True))
+    inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True),
+              cluster("pods.json", optional=True))
     tags = ("admission",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

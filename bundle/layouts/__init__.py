@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bundle.archive import MANIFEST, Limits, RootFinder, Source, _find_root
+from bundle.container import MANIFEST, Limits, RootFinder, Source, manifest_root
 from bundle.problems import ProblemLog
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def layouts() -> tuple[tuple[RootFinder, Detect, Adapt], ...]:
 
 def find_root(names: list[str]) -> str | None:
     """The bundle root: the directory of ``manifest.json``, else of a known layout."""
-    found = _find_root(names)
+    found = manifest_root(names)
     if found is not None:
         return found
     for root, _, _ in layouts():

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 import yaml
 
-from bundle.archive import Limits, Source
+from bundle.container import Limits, Source
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog

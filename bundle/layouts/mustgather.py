@@ -36,7 +36,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import Any
 
-from bundle.archive import Limits, Source
+from bundle.container import Limits, Source
 from bundle.layouts import bugreport, describe
 from bundle.layouts.base import (
     Adapted,

@@ -46,7 +46,7 @@ from typing import Any
 
 import orjson
 
-from bundle.archive import Limits, Source
+from bundle.container import Limits, Source
 from bundle.layouts.base import (
     Adapted,
     LayoutReport,

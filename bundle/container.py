@@ -1,0 +1,115 @@
+"""What the readers of a bundle's files share: the Source they present, the caps they
+apply, safe names, the format v1 root, and refusals recorded under bundle paths.
+
+An archive (:mod:`bundle.archive`) and a directory (:mod:`bundle.directory`) are read
+under the same caps and refuse the same members; the layout adapters
+(:mod:`bundle.layouts`) wrap a Source and find their own roots.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bundle.problems import ProblemLog
+
+MANIFEST = "manifest.json"
+_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Caps applied while reading untrusted archives (raise them with CLI flags)."""
+
+    max_member_bytes: int = 512 << 20
+    max_total_bytes: int = 16 << 30
+    max_members: int = 500_000
+    # Decompressed over compressed size, checked once 64 MiB came out: bundles compress
+    # about 10-20 times, gzip'd zeros about 1000 times.
+    max_ratio: int = 200
+    # Nodes (scalars, lists, mappings) of one YAML file of a foreign layout: PyYAML
+    # spends about 5 us and 450 bytes on each; kubectl -o yaml writes one per ~15 bytes.
+    max_yaml_nodes: int = 1_000_000
+
+
+class Source(Protocol):
+    """What the rest of the package needs from a bundle container."""
+
+    display: str
+
+    def paths(self) -> list[str]: ...
+
+    def size(self, path: str) -> int | None: ...
+
+    def read(self, path: str) -> bytes | None: ...
+
+    def close(self) -> None: ...
+
+
+def clean_name(name: str) -> str | None:
+    """Return the normalised relative name, or None when the name is unsafe."""
+    if not name or name.startswith("/") or _UNSAFE_CHARS.search(name):
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def printable(name: str) -> str:
+    """A name safe to show: undecodable bytes and control characters escaped."""
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF
+                   else f"\\x{ord(c) & 0xFF:02x}" for c in name)
+
+
+RootFinder = Callable[[list[str]], str | None]
+
+
+def manifest_root(names: list[str]) -> str | None:
+    """The bundle root is the directory holding manifest.json, at the top or one down."""
+    if MANIFEST in names:
+        return ""
+    candidates = sorted(n for n in names if n.count("/") == 1 and n.endswith("/" + MANIFEST))
+    return candidates[0][: -len(MANIFEST)] if candidates else None
+
+
+class Refusals:
+    """Refusals are noted under stored names and recorded once the root is known,
+    so that problems name bundle-relative paths like every other problem."""
+
+    _problems: ProblemLog
+    _pending: list[tuple[str, str]]
+
+    def _refuse(self, name: str, message: str) -> None:
+        self._pending.append((name, message))
+
+    def _rebase(self, names: list[str], root: str) -> dict[str, str]:
+        """Map bundle-relative names to stored names; record members outside the root."""
+        mapped: dict[str, str] = {}
+        for name in names:
+            if name.startswith(root):
+                mapped[name[len(root) :]] = name
+            else:
+                self._problems.add(name, "outside the bundle root; ignored", kind="refused")
+        for name, message in self._pending:
+            shown = name[len(root) :] if root and name.startswith(root) else name
+            self._problems.add(shown, message, kind="refused")
+        self._pending.clear()
+        return mapped
+
+
+def not_a_bundle(names: list[str]) -> str:
+    """Why a file set is no bundle, with a few of its names so the user sees what it is."""
+    files = sorted(name for name in names if not name.endswith("/"))
+    shown = ", ".join(name if len(name) <= 120 else name[:117] + "..." for name in files[:3])
+    shown += f" and {len(files) - 3} more" if len(files) > 3 else ""
+    held = f"it holds {len(files)} file(s): {shown}" if files else "it holds no file"
+    return (f"no {MANIFEST} at the top or one directory down, and none of the other layouts "
+            f"gpu-triage reads (troubleshoot's cluster-resources/, must-gather's "
+            f"gpu_operand_pods.yaml); {held}")
