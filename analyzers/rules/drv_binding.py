@@ -86,6 +86,7 @@ class GpuBoundToOtherDriver(Rule):
         cluster("nodes.json", optional=True),
         cluster("clusterpolicies.json", optional=True),
         cluster("pods.json", optional=True),
+        cluster("events.json", optional=True),  # the operand stages' evidence
     )
     tags = ("driver", "kernel", "pci")
 

@@ -74,7 +74,8 @@ class NvidiaSmiFailed(Rule):
     slug = "nvidia-smi-failed"
     severity = Severity.HIGH
     inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
-              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True))
+              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
+              cluster("events.json", optional=True))  # the operand stages' evidence
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

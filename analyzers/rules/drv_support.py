@@ -116,6 +116,7 @@ class DriverCannotDriveGpu(Rule):
         node("host/lspci.txt", optional=True),
         node("host/modules.txt", optional=True),
         cluster("pods.json", optional=True),
+        cluster("events.json", optional=True),  # the operand stages' evidence
         node("nvidia-smi.xml", optional=True),
         LOGS,
     )

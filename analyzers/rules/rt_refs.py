@@ -182,7 +182,8 @@ class BrokenRuntimeReference(Rule):
     severity = Severity.MEDIUM
     inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
               node("containerd/config-dump.toml", optional=True), *RUNTIME_FILES,
-              *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS)
+              *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS,
+              cluster("events.json", optional=True))
     tags = ("runtime",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
