@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analyzers import __version__, grouping, overview, refs
+from analyzers import __version__, grouping, overview, refs, timeline
 from analyzers.coverage import Coverage
 from analyzers.facts import Facts, prefetch
 from analyzers.facts.stream import NodeStream
@@ -129,7 +129,7 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     facts = Facts(bundle) if facts is None else facts
     cluster = bundle.cluster
     meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events,
-                 *facts.cluster_indexes())
+                 *facts.cluster_indexes(), lambda: timeline.fold_cluster(facts))
     if stream is not None and stream.serves(bundle):
         rest = stream.collect(bundle, meanwhile)
         prefetch.preload(bundle, jobs, names=rest)

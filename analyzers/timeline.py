@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from analyzers.facts import Facts
 from analyzers.facts.journals import journal_scan
@@ -361,12 +362,25 @@ def _window(points: list[TimelinePoint]) -> tuple[str, str, str] | None:
     return best[0].time, max(p.until for p in best), reason
 
 
+_CLUSTER_FOLDS: WeakKeyDictionary[Facts, _Folder] = WeakKeyDictionary()
+
+
+def fold_cluster(facts: Facts) -> None:
+    """Fold the records of the cluster files (events, the watched pods' states) ahead
+    of :func:`build`, which adds the node files' records to them: the analysis does this
+    while worker processes still parse node files."""
+    if facts not in _CLUSTER_FOLDS:
+        folder = _Folder()
+        _fold_events(folder, facts)
+        for pod in _watched_pods(facts):
+            folder.add(_pod_records(pod))
+        _CLUSTER_FOLDS[facts] = folder
+
+
 def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
     """The timeline of the bundle; ``xids`` maps each node with a directory to its Xids."""
-    folder = _Folder()
-    _fold_events(folder, facts)
-    for pod in _watched_pods(facts):
-        folder.add(_pod_records(pod))
+    fold_cluster(facts)
+    folder = _CLUSTER_FOLDS.pop(facts)  # taken: the node records are added to it
     for name in sorted(xids):
         artifacts = facts.bundle.node(name)
         if artifacts.has("journal/containerd.jsonl"):
