@@ -130,13 +130,14 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     cluster = bundle.cluster
     meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events,
                  *facts.cluster_indexes(), lambda: timeline.fold_cluster(facts))
-    if stream is not None and stream.serves(bundle):
+    if stream is not None and not stream.serves(bundle):
+        stream.close()  # no worker parsed this bundle's nodes: none may compete below
+        stream = None
+    if stream is not None:
         rest = stream.collect(bundle, meanwhile)
         prefetch.preload(bundle, jobs, names=rest)
     elif jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
         prefetch.preload(bundle, jobs, meanwhile=meanwhile)
-    if stream is not None:
-        stream.close()
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []
     findings: list[Finding] = []
