@@ -19,6 +19,7 @@ one a single process gives.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -30,7 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from analyzers.facts import prefetch
-from bundle import Bundle, BundleError
+from bundle import Bundle
 from bundle.archive import ArchiveSource
 from bundle.container import MANIFEST, manifest_root
 from bundle.manifest import Manifest
@@ -276,6 +277,14 @@ def _work(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results:
     archive has ended and none is left. It leaves when its parent is gone. Ctrl-C is
     for the parent, which stops it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Whatever ends it (a manifest the parent refuses, a full disk), its chunks are
+    # read by the parent instead, and nothing is printed.
+    with contextlib.suppress(Exception):
+        _serve(work, source, manifest_at, results, parent)
+
+
+def _serve(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results: Path,
+           parent: int) -> None:
     manifest: Manifest | None = None
     while True:
         if not work.wait(1.0):
@@ -289,11 +298,10 @@ def _work(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results:
             continue
         chunk = pickle.loads((results / f"{index}.chunk").read_bytes())  # noqa: S301 - our own
         if manifest is None:
-            try:
-                manifest = Bundle(_Members(source, {MANIFEST: manifest_at}), ProblemLog(),
-                                  source.display).manifest
-            except BundleError:
-                return  # the parent reports it; it reads every node itself
+            # BundleError (the parent says why) ends this worker: the parent reads
+            # every chunk left
+            manifest = Bundle(_Members(source, {MANIFEST: manifest_at}), ProblemLog(),
+                              source.display).manifest
         parsed = [_parse(source, manifest, name, members) for name, members in chunk]
         partial = results / f"{index}.partial"
         partial.write_bytes(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
