@@ -20,9 +20,13 @@ Once per invocation: the startup floor (``python -c "import click, pydantic, jin
 orjson, tomlkit"``) against ``analyze`` of ``samples/incident-toolkit-disabled``.
 Every figure is the median of ``--runs`` runs; ratios are taken between medians of
 the same invocation, so a noisy machine shifts both sides alike. CPU seconds (user +
-system of the child) are recorded beside wall seconds: on a shared machine they move
-less. A size ``M:256`` is M generated with 256 KiB of journal per node instead of
-1 MiB; comparing its peak RSS with M's shows whether memory follows journal size.
+system of the child and its workers) are recorded beside wall seconds: on a shared
+machine they move less. Before each run, one spinning process per core measures how
+many cores are free at that moment (``cores free``): on a machine whose other tenants
+take cores, the analysis's workers have none to run on, and its ratios then show its
+CPU time more than its parallel design. A size ``M:256`` is M generated with 256 KiB
+of journal per node instead of 1 MiB; comparing its peak RSS with M's shows whether
+memory follows journal size.
 A size ``M/dir`` is the M archive unpacked into a directory (``--dir``/``M.d``, kept
 like the archives): its floor reads every file of the directory instead of the tar,
 there is no ``gzip`` figure, and the report also gives its time against the archive's.
@@ -139,6 +143,23 @@ def measure(command: list[str], *, devnull_stdout: bool = False,
             raise SystemExit(f"{' '.join(command)} exited {proc.returncode}:\n{message}")
     rss = usage.ru_maxrss / 1024  # KiB on Linux
     return Run(seconds, usage.ru_utime + usage.ru_stime, rss, proc.returncode, text)
+
+
+_SPIN = "import time\nend = time.monotonic() + 0.5\nwhile time.monotonic() < end: pass"
+
+
+def free_cores() -> float:
+    """CPU seconds per second that one spinning process per core gets now: the cores
+    an analysis could use at this moment (a shared or oversubscribed machine gives fewer
+    than it has, and then parallel work gains less)."""
+    count = os.cpu_count() or 1
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(count)]
+    cpu = 0.0
+    for proc in procs:
+        _, _, usage = os.wait4(proc.pid, 0)
+        cpu += usage.ru_utime + usage.ru_stime
+    return cpu / (time.perf_counter() - start)
 
 
 @dataclass
@@ -262,6 +283,7 @@ def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
         figures.add("floor_rss", floor.rss_mib)
         figures.info["members"] = parts["members"]
         figures.info["unpacked_mb"] = parts["bytes"] / 1e6
+        figures.add("cores_free", free_cores())
         for fmt in ("json", "html"):
             out = scratch / f"{size.replace('/', '-')}.{fmt}"
             result = measure([GPU_TRIAGE, "analyze", str(bundle), "-f", fmt, "-o", str(out)])
@@ -348,6 +370,10 @@ def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
                 f"{f.median('json') / archive.median('json'):.2f} (wall); cpu html "
                 f"{f.median('html_cpu') / archive.median('html_cpu'):.2f}; html against the "
                 f"archive's floor {f.median('html') / archive.median('floor'):.2f}")
+    for f in all_figures:
+        used = f.median("html_cpu") / f.median("html")
+        lines.append(f"{f.size}: cores free before the runs {f.median('cores_free'):.1f} of "
+                     f"{os.cpu_count()}; analyze -f html used {used:.2f} CPU seconds a second")
     journal_sizes = [f for f in all_figures if ":" in f.size or f.size == "M"]
     if len(journal_sizes) > 1:
         shown = ", ".join(f"{f.size} {max(f.median('json_rss'), f.median('html_rss')):.0f} MiB"
