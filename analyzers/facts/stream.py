@@ -140,12 +140,11 @@ class NodeStream:
             return []
         taken = []
         for name, files, problems in parsed:
-            if name not in names or name in self._dirty:
-                continue  # read again here, problems and all
+            if files is None or name not in names or name in self._dirty:
+                continue  # read again here (a parser failed: as one process would)
             bundle.absorb_problems(problems)
-            if files is not None:
-                prefetch.install(bundle, files)
-                taken.append(name)
+            prefetch.install(bundle, files)
+            taken.append(name)
         return taken
 
     # -- handing over -------------------------------------------------------------------
