@@ -149,7 +149,7 @@ class NvidiaHandlerBroken(Rule):
         events = _events_with(ctx.facts, pods, _NAME_UNSET)
         if not untyped:
             return
-        broken.parts.append(f"the runtime table(s) {', '.join(untyped)} have no runtime_type, "
+        broken.parts.append(f"the runtime table(s) {names(untyped)} have no runtime_type, "
                             "so containerd refuses every container created through them "
                             "(container.Runtime.Name must be set)")
         for name in untyped[:2]:
@@ -173,7 +173,7 @@ class NvidiaHandlerBroken(Rule):
         configured = {e.binary: n for n, e in nvidia.items() if e.binary}
         named = [f"{path} (BinaryName of runtime {configured[path]})" if path in configured
                  else path for path in missing]
-        what = ", ".join(named) if named else "the nvidia runtime's binary"
+        what = names(named) if named else "the nvidia runtime's binary"
         broken.parts.append(f"containerd cannot execute {what}: the file is not on the node "
                             f"({len(events)} event(s) say no such file or directory)")
         for path in missing[:2]:
@@ -248,17 +248,22 @@ def _driver_root(facts: Facts, node_name: str) -> tuple[str, str, Evidence | Non
     toolkit = facts.operands.get(node_name, {}).get("toolkit")
     if toolkit is not None:
         pod = toolkit.pod
+        volumes: dict[str, int] = {}  # hostPath volume name -> its first index: one pass
+        for index, volume in enumerate(pod.spec.volumes):
+            if volume.host_path is not None:
+                volumes.setdefault(volume.name, index)
         for container in list(pod.spec.init_containers) + list(pod.spec.containers):
             for mount in container.volume_mounts:
-                if mount.mount_path.rstrip("/") != _DRIVER_ROOT_MOUNT:
+                if mount.mount_path.rstrip("/") != _DRIVER_ROOT_MOUNT or \
+                        mount.name not in volumes:
                     continue
-                for index, volume in enumerate(pod.spec.volumes):
-                    if volume.name == mount.name and volume.host_path is not None:
-                        path = volume.host_path.path
-                        return path, f"hostPath of the toolkit pod {pod.name}", Evidence(
-                            path=pod.source_path,
-                            pointer=f"{pod.source_pointer}/spec/volumes/{index}/hostPath/path",
-                            excerpt=f"{volume.name}: hostPath {path} -> {_DRIVER_ROOT_MOUNT}")
+                index = volumes[mount.name]
+                volume = pod.spec.volumes[index]
+                path = volume.host_path.path if volume.host_path is not None else ""
+                return path, f"hostPath of the toolkit pod {pod.name}", Evidence(
+                    path=pod.source_path,
+                    pointer=f"{pod.source_pointer}/spec/volumes/{index}/hostPath/path",
+                    excerpt=f"{volume.name}: hostPath {path} -> {_DRIVER_ROOT_MOUNT}")
     policy = facts.cluster_policy
     if policy is not None:
         enabled = policy.component_enabled("driver")
