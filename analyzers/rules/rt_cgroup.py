@@ -10,7 +10,7 @@ from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
-from bundle.devnodes import parse_cgroup, parse_dev_nvidia
+from bundle.devnodes import over_budget, parse_cgroup, parse_dev_nvidia
 from bundle.kube import Pod
 
 _SIGNATURE = "workload-nvml-unknown-error"
@@ -72,6 +72,14 @@ class GpuLostOnSystemdReload(Rule):
                               "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
                               "was not collected")
                 continue
+            refused = [(name, why) for name, text in (("cgroup.txt", cgroup_text),
+                                                      ("dev-nvidia.txt", dev_text))
+                       if (why := over_budget(text)) is not None]
+            for name, why in refused:  # the engine then says partial or skipped, naming it
+                ctx.bundle.problem(artifacts.path(f"host/{name}"), why, kind="refused",
+                                   lost=True)
+            if refused:
+                continue
             systemd = parse_cgroup(cgroup_text).systemd
             dev = parse_dev_nvidia(dev_text)
             if systemd is not None and not dev.char_listed:
@@ -97,7 +105,7 @@ class GpuLostOnSystemdReload(Rule):
                                  excerpt=cgroup_text))
         evidence.append(Evidence(path=artifacts.path("host/dev-nvidia.txt"), line=char_line,
                                  excerpt="==> /dev/char <== (no link to an NVIDIA device)"))
-        devices = f" although {device.split()[-1]} and the other NVIDIA devices exist" \
+        devices = f" although {device.rsplit(None, 1)[-1]} and the other NVIDIA devices exist" \
             if device else ""
         summary = (f"On {node_name}, Running GPU pod(s) {names(p.name for p in pods)} lost "
                    "their GPUs (Failed to initialize NVML: Unknown Error): systemd manages "
