@@ -15,6 +15,28 @@ from bundle.kube import Pod
 
 _SIGNATURE = "workload-nvml-unknown-error"
 _GPU_PREFIX = "nvidia.com/"
+_SHOWN_PODS = 3
+
+
+def _recreate(pods: list[Pod]) -> list[str]:
+    """The last step, after the links exist: recreate the affected pods. Deleting a pod
+    is offered only where an owner starts it again (a Job, ReplicaSet, StatefulSet,
+    DaemonSet or an operator's resource); a pod without one, or a node's static pod,
+    would be gone or untouched, so it is named, not deleted."""
+    lines = ["# then, from your workstation and once the links exist, recreate the affected "
+             "pods one at a time (their running work is lost):"]
+    for pod in pods[:_SHOWN_PODS]:
+        owners = {o.kind for o in pod.metadata.owner_references}
+        if owners and "Node" not in owners:
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(pod.namespace), "delete", "pod",
+                                sh.pod(pod.name), tail="   # its owner starts it again"))
+        else:
+            lines.append(sh.note("# {pod} has no owner that would start it again: re-create "
+                                 "it from its manifest", pod=sh.pod(pod.name)))
+    if len(pods) > _SHOWN_PODS:
+        lines.append(sh.note("# and {count} more affected pod(s) on this node",
+                             count=len(pods) - _SHOWN_PODS))
+    return lines
 
 
 def _gpu_pod(pod: Pod) -> bool:
@@ -44,7 +66,9 @@ class GpuLostOnSystemdReload(Rule):
     On the node, ``ls -l /dev/char | grep nvidia`` (nothing confirms), then create the
     links with ``nvidia-ctk system create-dev-char-symlinks --create-all`` (and keep them
     with the udev rule from the toolkit's troubleshooting guide, or let the GPU Operator's
-    validator create them), or inject GPUs through CDI; recreate the affected pods.
+    validator create them), or inject GPUs through CDI. Then recreate the affected
+    pods, one at a time: delete those an owner (Job, ReplicaSet, StatefulSet ...) starts
+    again, and re-create a pod without one from its manifest.
     """
 
     id = "RT014"
@@ -118,9 +142,7 @@ class GpuLostOnSystemdReload(Rule):
             "nvidia-ctk system create-dev-char-symlinks --create-all",
             "# keep them across reboots (the toolkit's udev rule, or the GPU Operator's "
             "validator), or inject GPUs through CDI;",
-            "# then recreate the affected pods:",
-            *[sh.cmd("kubectl", "-n", sh.namespace(p.namespace), "delete", "pod", sh.pod(p.name))
-              for p in pods[:3]],
+            _recreate(pods),
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in pods[:10]]
