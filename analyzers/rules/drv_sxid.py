@@ -24,6 +24,7 @@ GPU_XIDS = frozenset({45, 74})
 # Non-fatal SXids whose catalog entry says they stall the GPU's NVLink traffic.
 STALLING = frozenset({11004, 12028, 19084})
 FATAL = frozenset({"fatal", "always-fatal"})
+_LISTED = 8      # SXid numbers the summary lists (a hostile log can hold 10^6)
 NEAR_S = 600.0   # an Xid this close in time to an SXid is taken as its echo on the GPU
 
 
@@ -143,9 +144,12 @@ class NvswitchSXid(Rule):
         lead = max(infos.values(), key=lambda i: (Severity(i.severity).rank, i.sxid))
         switch = next((e.switch for e in events if e.switch), "NVSwitch")
         counts = Counter(e.sxid for e in reports)
+        listed = sorted(counts.items())
         listing = ", ".join(
             f"SXid {n} ({infos[n].name}{', ' + infos[n].kind if infos[n].kind else ''}) x{c}"
-            for n, c in sorted(counts.items()))
+            for n, c in listed[:_LISTED])
+        if len(listed) > _LISTED:
+            listing += f" and {len(listed) - _LISTED:,} other SXid number(s)"
         links = sorted({e.link for e in reports if e.link is not None})
         first, last = reports[0].source, reports[-1].source
         span = when(first) if when(first) == when(last) else f"{when(first)} to {when(last)}"

@@ -1,4 +1,5 @@
-"""DRV011 finds the Xid 74/45 echoes of fatal SXids in linear time.
+"""DRV011 on hostile kernel logs: the Xid 74/45 echoes of fatal SXids found in linear
+time, and a bounded summary however many SXid numbers a switch reports.
 
 Each Xid 74 was compared with every serious SXid of the switch: 6,000 of each (a 1.2 MB
 dmesg) took 5.6 s, 20,000 about a minute, 60,000 ten. The comparison is now a bisection over the
@@ -20,6 +21,7 @@ from hostile_kit import HOSTILE
 from hypothesis import given
 from hypothesis import strategies as st
 
+from analyzers import sxid as catalog
 from analyzers.rules.drv_sxid import NEAR_S, _Clocks
 from bundle.kernel import KernelLine, SXidEvent, XidEvent
 
@@ -81,3 +83,17 @@ def test_many_fatal_sxids_and_xid74s_far_apart(tmp_path: Path) -> None:
     report = bundle(tmp_path / "near", [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": near})
     assert of(report, "DRV011")["DRV011:hgx-1/0000:05:00.0"].causes == [
         "DRV001:hgx-1/0000:18:00.0"]
+
+
+def test_many_distinct_sxid_numbers_are_counted_not_listed(tmp_path: Path) -> None:
+    """One line per SXid number (0 to 19,999) on one switch: the summary listed every
+    number (100,000 of them made a 5 MB summary) and the catalog cached an entry for
+    each, for the life of the process (batch mode too)."""
+    log = "".join(f"[{1000 + i / 1000:.6f}] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): {i}, "
+                  "Non-fatal, Link 30 x\n" for i in range(20_000))
+    report = bundle(tmp_path, [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": log})
+    summary = of(report, "DRV011")["DRV011:hgx-1/0000:05:00.0"].summary
+    listed = ", ".join(f"SXid {n} (not in the SXid catalog, non-fatal) x1" for n in range(8))
+    assert f"reported 20000 SXid error(s) (1000 s after boot to 1020 s after boot) on link(s) " \
+           f"30: {listed} and 19,992 other SXid number(s). Lead: " in summary
+    assert catalog.lookup.cache_info().currsize <= 1024
