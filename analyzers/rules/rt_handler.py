@@ -44,6 +44,13 @@ def _events_with(facts: Facts, pods: Iterable[Pod], signature: str) -> list[Even
             if any(m.signature.id == signature for m in facts.event_signatures(e))]
 
 
+def _pods_of(facts: Facts, pods: Iterable[Pod], events: list[Event]) -> list[Pod]:
+    """The pods among ``pods`` that have one of ``events`` (by identity: one set, not a
+    scan of the list per event of every pod)."""
+    wanted = {id(e) for e in events}
+    return [p for p in pods if any(id(e) in wanted for e in facts.pod_events(p))]
+
+
 def _logs_with(facts: Facts, pods: Iterable[Pod],
                signatures: tuple[str, ...]) -> list[tuple[ContainerLog, SignatureMatch]]:
     return [(log, hit) for p in pods for log in facts.pod_logs.of(p)
@@ -158,7 +165,7 @@ class NvidiaHandlerBroken(Rule):
                 path=ctx.bundle.node(node_name).path("containerd/config-dump.toml"),
                 excerpt=f"(runtimes.{name} has no runtime_type)"))
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
-        broken.pods += [p for p in pods if any(e in events for e in ctx.facts.pod_events(p))]
+        broken.pods += _pods_of(ctx.facts, pods, events)
         where = ctx.facts.node_runtime(node_name)
         edit = where.layout.templates[0] if where.layout.templates else where.config
         broken.fixes.append(sh.note('# add runtime_type = "io.containerd.runc.v2" to that table '
@@ -181,7 +188,7 @@ class NvidiaHandlerBroken(Rule):
             if line is not None:
                 broken.evidence.append(line)
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
-        broken.pods += [p for p in pods if any(e in events for e in ctx.facts.pod_events(p))]
+        broken.pods += _pods_of(ctx.facts, pods, events)
         for path in missing[:2]:
             broken.fixes.append(sh.cmd("ls", "-l", sh.path(path)))
         broken.fixes.append(sh.cmd("ls", "-l", "/usr/local/nvidia/toolkit/",
@@ -212,7 +219,7 @@ class NvidiaHandlerBroken(Rule):
             broken.evidence.append(root_evidence)
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
         broken.evidence += [_log_evidence(log, hit) for log, hit in logs[:2]]
-        broken.pods += [p for p in pods if any(e in events for e in facts.pod_events(p))]
+        broken.pods += _pods_of(facts, pods, events)
         broken.pods += [log.pod for log, _ in logs]
         broken.fixes += [sh.cmd("ls", sh.path(_OPERATOR_ROOT + "/usr/lib64"),
                                 sh.path(_OPERATOR_ROOT + "/usr/lib/x86_64-linux-gnu"),

@@ -86,3 +86,21 @@ def test_rt011_names_four_untyped_runtimes_and_counts_the_rest(tmp_path: Path) -
     assert ("the runtime table(s) nvidia, nvidia-00000, nvidia-00001, nvidia-00002 and 1997 "
             "more have no runtime_type") in summary
     assert "nvidia-00003" not in summary
+
+
+def test_rt011_many_failing_pods_are_found_once_each(tmp_path: Path) -> None:
+    """Each pod was looked up by scanning the node's matching events, compared by value:
+    pods x events comparisons of whole objects."""
+    many = 3_000
+    plugins = [plugin("gpu-a", f"nvidia-device-plugin-daemonset-{i:05d}") for i in range(many)]
+    events = [event(p["metadata"]["name"], "FailedCreatePodSandBox", NAME_UNSET)
+              for p in plugins]
+    report = run(tmp_path, files(
+        {"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""')}},
+        plugins, events))
+    finding = of(report, "RT011")["RT011:gpu-a"]
+    assert finding.summary.endswith(
+        " Affected pods: nvidia-device-plugin-daemonset-00000, "
+        "nvidia-device-plugin-daemonset-00001, nvidia-device-plugin-daemonset-00002, "
+        "nvidia-device-plugin-daemonset-00003 and 2996 more.")
+    assert len([o for o in finding.objects if o.kind == "Pod"]) == 10
