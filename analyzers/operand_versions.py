@@ -13,7 +13,9 @@ from functools import cache
 
 from analyzers import packaged
 
-_NUMERIC = re.compile(r"(\d+(?:\.\d+)+)")
+# A match never starts after a digit (the leftmost one would have started there), so a
+# long run of digits with no dot is tried once, not again from each of its positions.
+_NUMERIC = re.compile(r"(?<!\d)(\d+(?:\.\d+)+)")
 
 
 @dataclass(frozen=True, slots=True)

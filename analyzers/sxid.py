@@ -41,7 +41,7 @@ def guide() -> str:
     return str(_data()["guide"])
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1024)  # bounded: the numbers come from the bundle
 def lookup(number: int, printed: str | None = None) -> SXidInfo:
     """The catalog entry of ``number``; for an unknown number, a placeholder judged from
     the severity the line printed (``fatal`` / ``non-fatal`` / None)."""

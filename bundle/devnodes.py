@@ -6,6 +6,11 @@
 ``==> /dev/nvidia* <==`` section with ``ls -ld`` of each ``/dev/nvidia*`` entry and a
 ``==> /dev/char <==`` section with the ``ls -l /dev/char`` lines that name NVIDIA devices.
 Pure format parsing, with 1-based line numbers kept for evidence.
+
+Both files are a few dozen lines on a real node (``/dev/nvidia*`` of eight GPUs, their
+``/dev/char`` links). A file of more than :data:`MAX_LINES` lines is not parsed
+(:func:`over_budget` says why; the caller records it): 64 MiB of ``c n`` lines, which
+a 64 KiB archive can hold, cost a minute and 3 GB as line objects.
 """
 
 from __future__ import annotations
@@ -15,6 +20,17 @@ from dataclasses import dataclass
 
 _SYSTEMD_CGROUP = re.compile(r"SystemdCgroup\s*=\s*(true|false)", re.IGNORECASE)
 _CGROUP_MANAGER = re.compile(r"cgroup_manager\s*=\s*\"?(\w+)")
+MAX_LINES = 100_000
+# what str.splitlines() ends a line at ("\r\n" counts twice: the cap is not exact)
+_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def over_budget(text: str) -> str | None:
+    """Why ``text`` is not parsed (more than :data:`MAX_LINES` lines), or None. Counted
+    at C speed before anything is split."""
+    if sum(map(text.count, _BREAKS)) > MAX_LINES:
+        return f"more than {MAX_LINES:,} lines, over the cap for this host file; not read"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,5 +117,5 @@ def parse_dev_nvidia(text: str) -> DevNvidia:
             links.append(Line(number, line))
         elif section is not None and section.startswith("/dev/nvidia") and line[:1] in "cld":
             devices.append(Line(number, line))
-            names.append(line.split()[-1])
+            names.append(line.rsplit(None, 1)[-1])  # one cut, however many fields
     return DevNvidia(tuple(devices), tuple(links), header is not None, header, tuple(names))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from bundle import NodeArtifacts
-from bundle.yamldoc import load_yaml
+from bundle.yamldoc import YamlOverBudget, load_yaml
 
 _AFTER = re.compile(r"unresolvable CDI devices?\s+(.*)", re.IGNORECASE | re.DOTALL)
 # a name starts where no name character precedes it: a run of them without "/" is then
@@ -36,11 +36,23 @@ def requested(message: str) -> list[tuple[str, str]]:
     after = _AFTER.search(message)
     if after is None:
         return []
-    found: list[tuple[str, str]] = []
-    for kind, name in _DEVICE.findall(after[1]):
-        if (kind, name) not in found:
-            found.append((kind, name))
-    return found[:MAX_DEVICES]
+    found: dict[tuple[str, str], None] = {}  # a set in message order: linear in the names
+    for match in _DEVICE.finditer(after[1]):
+        found[(match[1], match[2])] = None
+        if len(found) == MAX_DEVICES:
+            break
+    return list(found)
+
+
+def _device_name(value: object) -> str | None:
+    """A device's name as the runtime compares it: a string, or a YAML integer (``name:
+    0``). An integer past 64 bits is no device name (and a hex one past 4,300 decimal
+    digits cannot even be turned into text)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 64:
+        return str(value)
+    return None
 
 
 def is_uuid(name: str) -> bool:
@@ -55,6 +67,9 @@ def node_specs(artifacts: NodeArtifacts) -> list[CdiSpec]:
         path = artifacts.path("cdi/" + name)
         try:
             data = load_yaml(text)
+        except YamlOverBudget as exc:
+            artifacts.bundle.problem(path, f"CDI spec refused: {exc}", kind="refused", lost=True)
+            continue
         except ValueError as exc:
             artifacts.bundle.problem(path, f"CDI spec not understood: {exc}", lost=True)
             continue
@@ -63,7 +78,7 @@ def node_specs(artifacts: NodeArtifacts) -> list[CdiSpec]:
         if not isinstance(kind, str) or not isinstance(devices, list):
             artifacts.bundle.problem(path, "CDI spec without 'kind' and 'devices'", lost=True)
             continue
-        names = tuple(str(d["name"]) for d in devices
-                      if isinstance(d, dict) and isinstance(d.get("name"), (str, int)))
+        names = tuple(device for d in devices if isinstance(d, dict)
+                      and (device := _device_name(d.get("name"))) is not None)
         specs.append(CdiSpec(name, kind, names))
     return specs

@@ -172,7 +172,7 @@ def containerd_major(runtime_version: str | None) -> int:
     return int(match.group(1)) if match else 0
 
 
-_CONTAINERD_VERSION = re.compile(r"containerd://v?(\d+)\.")
+_CONTAINERD_VERSION = re.compile(r"containerd://v?(\d{1,9})\.")  # int() refuses 4,301 digits
 
 
 def detect(artifacts: NodeArtifacts | None, node: Node | None, name: str) -> NodeRuntime:

@@ -68,11 +68,18 @@ def _env_list(env: object, origin: str, path: str, pointer: str) -> dict[str, Se
 PATH_KEYS = CONFIG_KEYS + SOCKET_KEYS + ("RUNTIME_DROP_IN_CONFIG",)
 
 
-def host_path(pod: Pod, container: Container, value: str) -> tuple[str, int] | None:
+def host_volumes(pod: Pod) -> dict[str, tuple[int, str]]:
+    """The pod's hostPath volumes by name: (index in ``spec.volumes``, host path)."""
+    return {v.name: (i, v.host_path.path) for i, v in enumerate(pod.spec.volumes)
+            if v.host_path is not None and v.host_path.path.startswith("/")}
+
+
+def host_path(pod: Pod, container: Container, value: str,
+              volumes: dict[str, tuple[int, str]] | None = None) -> tuple[str, int] | None:
     """The host path behind container path ``value`` in ``container`` of ``pod``, and
-    the index of the hostPath volume it comes through (None: not under a hostPath)."""
-    volumes = {v.name: (i, v.host_path.path) for i, v in enumerate(pod.spec.volumes)
-               if v.host_path is not None and v.host_path.path.startswith("/")}
+    the index of the hostPath volume it comes through (None: not under a hostPath).
+    ``volumes``: :func:`host_volumes` of the pod, when the caller asks more than once."""
+    volumes = host_volumes(pod) if volumes is None else volumes
     best: tuple[str, int] | None = None
     depth = -1
     for mount in container.volume_mounts:
@@ -91,14 +98,21 @@ def host_path(pod: Pod, container: Container, value: str) -> tuple[str, int] | N
 
 def pod_settings(pod: Pod) -> dict[str, Setting]:
     """The toolkit pod's path variables turned into host paths through its hostPath
-    volumes (a value under no hostPath is left out: it is not a host path)."""
+    volumes (a value under no hostPath is left out: it is not a host path). Of a
+    variable a container lists twice, the first entry is read: each entry costs a pass
+    over the container's mounts, so a pod listing one name thousands of times would
+    cost their product."""
     found: dict[str, Setting] = {}
+    volumes = host_volumes(pod)
     containers = list(pod.spec.init_containers) + list(pod.spec.containers)
     for container in containers:
+        tried: set[str] = set()
         for env in container.env:
-            if env.name not in PATH_KEYS or not env.value or env.name in found:
+            if env.name not in PATH_KEYS or not env.value or env.name in found \
+                    or env.name in tried:
                 continue
-            mapped = host_path(pod, container, env.value)
+            tried.add(env.name)
+            mapped = host_path(pod, container, env.value, volumes)
             if mapped is None:
                 continue
             path, index = mapped

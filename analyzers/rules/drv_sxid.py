@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from analyzers import commands as sh
 from analyzers import refs
@@ -22,6 +24,7 @@ GPU_XIDS = frozenset({45, 74})
 # Non-fatal SXids whose catalog entry says they stall the GPU's NVLink traffic.
 STALLING = frozenset({11004, 12028, 19084})
 FATAL = frozenset({"fatal", "always-fatal"})
+_LISTED = 8      # SXid numbers the summary lists (a hostile log can hold 10^6)
 NEAR_S = 600.0   # an Xid this close in time to an SXid is taken as its echo on the GPU
 
 
@@ -46,18 +49,47 @@ def _serious(event: SXidEvent) -> bool:
         (not info.known and event.severity == "fatal")
 
 
-def _near(xid: XidEvent, sxids: Iterable[SXidEvent]) -> bool:
-    for event in sxids:
-        a, b = xid.source, event.source
-        if a.time is not None and b.time is not None:
-            if abs((a.time - b.time).total_seconds()) <= NEAR_S:
+class _Clocks:
+    """Whether an SXid of one set is close enough in time to an Xid to be its cause: by
+    wall clock where both have one, else by uptime, else (no comparable clock: same log)
+    always. Answered by bisection: a node's log can hold many thousands of Xid 74 lines
+    and fatal SXids, and comparing every pair cost their product (6,000 of each, 5 s)."""
+
+    def __init__(self, sxids: Sequence[SXidEvent]) -> None:
+        sources = [e.source for e in sxids]
+        self.times = sorted(s.time for s in sources if s.time is not None)
+        untimed = [s for s in sources if s.time is None]
+        # the SXids an Xid with a wall clock falls back to uptime (or to always) with
+        self.untimed_uptimes = sorted(s.uptime for s in untimed if s.uptime is not None)
+        self.untimed_no_uptime = any(s.uptime is None for s in untimed)
+        self.any_untimed = bool(untimed)
+        # the SXids an Xid without a wall clock compares by uptime (or always) with
+        self.uptimes = sorted(s.uptime for s in sources if s.uptime is not None)
+        self.any_no_uptime = any(s.uptime is None for s in sources)
+
+    @staticmethod
+    def _within(values: list[float], value: float) -> bool:
+        """Some value within NEAR_S of ``value``: the nearest ones decide."""
+        at = bisect.bisect_left(values, value)
+        return any(abs(values[i] - value) <= NEAR_S for i in (at - 1, at) if 0 <= i < len(values))
+
+    @staticmethod
+    def _within_time(values: list[datetime], value: datetime) -> bool:
+        at = bisect.bisect_left(values, value)
+        return any(abs((values[i] - value).total_seconds()) <= NEAR_S
+                   for i in (at - 1, at) if 0 <= i < len(values))
+
+    def near(self, xid: XidEvent) -> bool:
+        a = xid.source
+        if a.time is not None:
+            if self._within_time(self.times, a.time):
                 return True
-        elif a.uptime is not None and b.uptime is not None:
-            if abs(a.uptime - b.uptime) <= NEAR_S:
-                return True
-        else:
-            return True   # no comparable clock: same log, take it as accompanying
-    return False
+            if a.uptime is None:
+                return self.any_untimed
+            return self.untimed_no_uptime or self._within(self.untimed_uptimes, a.uptime)
+        if a.uptime is None:
+            return bool(self.times) or self.any_untimed
+        return self.any_no_uptime or self._within(self.uptimes, a.uptime)
 
 
 class NvswitchSXid(Rule):
@@ -112,9 +144,12 @@ class NvswitchSXid(Rule):
         lead = max(infos.values(), key=lambda i: (Severity(i.severity).rank, i.sxid))
         switch = next((e.switch for e in events if e.switch), "NVSwitch")
         counts = Counter(e.sxid for e in reports)
+        listed = sorted(counts.items())
         listing = ", ".join(
             f"SXid {n} ({infos[n].name}{', ' + infos[n].kind if infos[n].kind else ''}) x{c}"
-            for n, c in sorted(counts.items()))
+            for n, c in listed[:_LISTED])
+        if len(listed) > _LISTED:
+            listing += f" and {len(listed) - _LISTED:,} other SXid number(s)"
         links = sorted({e.link for e in reports if e.link is not None})
         first, last = reports[0].source, reports[-1].source
         span = when(first) if when(first) == when(last) else f"{when(first)} to {when(last)}"
@@ -144,8 +179,9 @@ class NvswitchSXid(Rule):
         if not serious:
             return set()
         found: set[str] = set()
+        clocks = _Clocks(serious)
         for gpu, xids in kernel.xids_by_gpu().items():
-            if any(x.xid in GPU_XIDS and _near(x, serious) for x in xids):
+            if any(x.xid in GPU_XIDS and clocks.near(x) for x in xids):
                 found.add(gpu)
         return found
 

@@ -110,7 +110,7 @@ def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list
     wanted = (signatures.get(SIGNATURE),)
     evidence: list[Locator | Evidence] = []
     said: list[str] = []
-    releases: list[str] = []
+    releases: dict[str, None] = {}  # in order, each once (a set per hit would be quadratic)
     for pod in ctx.facts.operator_pods:
         for log in ctx.facts.pod_logs.of(pod):
             for hit in log.matches("OP016"):
@@ -128,9 +128,8 @@ def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list
                     revision, f"{release} revision {revision.revision} ({revision.status}): "
                               f"{hits[0].text}", "description"))
                 said.append(hits[0].text)
-                if release not in releases:
-                    releases.append(release)
-    return evidence, said, releases
+                releases[release] = None
+    return evidence, said, list(releases)
 
 
 class ClusterPolicySchemaRejected(Rule):

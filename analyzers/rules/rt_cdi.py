@@ -13,6 +13,7 @@ from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
 from bundle.kube import Event, Pod
 
 _SIGNATURE = "cdi-unresolvable-devices"
+_EXPLAINED = 4  # requested names the summary explains
 
 
 def _why(kind: str, name: str, specs: list[CdiSpec], uuids: set[str]) -> str:
@@ -81,13 +82,13 @@ class CdiDeviceUnresolvable(Rule):
         specs = node_specs(artifacts) if artifacts is not None and collected else []
         smi = artifacts.nvidia_smi if artifacts is not None else None
         uuids = {g.uuid for g in smi.gpus if g.uuid} if smi is not None else set()
-        wanted: list[tuple[str, str]] = []
+        wanted: dict[tuple[str, str], None] = {}  # the first _EXPLAINED names, in order
         for _, event in failing:
-            for device in requested(event.message or ""):
-                if device not in wanted:
-                    wanted.append(device)
+            wanted.update(dict.fromkeys(requested(event.message or "")))
+            if len(wanted) >= _EXPLAINED:
+                break
         reasons = []
-        for kind, name in wanted[:4]:
+        for kind, name in list(wanted)[:_EXPLAINED]:
             if not collected:
                 why = "the node's CDI specs were not collected"
             elif not specs:

@@ -10,11 +10,33 @@ from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
-from bundle.devnodes import parse_cgroup, parse_dev_nvidia
+from bundle.devnodes import over_budget, parse_cgroup, parse_dev_nvidia
 from bundle.kube import Pod
 
 _SIGNATURE = "workload-nvml-unknown-error"
 _GPU_PREFIX = "nvidia.com/"
+_SHOWN_PODS = 3
+
+
+def _recreate(pods: list[Pod]) -> list[str]:
+    """The last step, after the links exist: recreate the affected pods. Deleting a pod
+    is offered only where an owner starts it again (a Job, ReplicaSet, StatefulSet,
+    DaemonSet or an operator's resource); a pod without one, or a node's static pod,
+    would be gone or untouched, so it is named, not deleted."""
+    lines = ["# then, from your workstation and once the links exist, recreate the affected "
+             "pods one at a time (their running work is lost):"]
+    for pod in pods[:_SHOWN_PODS]:
+        owners = {o.kind for o in pod.metadata.owner_references}
+        if owners and "Node" not in owners:
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(pod.namespace), "delete", "pod",
+                                sh.pod(pod.name), tail="   # its owner starts it again"))
+        else:
+            lines.append(sh.note("# {pod} has no owner that would start it again: re-create "
+                                 "it from its manifest", pod=sh.pod(pod.name)))
+    if len(pods) > _SHOWN_PODS:
+        lines.append(sh.note("# and {count} more affected pod(s) on this node",
+                             count=len(pods) - _SHOWN_PODS))
+    return lines
 
 
 def _gpu_pod(pod: Pod) -> bool:
@@ -44,7 +66,9 @@ class GpuLostOnSystemdReload(Rule):
     On the node, ``ls -l /dev/char | grep nvidia`` (nothing confirms), then create the
     links with ``nvidia-ctk system create-dev-char-symlinks --create-all`` (and keep them
     with the udev rule from the toolkit's troubleshooting guide, or let the GPU Operator's
-    validator create them), or inject GPUs through CDI; recreate the affected pods.
+    validator create them), or inject GPUs through CDI. Then recreate the affected
+    pods, one at a time: delete those an owner (Job, ReplicaSet, StatefulSet ...) starts
+    again, and re-create a pod without one from its manifest.
     """
 
     id = "RT014"
@@ -72,6 +96,14 @@ class GpuLostOnSystemdReload(Rule):
                               "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
                               "was not collected")
                 continue
+            refused = [(name, why) for name, text in (("cgroup.txt", cgroup_text),
+                                                      ("dev-nvidia.txt", dev_text))
+                       if (why := over_budget(text)) is not None]
+            for name, why in refused:  # the engine then says partial or skipped, naming it
+                ctx.bundle.problem(artifacts.path(f"host/{name}"), why, kind="refused",
+                                   lost=True)
+            if refused:
+                continue
             systemd = parse_cgroup(cgroup_text).systemd
             dev = parse_dev_nvidia(dev_text)
             if systemd is not None and not dev.char_listed:
@@ -97,7 +129,7 @@ class GpuLostOnSystemdReload(Rule):
                                  excerpt=cgroup_text))
         evidence.append(Evidence(path=artifacts.path("host/dev-nvidia.txt"), line=char_line,
                                  excerpt="==> /dev/char <== (no link to an NVIDIA device)"))
-        devices = f" although {device.split()[-1]} and the other NVIDIA devices exist" \
+        devices = f" although {device.rsplit(None, 1)[-1]} and the other NVIDIA devices exist" \
             if device else ""
         summary = (f"On {node_name}, Running GPU pod(s) {names(p.name for p in pods)} lost "
                    "their GPUs (Failed to initialize NVML: Unknown Error): systemd manages "
@@ -110,9 +142,7 @@ class GpuLostOnSystemdReload(Rule):
             "nvidia-ctk system create-dev-char-symlinks --create-all",
             "# keep them across reboots (the toolkit's udev rule, or the GPU Operator's "
             "validator), or inject GPUs through CDI;",
-            "# then recreate the affected pods:",
-            *[sh.cmd("kubectl", "-n", sh.namespace(p.namespace), "delete", "pod", sh.pod(p.name))
-              for p in pods[:3]],
+            _recreate(pods),
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in pods[:10]]

@@ -43,6 +43,13 @@ def _events_with(facts: Facts, pods: Iterable[Pod], signature: str) -> list[Even
     return [e for p in pods for e in facts.pod_events_with(p, signature)]
 
 
+def _pods_of(facts: Facts, pods: Iterable[Pod], events: list[Event]) -> list[Pod]:
+    """The pods among ``pods`` that have one of ``events`` (by identity: one set, not a
+    scan of the list per event of every pod)."""
+    wanted = {id(e) for e in events}
+    return [p for p in pods if any(id(e) in wanted for e in facts.pod_events(p))]
+
+
 def _logs_with(facts: Facts, pods: Iterable[Pod],
                signatures: tuple[str, ...]) -> list[tuple[ContainerLog, SignatureMatch]]:
     return [(log, hit) for p in pods for log in facts.pod_logs.of(p)
@@ -148,7 +155,7 @@ class NvidiaHandlerBroken(Rule):
         events = _events_with(ctx.facts, pods, _NAME_UNSET)
         if not untyped:
             return
-        broken.parts.append(f"the runtime table(s) {', '.join(untyped)} have no runtime_type, "
+        broken.parts.append(f"the runtime table(s) {names(untyped)} have no runtime_type, "
                             "so containerd refuses every container created through them "
                             "(container.Runtime.Name must be set)")
         for name in untyped[:2]:
@@ -157,7 +164,7 @@ class NvidiaHandlerBroken(Rule):
                 path=ctx.bundle.node(node_name).path("containerd/config-dump.toml"),
                 excerpt=f"(runtimes.{name} has no runtime_type)"))
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
-        broken.pods += [p for p in pods if any(e in events for e in ctx.facts.pod_events(p))]
+        broken.pods += _pods_of(ctx.facts, pods, events)
         where = ctx.facts.node_runtime(node_name)
         edit = where.layout.templates[0] if where.layout.templates else where.config
         broken.fixes.append(sh.note('# add runtime_type = "io.containerd.runc.v2" to that table '
@@ -172,7 +179,7 @@ class NvidiaHandlerBroken(Rule):
         configured = {e.binary: n for n, e in nvidia.items() if e.binary}
         named = [f"{path} (BinaryName of runtime {configured[path]})" if path in configured
                  else path for path in missing]
-        what = ", ".join(named) if named else "the nvidia runtime's binary"
+        what = names(named) if named else "the nvidia runtime's binary"
         broken.parts.append(f"containerd cannot execute {what}: the file is not on the node "
                             f"({len(events)} event(s) say no such file or directory)")
         for path in missing[:2]:
@@ -180,7 +187,7 @@ class NvidiaHandlerBroken(Rule):
             if line is not None:
                 broken.evidence.append(line)
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
-        broken.pods += [p for p in pods if any(e in events for e in ctx.facts.pod_events(p))]
+        broken.pods += _pods_of(ctx.facts, pods, events)
         for path in missing[:2]:
             broken.fixes.append(sh.cmd("ls", "-l", sh.path(path)))
         broken.fixes.append(sh.cmd("ls", "-l", "/usr/local/nvidia/toolkit/",
@@ -211,7 +218,7 @@ class NvidiaHandlerBroken(Rule):
             broken.evidence.append(root_evidence)
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
         broken.evidence += [_log_evidence(log, hit) for log, hit in logs[:2]]
-        broken.pods += [p for p in pods if any(e in events for e in facts.pod_events(p))]
+        broken.pods += _pods_of(facts, pods, events)
         broken.pods += [log.pod for log, _ in logs]
         broken.fixes += [sh.cmd("ls", sh.path(_OPERATOR_ROOT + "/usr/lib64"),
                                 sh.path(_OPERATOR_ROOT + "/usr/lib/x86_64-linux-gnu"),
@@ -247,17 +254,22 @@ def _driver_root(facts: Facts, node_name: str) -> tuple[str, str, Evidence | Non
     toolkit = facts.operands.get(node_name, {}).get("toolkit")
     if toolkit is not None:
         pod = toolkit.pod
+        volumes: dict[str, int] = {}  # hostPath volume name -> its first index: one pass
+        for index, volume in enumerate(pod.spec.volumes):
+            if volume.host_path is not None:
+                volumes.setdefault(volume.name, index)
         for container in list(pod.spec.init_containers) + list(pod.spec.containers):
             for mount in container.volume_mounts:
-                if mount.mount_path.rstrip("/") != _DRIVER_ROOT_MOUNT:
+                if mount.mount_path.rstrip("/") != _DRIVER_ROOT_MOUNT or \
+                        mount.name not in volumes:
                     continue
-                for index, volume in enumerate(pod.spec.volumes):
-                    if volume.name == mount.name and volume.host_path is not None:
-                        path = volume.host_path.path
-                        return path, f"hostPath of the toolkit pod {pod.name}", Evidence(
-                            path=pod.source_path,
-                            pointer=f"{pod.source_pointer}/spec/volumes/{index}/hostPath/path",
-                            excerpt=f"{volume.name}: hostPath {path} -> {_DRIVER_ROOT_MOUNT}")
+                index = volumes[mount.name]
+                volume = pod.spec.volumes[index]
+                path = volume.host_path.path if volume.host_path is not None else ""
+                return path, f"hostPath of the toolkit pod {pod.name}", Evidence(
+                    path=pod.source_path,
+                    pointer=f"{pod.source_pointer}/spec/volumes/{index}/hostPath/path",
+                    excerpt=f"{volume.name}: hostPath {path} -> {_DRIVER_ROOT_MOUNT}")
     policy = facts.cluster_policy
     if policy is not None:
         enabled = policy.component_enabled("driver")
