@@ -186,10 +186,18 @@ class Rule:
             nodes=sorted(set(nodes)),
             objects=list(objects),
             evidence=[_evidence(e) for e in evidence],
-            remediation=remediation if remediation is not None else cls.docs().remediation,
+            remediation=remediation if remediation is not None else as_comments(
+                cls.docs().remediation),
             caused_by=sorted(set(caused_by)),
             causes=sorted(set(causes)),
         )
+
+
+def as_comments(prose: str) -> str:
+    """A rule's written remediation as a finding's copy block: every line a shell
+    comment, so that prose is read and never offered (or pasted) as a command. Rules
+    build the commands they want copied with :mod:`analyzers.commands`."""
+    return "\n".join(f"# {line}" if line.strip() else "#" for line in prose.splitlines())
 
 
 def _evidence(item: Locator | Evidence) -> Evidence:

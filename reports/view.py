@@ -243,8 +243,8 @@ def first_command(remediation: str) -> str | None:
     """
     for line in remediation.splitlines():
         stripped = line.strip()
-        if stripped.startswith("#") or stripped.endswith(":"):
-            continue
+        if stripped.startswith("#") or stripped.endswith(":") or "``" in stripped:
+            continue  # a comment, a heading, or a line of prose quoting a command
         if _COMMAND.match(stripped) and _balanced(stripped):
             return stripped
     return None

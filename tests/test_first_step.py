@@ -1,0 +1,56 @@
+"""The first step a report offers to copy is a command a rule built, never a line of
+its written remediation: prose is shown as comments, and a line quoting a command in
+``double backquotes`` is prose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzers.engine import analyze
+from analyzers.plugins import discover
+from analyzers.rule import as_comments
+from bundle import open_bundle
+from reports.view import first_command
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = discover().rules
+
+
+@pytest.mark.parametrize("loaded", RULES, ids=lambda loaded: loaded.rule.id)
+def test_a_finding_without_commands_shows_its_rule_prose_as_comments(loaded: object) -> None:
+    rule = loaded.rule  # type: ignore[attr-defined]
+    finding = rule.finding("gpu-1", "summary", nodes=["gpu-1"])
+    assert finding.remediation == as_comments(rule.docs().remediation)
+    assert all(line.startswith("#") for line in finding.remediation.splitlines())
+    assert first_command(finding.remediation) is None
+
+
+# Findings of these samples carry their rule's written remediation: before, the report
+# offered a fragment of it as the first step (SC005's was "and ``kubectl delete pods
+# -n <ns> --field-selector=status.phase=Failed``.").
+PROSE_ONLY = {("secureboot-dkms-refused", "DRV004"), ("driver-build-no-headers", "RT006"),
+              ("incident-toolkit-disabled", "RT007"), ("timeslicing", "SC005")}
+
+
+@pytest.mark.parametrize("sample", sorted({s for s, _ in PROSE_ONLY}))
+def test_prose_is_never_offered_as_a_first_step(sample: str) -> None:
+    with open_bundle(ROOT / "samples" / sample) as opened:
+        report = analyze(opened, RULES)
+    offered = {f.rule_id: first_command(f.remediation) for f in report.findings}
+    prose = {rule for s, rule in PROSE_ONLY if s == sample}
+    assert prose <= set(offered)
+    assert all(offered[rule] is None for rule in prose)
+    built = {rule: command for rule, command in offered.items() if rule not in prose}
+    assert any(built.values())  # the rules that build commands still offer one
+    assert not any("``" in command or command.endswith(".")
+                   for command in built.values() if command)
+
+
+def test_prose_lines_are_skipped() -> None:
+    assert first_command("Review them first:\nand ``kubectl delete pods -n x``.") is None
+    assert first_command("# read first\nkubectl get pods -A\nkubectl delete pod x") == \
+        "kubectl get pods -A"
+    assert as_comments("Fix the node.\n\nThen ``restart``.") == \
+        "# Fix the node.\n#\n# Then ``restart``."
