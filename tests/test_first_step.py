@@ -54,3 +54,15 @@ def test_prose_lines_are_skipped() -> None:
         "kubectl get pods -A"
     assert as_comments("Fix the node.\n\nThen ``restart``.") == \
         "# Fix the node.\n#\n# Then ``restart``."
+
+
+def test_a_lost_gpu_is_looked_at_before_its_node_is_cordoned() -> None:
+    """DRV002: the evidence the reboot would erase comes first, read-only; cordon and
+    drain follow, for the node of the finding."""
+    with open_bundle(ROOT / "samples" / "xid79-fallen-off-bus") as opened:
+        report = analyze(opened, RULES)
+    lost = next(f for f in report.findings if f.rule_id == "DRV002")
+    assert lost.nodes == ["hgx-1"]
+    assert first_command(lost.remediation).startswith("dmesg --time-format iso")
+    lines = lost.remediation.splitlines()
+    assert lines.index("kubectl cordon hgx-1") > lines.index("ipmitool sel list | tail -20")

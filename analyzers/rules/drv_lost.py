@@ -79,12 +79,12 @@ class GpuLost(Rule):
     was running on it is lost.
 
     Remediation:
-    Cordon and drain the node (``kubectl cordon <node>``, ``kubectl drain <node>
-    --ignore-daemonsets --delete-emptydir-data``). Before rebooting, keep the
-    evidence: ``dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen'``,
-    ``lspci -vvv -s <bus id>`` (LnkSta, UESta) and the BMC event log
-    (``ipmitool sel list``). Reboot; if the same GPU is lost again, check seating,
-    riser and power, and open a hardware case.
+    First keep the evidence, on the node: ``dmesg --time-format iso | grep -iE
+    'NVRM|Xid|AER|fallen'``, ``lspci -vvv -s <bus id>`` (LnkSta, UESta) and the BMC
+    event log (``ipmitool sel list``). Then cordon and drain the node (``kubectl cordon
+    <node>``, ``kubectl drain <node> --ignore-daemonsets --delete-emptydir-data``), one
+    node at a time, and reboot it; if the same GPU is lost again, check seating, riser
+    and power, and open a hardware case.
     """
 
     id = "DRV002"
@@ -137,14 +137,13 @@ def _remediation(name: str, key: str) -> str:
     target = sh.pci(key) if key != UNKNOWN_GPU else sh.raw("<bus id>")
     node = sh.node(name)
     return sh.lines([
-        sh.cmd("kubectl", "cordon", node),
-        sh.cmd("kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data",
-               tail="   # one node at a time"),
-        sh.note("# on {node}, before rebooting (keep the output for the hardware case):",
-                node=node),
+        sh.note("# on {node}, first (keep the output for the hardware case):", node=node),
         "dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen off' | tail -50",
         sh.cmd("lspci", "-vvv", "-s", target, tail=" | grep -iE 'LnkSta|UESta|CESta'"),
         "ipmitool sel list | tail -20",
+        "# then, from your own machine, one node at a time:",
+        sh.cmd("kubectl", "cordon", node),
+        sh.cmd("kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data"),
         sh.note("# reboot {node}; if this GPU is lost again, reseat it / check riser and power "
                 "and open a hardware case", node=node),
     ])
