@@ -28,10 +28,9 @@ def test_a_finding_without_commands_shows_its_rule_prose_as_comments(loaded: obj
 
 
 # Findings of these samples carry their rule's written remediation: before, the report
-# offered a fragment of it as the first step (SC005's was "and ``kubectl delete pods
-# -n <ns> --field-selector=status.phase=Failed``.").
+# offered a fragment of a sentence of it as the first step to copy.
 PROSE_ONLY = {("secureboot-dkms-refused", "DRV004"), ("driver-build-no-headers", "RT006"),
-              ("incident-toolkit-disabled", "RT007"), ("timeslicing", "SC005")}
+              ("incident-toolkit-disabled", "RT007")}
 
 
 @pytest.mark.parametrize("sample", sorted({s for s, _ in PROSE_ONLY}))
@@ -66,3 +65,17 @@ def test_a_lost_gpu_is_looked_at_before_its_node_is_cordoned() -> None:
     assert first_command(lost.remediation).startswith("dmesg --time-format iso")
     lines = lost.remediation.splitlines()
     assert lines.index("kubectl cordon hgx-1") > lines.index("ipmitool sel list | tail -20")
+
+
+def test_rejected_pods_are_reviewed_before_anything_is_deleted() -> None:
+    """SC005 offered "and ``kubectl delete pods -n <ns> --field-selector=status.phase=
+    Failed``." as its first step; it now lists the failed pods of its node, and leaves
+    deleting them, per namespace, to a comment."""
+    with open_bundle(ROOT / "samples" / "timeslicing") as opened:
+        report = analyze(opened, RULES)
+    rejected = next(f for f in report.findings if f.rule_id == "SC005")
+    assert rejected.id == "SC005:gpu-2"
+    assert first_command(rejected.remediation) == (
+        "kubectl get pods -A --field-selector status.phase=Failed,spec.nodeName=gpu-2 -o wide")
+    commands = [line for line in rejected.remediation.splitlines() if not line.startswith("#")]
+    assert commands == [first_command(rejected.remediation)]

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.models import Evidence, Finding, Severity
@@ -75,9 +76,10 @@ class AdmissionAllocateFailed(Rule):
     fail the same way, and Failed pods pile up by the thousand.
 
     Remediation:
-    Fix the node first (the linked Xid / device-plugin finding), then delete the failed
-    pods: ``kubectl get pods -A --field-selector=status.phase=Failed`` to review them,
-    and ``kubectl delete pods -n <ns> --field-selector=status.phase=Failed``.
+    Fix the node first (the linked Xid / device-plugin finding), then review the failed
+    pods (``kubectl get pods -A --field-selector=status.phase=Failed``) and delete them
+    per namespace (``kubectl delete pods -n <ns> --field-selector=status.phase=Failed``):
+    kubelet does not retry them, and a controller starts its pods again.
     """
 
     id = "SC005"
@@ -150,7 +152,22 @@ class AdmissionAllocateFailed(Rule):
         objects = ([node_ref(subject)] if on_node else []) + [
             pod_ref(p) for p in list(group.pods.values())[:EXAMPLE_CAP] if p is not None]
         return self.finding(subject, summary, nodes=[subject] if on_node else [],
-                            objects=objects, evidence=evidence, caused_by=links)
+                            objects=objects, evidence=evidence, caused_by=links,
+                            remediation=_admission_remediation(subject if on_node else None))
+
+
+def _admission_remediation(node_name: str | None) -> str:
+    """Read first: the failed pods (of the node); deleting them is left as a comment,
+    to run per namespace once the node is fixed and the pods reviewed."""
+    failed = (sh.join("status.phase=Failed,spec.nodeName=", sh.node(node_name))
+              if node_name is not None else "status.phase=Failed")
+    return sh.lines(
+        "# fix the node first (the linked finding), then review the rejected pods:",
+        sh.cmd("kubectl", "get", "pods", "-A", "--field-selector", failed, "-o", "wide"),
+        "# kubelet does not retry them: once reviewed, delete them per namespace (a",
+        "# controller starts its pods again), kubectl delete pods -n <ns> with the same",
+        "# --field-selector",
+    )
 
 
 # ------------------------------------------------------------------------ SC006
