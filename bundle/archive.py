@@ -8,8 +8,9 @@ disk and time against hostile input: a member cap, a member-count cap, a cap on 
 decompressed size, and a cap on the compression ratio that stops a decompression bomb
 after its first few MiB instead of after the gigabytes it promises.
 :mod:`bundle.gzstream` decompresses and :mod:`bundle.tarstream` splits the members;
-this module decides what to keep, refuse and record. A directory is read by
-:mod:`bundle.directory` under the same caps and refusals.
+this module decides what to keep, refuse and record. A :class:`Watcher` hears of each
+member as it is stored, so that work on it can begin before the archive ends. A
+directory is read by :mod:`bundle.directory` under the same caps and refusals.
 """
 
 from __future__ import annotations
