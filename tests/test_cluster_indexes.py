@@ -76,6 +76,41 @@ def test_event_signatures_answer_as_matching_each_message(tmp_path: Path) -> Non
         assert found[0] is found[1]  # one message, matched once
 
 
+def test_events_by_signature_answer_as_walking_every_event(tmp_path: Path) -> None:
+    """``events_with``, ``pod_events_with`` and ``events_for`` give what a walk over
+    every event (of the pod) that tests each event's signatures gives, in bundle order."""
+    quota = ('pods "x" is forbidden: exceeded quota: gpu-quota, requested: '
+             "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=4, limited: "
+             "requests.nvidia.com/gpu=4")
+    events = [
+        _event("e0", "FailedScheduling", insufficient(3, 2), "2026-11-29T13:00:00Z"),
+        _event("e1", "FailedCreate", quota, "2026-11-29T13:01:00Z", pod="q"),
+        _event("e2", "FailedScheduling", insufficient(3, 2), "2026-11-29T13:02:00Z", pod="q"),
+        _event("e3", "FailedScheduling", insufficient(3, 2), "2026-11-29T13:03:00Z",
+               kind="Node", namespace="", pod="p"),
+        _event("e4", "FailedScheduling", insufficient(1, 0), "2026-11-29T13:04:00Z"),
+        _event("e5", "Scheduled", "Successfully assigned ml/p to gpu-a", None),
+    ]
+    pods = [workload("p", gpus=1), workload("q", gpus=1)]
+    with _facts(tmp_path, nodes=[], pods=pods, events=events) as facts:
+        every = facts.bundle.cluster.events
+        ids = {hit.signature.id for event in every for hit in facts.event_signatures(event)}
+        assert len(ids) >= 2
+        for signature in sorted(ids):
+            walked = [e for e in every
+                      if any(h.signature.id == signature for h in facts.event_signatures(e))]
+            assert facts.events_with(signature) == walked
+            for pod in facts.bundle.cluster.pods:
+                assert facts.pod_events_with(pod, signature) == [
+                    e for e in facts.pod_events(pod) if e in walked]
+        for rule in ("SC001", "SC004", "RT001"):
+            assert facts.events_for(rule) == [
+                e for e in every if any(rule in h.signature.rules
+                                        for h in facts.event_signatures(e))]
+        assert [e.metadata.name for e in facts.events_for("SC004")] == ["e1"]
+        assert facts.events_with("no-such-signature") == []
+
+
 # ------------------------------------------------------------------ pod helpers
 
 
