@@ -79,3 +79,12 @@ def test_rejected_pods_are_reviewed_before_anything_is_deleted() -> None:
         "kubectl get pods -A --field-selector status.phase=Failed,spec.nodeName=gpu-2 -o wide")
     commands = [line for line in rejected.remediation.splitlines() if not line.startswith("#")]
     assert commands == [first_command(rejected.remediation)]
+
+
+def test_the_bundle_rules_offer_their_static_checks() -> None:
+    """BND001 (a gap of another kind) and BND002 once offered the commands indented in
+    their docstrings; they now give them as their own remediation."""
+    from analyzers.rules import bnd
+
+    assert first_command(bnd._OTHER_GAP) == "kubectl auth can-i list events --all-namespaces"
+    assert first_command(bnd._UNREADABLE).startswith("gzip -t bundle.tgz && tar -tzf")

@@ -24,6 +24,15 @@ _NOTHING_LOST = ("not-started", "previous-log-missing")
 _SEVERITY = {"not-started": Severity.INFO, SMI_FAILED: Severity.INFO,
              "previous-log-missing": Severity.INFO, "missing-command": Severity.LOW,
              "not-found": Severity.LOW}
+# What to do about a gap of another kind, and about unreadable bundle parts (BND002).
+_OTHER_GAP = ("# as the collecting identity: what may it read?\n"
+              "kubectl auth can-i list events --all-namespaces\n"
+              "# re-run the collector with the missing permission or access; a node it could "
+              "not reach:\ngpu-triage collect --nodes <node> --node-mode ssh")
+_UNREADABLE = ("gzip -t bundle.tgz && tar -tzf bundle.tgz | tail   # check the archive you "
+               "received\n# ask for the bundle again (its size against the collector's final "
+               "line) or re-collect the named files;\n# a big but genuine bundle is read with "
+               "higher caps: --max-member-mib, --max-total-gib, --max-members, --max-ratio")
 # What to do about each kind of gap: the first line is the first step shown.
 _REMEDIATION = {
     "unauthorized": "kubectl get --raw /version   # as the collecting identity: are its "
@@ -127,7 +136,7 @@ class CollectionGaps(Rule):
                 nodes=nodes,
                 evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
-                remediation=_REMEDIATION.get(kind),  # None: the rule's general advice
+                remediation=_REMEDIATION.get(kind, _OTHER_GAP),
                 caused_by=[refs.DRV009(n) for n in nodes] if kind == SMI_FAILED else [],
             )
 
@@ -180,6 +189,7 @@ class UnreadableBundleParts(Rule):
                 severity=severity,
                 title=title,
                 evidence=evidence[:20],
+                remediation=_UNREADABLE,
             )
 
 

@@ -51,9 +51,10 @@ def test_other_failures_keep_the_rules_general_advice(tmp_path: Path) -> None:
                                               "error": "exit status 3"}])
     (finding,) = of(report, "BND001").values()
     assert finding.id == "BND001:other"
-    assert finding.remediation.splitlines()[-2:] == [
-        "  kubectl auth can-i list events --all-namespaces",
-        "  gpu-triage collect --nodes <node> --node-mode ssh"]
+    assert finding.remediation.splitlines()[-1] == (
+        "gpu-triage collect --nodes <node> --node-mode ssh")
+    assert first_command(finding.remediation) == (
+        "kubectl auth can-i list events --all-namespaces")
 
 
 def test_a_complete_collection_is_quiet(tmp_path: Path) -> None:
