@@ -27,24 +27,39 @@ def test_a_finding_without_commands_shows_its_rule_prose_as_comments(loaded: obj
     assert first_command(finding.remediation) is None
 
 
-# Findings of these samples carry their rule's written remediation: before, the report
-# offered a fragment of a sentence of it as the first step to copy.
-PROSE_ONLY = {("secureboot-dkms-refused", "DRV004"), ("driver-build-no-headers", "RT006"),
-              ("incident-toolkit-disabled", "RT007")}
+# Findings of these samples carried their rule's written remediation, and the report
+# offered a fragment of a sentence of it as the first step to copy; they now build
+# read-first commands (RT005 is asserted below, no sample makes it fire).
+FIRST_STEPS = {
+    ("secureboot-dkms-refused", "DRV004"): "mokutil --sb-state",
+    ("driver-build-no-headers", "RT006"): "ls -l /var/run/cdi /etc/cdi",
+    ("incident-toolkit-disabled", "RT007"):
+        "kubectl get runtimeclass -o custom-columns=NAME:.metadata.name,HANDLER:.handler",
+}
 
 
-@pytest.mark.parametrize("sample", sorted({s for s, _ in PROSE_ONLY}))
+@pytest.mark.parametrize("sample", sorted({s for s, _ in FIRST_STEPS}))
 def test_prose_is_never_offered_as_a_first_step(sample: str) -> None:
+    docs = {loaded.rule.id: loaded.rule.docs().remediation for loaded in RULES}
     with open_bundle(ROOT / "samples" / sample) as opened:
         report = analyze(opened, RULES)
     offered = {f.rule_id: first_command(f.remediation) for f in report.findings}
-    prose = {rule for s, rule in PROSE_ONLY if s == sample}
-    assert prose <= set(offered)
-    assert all(offered[rule] is None for rule in prose)
-    built = {rule: command for rule, command in offered.items() if rule not in prose}
-    assert any(built.values())  # the rules that build commands still offer one
+    for (where, rule), step in FIRST_STEPS.items():
+        if where == sample:
+            assert offered[rule] == step
+    assert not any(f.remediation == docs[f.rule_id] for f in report.findings)
     assert not any("``" in command or command.endswith(".")
-                   for command in built.values() if command)
+                   for command in offered.values() if command)
+
+
+def test_a_runtime_without_its_cri_plugin_is_looked_at_first() -> None:
+    from analyzers.rules.rt_service import _cri_remediation
+
+    remediation = _cri_remediation("gpu-7")
+    assert remediation.splitlines()[0].startswith("# on gpu-7 (kubectl debug node/gpu-7")
+    assert first_command(remediation) == "containerd config dump | grep -n disabled_plugins"
+    assert "systemctl restart containerd" not in [line for line in remediation.splitlines()
+                                                  if not line.startswith("#")]
 
 
 def test_prose_lines_are_skipped() -> None:

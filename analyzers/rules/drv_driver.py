@@ -350,8 +350,21 @@ class SecureBootRefusedModule(Rule):
             causes.append(refs.OP010(name))
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
-            evidence=evidence, causes=causes,
+            evidence=evidence, causes=causes, remediation=_secure_boot_remediation(name),
         )
+
+
+def _secure_boot_remediation(name: str) -> str:
+    node = sh.node(name)
+    return sh.lines(
+        sh.node_shell(node),
+        "mokutil --sb-state",
+        "dmesg --time-format iso | grep -iE 'Lockdown|module verification' | tail -20",
+        "# then, one node at a time (cordon and drain it first): signed precompiled driver",
+        "# images (driver.usePrecompiled=true) or distribution-signed driver packages; or",
+        "# sign the module and enrol its key (mokutil --import); or turn Secure Boot off",
+        "# in the firmware where policy allows",
+    )
 
 
 _Refusal = tuple[str, Evidence, list[Evidence], list[Evidence], bool, bool]

@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
@@ -140,7 +141,8 @@ class CdiSpecMissing(Rule):
                     nodes=[node_name], objects=[node_ref(node_name)],
                     evidence=[policy_evidence,
                               Evidence(path=artifacts.path("cdi/"), excerpt=excerpt)],
-                    caused_by=_cause_link(ctx, node_name))
+                    caused_by=_cause_link(ctx, node_name),
+                    remediation=_cdi_remediation(node_name))
                 continue
             smi = artifacts.nvidia_smi
             driver = smi.driver_version if smi is not None else None
@@ -156,7 +158,8 @@ class CdiSpecMissing(Rule):
                         evidence=[Evidence(path=artifacts.path("cdi/" + path),
                                            excerpt=f"libraries of driver {found}"),
                                   Evidence(path=artifacts.path("nvidia-smi.xml"),
-                                           excerpt=f"driver_version {driver}")])
+                                           excerpt=f"driver_version {driver}")],
+                        remediation=_cdi_remediation(node_name))
                     break
 
 
@@ -208,7 +211,7 @@ class BrokenRuntimeReference(Rule):
                 f"defines ({names(f'{p.namespace}/{p.name}' for p in pods)}).",
                 objects=[ObjectRef(kind="Pod", namespace=p.namespace, name=p.name)
                          for p in pods[:10]],
-                evidence=evidence)
+                evidence=evidence, remediation=_RUNTIME_CLASSES)
 
     def _missing_handlers(self, ctx: Context,
                           classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
@@ -236,4 +239,24 @@ class BrokenRuntimeReference(Rule):
                 evidence=[field(rc, f"RuntimeClass {name} handler: {handler}", "handler")]
                 + [Evidence(path=loaded[n][1], excerpt=f"(no runtimes.{handler} table)")
                    for n in lacking[:2]],
-                caused_by=links)
+                caused_by=links, remediation=_RUNTIME_CLASSES)
+
+
+_RUNTIME_CLASSES = sh.lines(
+    "kubectl get runtimeclass -o custom-columns=NAME:.metadata.name,HANDLER:.handler",
+    "# on a GPU node, the runtimes its containerd loaded:",
+    "# containerd config dump | grep 'runtimes\\.'",
+    "# create the missing RuntimeClass, or fix the node's container runtime configuration",
+)
+
+
+def _cdi_remediation(node_name: str) -> str:
+    node = sh.node(node_name)
+    return sh.lines(
+        sh.node_shell(node),
+        "ls -l /var/run/cdi /etc/cdi",
+        "nvidia-smi --query-gpu=driver_version --format=csv,noheader",
+        "# the toolkit pod on this node writes the management spec: is it running? After a",
+        "# driver change, regenerate a host spec:",
+        "# nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml",
+    )

@@ -340,4 +340,16 @@ class CriPluginDisabled(Rule):
             yield self.finding(node_name, f"On {node_name}, containerd runs without its CRI "
                                f"plugin: {why}. kubelet cannot create pods through it.",
                                nodes=[node_name], objects=[node_ref(node_name)],
-                               evidence=evidence)
+                               evidence=evidence, remediation=_cri_remediation(node_name))
+
+
+def _cri_remediation(node_name: str) -> str:
+    node = sh.node(node_name)
+    return sh.lines(
+        sh.node_shell(node),
+        "containerd config dump | grep -n disabled_plugins",
+        "journalctl -u containerd --no-pager | grep -iE 'cri|failed to load plugin' | tail -20",
+        "# remove cri from disabled_plugins in the config containerd reads (Docker's packaged",
+        "# /etc/containerd/config.toml disables it), fix the error the journal names, then",
+        "# restart containerd on this node: systemctl restart containerd",
+    )
