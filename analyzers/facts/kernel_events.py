@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 from weakref import WeakKeyDictionary
@@ -37,6 +37,11 @@ from bundle.nvsmi import NvidiaSmi
 
 _Event = TypeVar("_Event", XidEvent, SXidEvent)
 UNKNOWN_GPU = "unknown"
+MAX_DEVICES = 64
+"""Distinct PCI addresses of one kind (Xids, kernel signals, SXids) read per node: the
+largest servers hold 16 GPUs and 12 NVSwitches. Each address becomes a finding of its
+own, so a log naming thousands (damaged, or made to) would bury the report; the lines
+of the addresses past the first :data:`MAX_DEVICES` are counted in a refused problem."""
 """Key of Xid events whose line names no PCI address."""
 
 _SAME_RECORD_SECONDS = 5.0
@@ -143,9 +148,17 @@ def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
         if kernel:
             sources.append(artifacts.path(f"journal/{unit}.jsonl"))
             lines = merge_lines(lines, kernel)
-    xids = [event for line in lines if (event := parse_xid(line)) is not None]
-    signals = [signal for line in lines for signal in scan_signals(line)]
-    sxids = [report for line in lines if (report := parse_sxid(line)) is not None]
+    where = sources[0] if sources else artifacts.path("dmesg.txt")
+
+    def note(message: str) -> None:
+        bundle.problem(where, message, kind="refused")
+
+    xids = _first_devices([e for line in lines if (e := parse_xid(line)) is not None],
+                          "Xid", note)
+    signals = _first_devices([s for line in lines for s in scan_signals(line)],
+                             "GPU kernel", note)
+    sxids = _first_devices([r for line in lines if (r := parse_sxid(line)) is not None],
+                           "SXid", note)
     return NodeKernel(
         node=name,
         lines=tuple(lines),
@@ -155,6 +168,32 @@ def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
         sources=tuple(sources),
         sxids=tuple(in_time_order(sxids)),
     )
+
+
+Addressed = TypeVar("Addressed", XidEvent, KernelSignal, SXidEvent)
+
+
+def _first_devices(events: list[Addressed], what: str,
+                   note: Callable[[str], None]) -> list[Addressed]:
+    """The events of the first :data:`MAX_DEVICES` distinct addresses, in order (those
+    without an address all kept); ``note`` hears how many addresses were left out."""
+    seen: set[str] = set()
+    left: set[str] = set()
+    kept = []
+    for event in events:
+        key = normalize_pci(event.pci) if event.pci else None
+        if key is None or key in seen:
+            kept.append(event)
+        elif len(seen) < MAX_DEVICES:
+            seen.add(key)
+            kept.append(event)
+        else:
+            left.add(key)
+    if left:
+        note(f"{what} lines name {len(seen) + len(left):,} distinct PCI addresses; those of "
+             f"the first {MAX_DEVICES} were read, the lines of the other {len(left):,} were "
+             "not (no server holds that many GPUs or NVSwitches)")
+    return kept
 
 
 # ---------------------------------------------------------------------- merging
