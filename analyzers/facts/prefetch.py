@@ -31,6 +31,7 @@ from analyzers.facts.kernel_events import NodeKernel, node_kernel, remember_kern
 from bundle import Bundle
 from bundle.kernel import KernelLine
 from bundle.nvsmi import NvidiaSmi
+from bundle.problems import ProblemLog
 
 MIN_NODES = 32  # below this a worker costs more to start than it saves
 CHUNK = 16  # nodes per task: large enough to amortize pickling, small enough to balance
@@ -60,6 +61,50 @@ def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
         return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi, kernel)
     except Exception:  # noqa: BLE001 - reported by the rule that reads it again
         return None
+
+
+Parsed = tuple[str, NodeFiles | None, ProblemLog]
+"""One node as a worker hands it back: its name, what parsing kept (None: a parser
+failed) and the problems found on the way."""
+
+
+def parse_here(bundle: Bundle, name: str) -> Parsed:
+    """:func:`read_node` with the problems it found, for handing back to the parent."""
+    mark = bundle.problems_mark()
+    files = read_node(bundle, name)
+    return name, files, bundle.problems_since(mark)
+
+
+def write_whole(path: Path, value: object) -> None:
+    """``value`` pickled into ``path``, written under another name first, so that a
+    file there is always whole (another process reads it once it is there)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    partial.rename(path)
+
+
+def write_result(results: Path, index: int, parsed: list[Parsed]) -> None:
+    """A worker's chunk into ``results/<index>.pickle``, where :func:`take` reads it."""
+    write_whole(results / f"{index}.pickle", parsed)
+
+
+def take(bundle: Bundle, results: Path, index: int,
+         wanted: Callable[[str], bool] = lambda name: True) -> list[str] | None:
+    """Install a worker's chunk: the nodes ``wanted`` that it parsed, with their problems
+    (a node a parser failed on is left to be read again, problems and all). The names
+    installed; None when there is no whole result (the worker died, killed for memory)."""
+    try:
+        parsed: list[Parsed] = pickle.loads(  # noqa: S301 - our own worker's
+            (results / f"{index}.pickle").read_bytes())
+    except Exception:  # noqa: BLE001 - read again by the caller
+        return None
+    taken = []
+    for name, files, problems in parsed:
+        if files is not None and wanted(name):
+            bundle.absorb_problems(problems)
+            install(bundle, files)
+            taken.append(name)
+    return taken
 
 
 def install(bundle: Bundle, files: NodeFiles) -> None:
@@ -103,8 +148,8 @@ def preload(bundle: Bundle, jobs: int, meanwhile: Sequence[Callable[[], object]]
         for process in started:
             process.join()
         for index, chunk in enumerate(chunks):
-            if index not in mine:
-                _take(bundle, Path(results) / f"{index}.pickle", chunk)
+            if index not in mine and take(bundle, Path(results), index) is None:
+                read_here(bundle, chunk)
 
 
 class Work:
@@ -143,34 +188,16 @@ class Work:
 
 
 def _work(work: Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
-    """A worker: read chunks until none is left, each into ``results/<index>.pickle``
-    (written under another name first, so a file there is always whole). Ctrl-C is for
-    the parent: it stops, and daemon workers end with it."""
+    """A worker: read chunks until none is left, each into its result file. Ctrl-C is
+    for the parent: it stops, and daemon workers end with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while (index := work.claim_first()) is not None:
-        mark = bundle.problems_mark()
-        files = [read_node(bundle, name) for name in chunks[index]]
-        partial = results / f"{index}.partial"
-        partial.write_bytes(pickle.dumps((files, bundle.problems_since(mark)),
-                                         protocol=pickle.HIGHEST_PROTOCOL))
-        partial.rename(results / f"{index}.pickle")
+        write_result(results, index, [parse_here(bundle, name) for name in chunks[index]])
 
 
 def read_here(bundle: Bundle, names: Sequence[str]) -> None:
     for name in names:
         read_node(bundle, name)
-
-
-def _take(bundle: Bundle, result: Path, names: list[str]) -> None:
-    try:
-        files, problems = pickle.loads(result.read_bytes())  # noqa: S301 - our own worker's
-    except Exception:  # noqa: BLE001 - the worker died (killed for memory, say): read here
-        read_here(bundle, names)
-        return
-    bundle.absorb_problems(problems)
-    for node in files:
-        if node is not None:
-            install(bundle, node)
 
 
 def run_all(calls: Sequence[Callable[[], object]]) -> None:

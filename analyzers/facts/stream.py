@@ -126,26 +126,13 @@ class NodeStream:
             covered.update(chunk)
         for process in self._processes:
             process.join()
+        wanted = names - self._dirty  # the others are read again, problems and all
         for index in range(len(self._chunks)):
             if index not in mine:
-                covered.update(self._take(bundle, index, names))
+                covered.update(prefetch.take(bundle, self._results, index,
+                                             wanted.__contains__) or ())
         self.close()
         return [name for name in bundle.node_names if name not in covered]
-
-    def _take(self, bundle: Bundle, index: int, names: set[str]) -> list[str]:
-        assert self._results is not None
-        try:
-            parsed = pickle.loads((self._results / f"{index}.pickle").read_bytes())  # noqa: S301 - our own worker's
-        except Exception:  # noqa: BLE001 - the worker died (killed for memory, say)
-            return []
-        taken = []
-        for name, files, problems in parsed:
-            if files is None or name not in names or name in self._dirty:
-                continue  # read again here (a parser failed: as one process would)
-            bundle.absorb_problems(problems)
-            prefetch.install(bundle, files)
-            taken.append(name)
-        return taken
 
     # -- handing over -------------------------------------------------------------------
 
@@ -171,9 +158,7 @@ class NodeStream:
         while len(self._ready) >= prefetch.CHUNK or (final and self._ready):
             chunk, self._ready = self._ready[:prefetch.CHUNK], self._ready[prefetch.CHUNK:]
             index = len(self._chunks)
-            partial = self._results / f"{index}.writing"
-            partial.write_bytes(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
-            partial.rename(self._results / f"{index}.chunk")
+            prefetch.write_whole(self._results / f"{index}.chunk", chunk)
             self._chunks.append([name for name, _ in chunk])
             self._work.add()
 
@@ -271,10 +256,10 @@ class _Members:
 
 def _work(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results: Path,
           parent: int) -> None:
-    """A worker: parse chunks as they are added, each into ``results/<index>.pickle``
-    (written under another name first, so a file there is always whole), until the
-    archive has ended and none is left. It leaves when its parent is gone. Ctrl-C is
-    for the parent, which stops it."""
+    """A worker: parse chunks as they are added, each into its result file
+    (:func:`~analyzers.facts.prefetch.write_result`), until the archive has ended and
+    none is left. It leaves when its parent is gone. Ctrl-C is for the parent, which
+    stops it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Whatever ends it (a manifest the parent refuses, a full disk), its chunks are
     # read by the parent instead, and nothing is printed.
@@ -301,14 +286,11 @@ def _serve(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results
             # every chunk left
             manifest = Bundle(_Members(source, {MANIFEST: manifest_at}), ProblemLog(),
                               source.display).manifest
-        parsed = [_parse(source, manifest, name, members) for name, members in chunk]
-        partial = results / f"{index}.partial"
-        partial.write_bytes(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
-        partial.rename(results / f"{index}.pickle")
+        prefetch.write_result(results, index, [_parse(source, manifest, name, members)
+                                               for name, members in chunk])
 
 
 def _parse(source: ArchiveSource, manifest: Manifest, name: str, members: dict[str, Place]
-           ) -> tuple[str, prefetch.NodeFiles | None, ProblemLog]:
-    problems = ProblemLog()
-    bundle = Bundle(_Members(source, members), problems, source.display, manifest=manifest)
-    return name, prefetch.read_node(bundle, name), problems
+           ) -> prefetch.Parsed:
+    bundle = Bundle(_Members(source, members), ProblemLog(), source.display, manifest=manifest)
+    return prefetch.parse_here(bundle, name)
