@@ -137,7 +137,8 @@ def _remediation(name: str, key: str) -> str:
     target = sh.pci(key) if key != UNKNOWN_GPU else sh.raw("<bus id>")
     node = sh.node(name)
     return sh.lines([
-        sh.note("# on {node}, first (keep the output for the hardware case):", node=node),
+        sh.node_shell(node),
+        "# first, keep the evidence for the hardware case:",
         "dmesg --time-format iso | grep -iE 'NVRM|Xid|AER|fallen off' | tail -50",
         sh.cmd("lspci", "-vvv", "-s", target, tail=" | grep -iE 'LnkSta|UESta|CESta'"),
         "ipmitool sel list | tail -20",
