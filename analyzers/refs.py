@@ -193,6 +193,7 @@ RT003 = NodeRef("RT003")          # DropInNotImported
 RT006 = NodeRef("RT006")          # CdiSpecMissing
 RT008 = NodeRef("RT008")          # ToolkitMisdirected
 RT009 = NodeRef("RT009")          # TemplateLostRuntime
+RT015 = NodeRef("RT015")          # DockerNoNvidiaRuntime
 SC001 = PodRef("SC001")           # InsufficientGPU
 SC006 = SharingRef("SC006")       # SharedGpuMisuse
 

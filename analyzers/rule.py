@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from bundle.evidence import Locator
@@ -112,6 +113,9 @@ class Rule:
     slug: ClassVar[str]
     severity: ClassVar[Severity]
     inputs: ClassVar[tuple[Input, ...]] = ()
+    # What the rule's claim rests on (``facts.preconditions.Need``): where one does not
+    # hold in the bundle, the engine skips the rule with the reason instead of running it.
+    needs: ClassVar[tuple[Need, ...]] = ()
     tags: ClassVar[tuple[str, ...]] = ()
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).

@@ -7,6 +7,7 @@ from typing import Any
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
@@ -88,6 +89,7 @@ class ValuesDroppedByUpgrade(Rule):
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
     inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -182,6 +184,7 @@ class ReleaseStuck(Rule):
     slug = "release-stuck"
     severity = Severity.HIGH
     inputs = (cluster("helm/*.json"),)
+    needs = (Need.OPERATOR,)
     tags = ("helm",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

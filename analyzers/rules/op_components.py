@@ -13,6 +13,8 @@ from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Stage
+from analyzers.facts.preconditions import Need
+from analyzers.facts.distro import CRIO, DOCKER
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
@@ -86,6 +88,7 @@ class DcgmExporterNoDcgm(Rule):
     slug = "dcgm-exporter-no-dcgm"
     severity = Severity.MEDIUM
     inputs = (cluster("pods.json"), LOGS)
+    needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -314,7 +317,7 @@ class DevicePluginUnhealthy(Rule):
         disabled = policy is not None and policy.component_enabled("devicePlugin") is False
         for name in facts.gpu_nodes:
             obj = facts.nodes.get(name)
-            plugin = facts.operands.get(name, {}).get("device-plugin")
+            plugin = facts.device_plugins.get(name)
             if plugin is None and obj is not None and disabled and policy is not None:
                 # Disabled on purpose is fine until a pod needs what nobody offers.
                 if facts.pending_gpu_pods and not _advertised(obj)[0]:
@@ -355,9 +358,19 @@ class DevicePluginUnhealthy(Rule):
         if blocked is not None:
             picture.evidence.append(blocked_evidence(blocked))
             if blocked.sandbox:
-                picture.reasons.append("its sandbox cannot be created: containerd has no "
-                                       "'nvidia' runtime handler (see RT001)")
-                picture.causes.append(refs.RT001(name))
+                cri = ctx.facts.node_cri(name)
+                if cri.cri == DOCKER:
+                    picture.reasons.append(f"its sandbox cannot be created: the node's CRI is "
+                                           f"Docker ({cri.describe()}), which runs no "
+                                           "'nvidia' RuntimeClass handler (see RT015)")
+                    picture.causes.append(refs.RT015(name))
+                elif cri.cri == CRIO:
+                    picture.reasons.append("its sandbox cannot be created: CRI-O has no "
+                                           "'nvidia' runtime handler (see RT010)")
+                else:
+                    picture.reasons.append("its sandbox cannot be created: containerd has no "
+                                           "'nvidia' runtime handler (see RT001)")
+                    picture.causes.append(refs.RT001(name))
                 picture.evidence += events_evidence(blocked.sandbox, 2)
             elif blocked.no_sandbox:
                 first = stages.first if stages is not None else None
@@ -411,7 +424,8 @@ class DevicePluginUnhealthy(Rule):
                 version = "v0.14 or older" if marker == "Retreiving" else "v0.15 or newer"
                 picture.reasons.append(f"the log's '{marker} plugins.' line dates the plugin "
                                        f"to {version}")
-            if ctx.facts.runtime(name).has_nvidia is False:
+            if ctx.facts.node_cri(name).containerd_possible and \
+                    ctx.facts.runtime(name).has_nvidia is False:
                 picture.causes.append(refs.RT001(name))
         if unhealthy:
             uuids = sorted({m[0] for _, text in unhealthy if (m := _UUID.search(text))})
@@ -447,7 +461,7 @@ class DevicePluginUnhealthy(Rule):
 
     def _finding(self, ctx: Context, name: str, obj: Node | None, plugin: OperandPod | None,
                  picture: PluginPicture, capacity: str) -> Finding:
-        ns = namespace(ctx)
+        ns = plugin.pod.namespace if plugin is not None else namespace(ctx)
         who = f"the device plugin {plugin.pod.name} ({plugin.state})" if plugin else \
             "the device plugin"
         summary = f"On {name}, {who}: {'; '.join(picture.reasons)}."
@@ -467,6 +481,8 @@ class DevicePluginUnhealthy(Rule):
                                    "{.status.allocatable}{\"\\n\"}'")))
         if any("NVML" in r for r in picture.reasons):
             lines += ["# on the node: the driver is usually fine; check the injection:",
+                      "docker info --format '{{json .Runtimes}} {{.DefaultRuntime}}'"
+                      if ctx.facts.node_cri(name).cri == DOCKER else
                       "containerd config dump | grep -nE 'runtimes.nvidia|enable_cdi|"
                       "default_runtime_name'",
                       sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pod",

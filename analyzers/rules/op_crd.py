@@ -16,6 +16,7 @@ from functools import cache
 
 from analyzers import commands as sh
 from analyzers import packaged, refs, signatures
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, event_evidence, running_operator
@@ -171,6 +172,7 @@ class ClusterPolicySchemaRejected(Rule):
     inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
               cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
               cluster("crds.json", optional=True), cluster("deployments.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "clusterpolicy", "crd", "helm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

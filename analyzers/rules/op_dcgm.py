@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operands import OperandPod
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
@@ -79,6 +80,7 @@ class DcgmProfilingUnavailable(Rule):
     slug = "dcgm-profiling-unavailable"
     severity = Severity.MEDIUM
     inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring", "dcgm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

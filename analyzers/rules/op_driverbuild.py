@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
@@ -79,6 +80,7 @@ class DriverBuildFails(Rule):
         cluster("pods.json", optional=True),
         cluster("events.json", optional=True),
     )
+    needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

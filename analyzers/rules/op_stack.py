@@ -8,6 +8,7 @@ from analyzers import commands as sh
 from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
@@ -123,6 +124,7 @@ class OperandsStuck(Rule):
               node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
               cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
               node("journal/nvidia-fabricmanager.jsonl", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -9,6 +9,7 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
@@ -25,6 +26,7 @@ from analyzers.rules.common import (
 )
 from analyzers.rules.rt_cdi import CdiDeviceUnresolvable
 from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload
+from analyzers.rules.rt_docker import DockerNoNvidiaRuntime
 from analyzers.rules.rt_distro import CrioNoNvidiaHandler, TemplateLostRuntime, ToolkitMisdirected
 from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported
 from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault
@@ -144,6 +146,7 @@ class NoNvidiaRuntime(Rule):
         *RUNTIME_FILES,
         LOGS,
     )
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -230,4 +233,5 @@ RULES: list[type[Rule]] = [
     NvidiaNotDefault,  # RT012
     CdiDeviceUnresolvable,  # RT013
     GpuLostOnSystemdReload,  # RT014
+    DockerNoNvidiaRuntime,  # RT015
 ]

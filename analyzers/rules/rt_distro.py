@@ -9,6 +9,7 @@ from analyzers import refs
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
 from analyzers.facts.runtimes import NVIDIA_HANDLER
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
@@ -80,6 +81,7 @@ class ToolkitMisdirected(Rule):
     inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
               cluster("helm/*.json", optional=True), node("runtime.json", optional=True),
               *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
+    needs = (Need.OPERATOR,)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -163,6 +165,7 @@ class TemplateLostRuntime(Rule):
     severity = Severity.HIGH
     inputs = (node("containerd/files/*"), node("runtime.json", optional=True),
               cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    needs = (Need.OPERATOR, Need.CONTAINERD,)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -276,6 +279,7 @@ class CrioNoNvidiaHandler(Rule):
     inputs = (cluster("nodes.json"), node("crio/*", optional=True),
               cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    needs = (Need.CRIO,)
     tags = ("runtime", "cri-o", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

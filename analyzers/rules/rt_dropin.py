@@ -11,6 +11,7 @@ from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER
+from analyzers.facts.preconditions import Need
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
@@ -54,12 +55,15 @@ class DropInClobber(Rule):
     severity = Severity.CRITICAL
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
               node("containerd/version.txt", optional=True), node("runtime.json", optional=True))
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         # Nodes of one pool carry the same files: each distinct fix is built once.
         fixes: dict[tuple[Clobber, tuple[tuple[str, str], ...]], list[str]] = {}
         for node_name in ctx.facts.gpu_nodes:
+            if not ctx.facts.node_runtime(node_name).containerd:
+                continue  # Docker's or CRI-O's node: containerd is not its CRI
             state = ctx.facts.runtime(node_name)
             clobber = state.nvidia_clobber()
             if clobber is None or state.has_nvidia is True:
@@ -160,10 +164,13 @@ class DropInNotImported(Rule):
     severity = Severity.CRITICAL
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
               *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for node_name in ctx.facts.gpu_nodes:
+            if not ctx.facts.node_runtime(node_name).containerd:
+                continue  # Docker's or CRI-O's node: containerd is not its CRI
             state = ctx.facts.runtime(node_name)
             if state.has_nvidia is not False or not state.unimported_dropins:
                 continue
