@@ -117,3 +117,25 @@ def test_the_look_alikes_are_what_they_say(tmp_path: Path) -> None:
         "docker://24.0.7"}
     assert (docker / "nodes/gpu-a/docker/files/etc/docker/daemon.json").is_file()
     assert not (kit.LOOKALIKES["talos-no-node-files"](tmp_path / "t") / "nodes").exists()
+
+
+def test_a_standalone_plugin_is_no_operand(tmp_path: Path) -> None:
+    """Case 1: the static manifest's pods in kube-system (operator_namespace null) are a
+    standalone component, not operator operands, so nothing says the operator runs."""
+    from analyzers.facts import Facts
+
+    root = kit.LOOKALIKES["standalone-plugin"](tmp_path / "s")
+    with open_bundle(root) as bundle:
+        facts = Facts(bundle)
+        assert facts.operator_namespace is None
+        assert facts.operands == {}
+        assert facts.operator_signs == []
+        plugin = facts.components["device-plugin"]
+        assert plugin.managed_by == "standalone"
+        assert sorted(p.name for p in plugin.pods)[0] == "nvidia-device-plugin-daemonset-kx7q0"
+        assert facts.components["toolkit"].managed_by == "absent"
+        assert sorted(facts.device_plugins) == ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]
+    with open_bundle(kit.LOOKALIKES["operator-host-driver"](tmp_path / "o")) as bundle:
+        facts = Facts(bundle)
+        assert facts.components["device-plugin"].managed_by == "operator"
+        assert facts.components["driver"].managed_by == "absent"  # driver.enabled=false
