@@ -29,6 +29,7 @@ from analyzers.facts import (
     operator_version,
     podlogs,
     preconditions,
+    refusals,
     runtimes,
     scheduling,
     sharing,
@@ -305,6 +306,13 @@ class Facts:
             if "device-plugin" in by_component:
                 found[name] = by_component["device-plugin"]
         return found
+
+    @cached_property
+    def refused_daemonsets(self) -> dict[str, refusals.CreateRefusal]:
+        """``namespace/name`` → why a DaemonSet cannot create its pods (FailedCreate with
+        desired above current), see ``facts.refusals``."""
+        return refusals.refused_daemonsets(self.bundle.cluster.daemonsets,
+                                           self.events_by_object)
 
     def unmet(self, need: preconditions.Need) -> str | None:
         """Why ``need`` does not hold in this bundle (the rule that needs it is skipped
