@@ -293,8 +293,8 @@ def standalone_dcgm_exporter(root: Path) -> Path:
     add_plugin(bundle, namespace="monitoring", ds_name="dcgm-exporter",
                labels={"app.kubernetes.io/name": "dcgm-exporter",
                        "app.kubernetes.io/instance": "dcgm-exporter"},
-               container="exporter", image="nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
-               log=False)
+               container="exporter", log=False,
+               image="nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04")
     return bundle.save()
 
 

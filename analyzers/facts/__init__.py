@@ -38,6 +38,7 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.operands import OperandPod
 from analyzers.signatures import SignatureMatch
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
@@ -290,14 +291,14 @@ class Facts:
                                         self.operator_namespace)
 
     @cached_property
-    def device_plugins(self) -> dict[str, operands.OperandPod]:
+    def device_plugins(self) -> dict[str, OperandPod]:
         """Per node: the device plugin pod serving it — the operator's operand, else a
         standalone plugin's pod (static manifest, Helm chart, a cloud's managed plugin)."""
-        found = {}
+        found: dict[str, OperandPod] = {}
         for pod in self.components["device-plugin"].pods:
             where = operands.node_of(pod)
             if where:
-                candidate = operands.OperandPod("device-plugin", pod, operands.pod_state(pod))
+                candidate = OperandPod("device-plugin", pod, operands.pod_state(pod))
                 current = found.get(where)
                 if current is None or (current.healthy and not candidate.healthy
                                        and not pod.terminated):

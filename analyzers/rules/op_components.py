@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.distro import CRIO, DOCKER
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.preconditions import Need, stack_component
+from analyzers.facts.refusals import CreateRefusal
 from analyzers.facts.stages import Stage
-from analyzers.facts.preconditions import Need
-from analyzers.facts.distro import CRIO, DOCKER
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
@@ -32,6 +33,7 @@ from analyzers.rules.op_common import (
     operand_evidence,
     quote,
 )
+from analyzers.rules.op_refused import describe
 from bundle.evidence import Locator
 from bundle.kernel import normalize_pci
 from bundle.kube import Node, quantity_int
@@ -308,7 +310,8 @@ class DevicePluginUnhealthy(Rule):
     severity = Severity.HIGH
     inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
               cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("nvidia-smi.xml", optional=True), *KERNEL_LINES)
+              node("nvidia-smi.xml", optional=True), *KERNEL_LINES,
+              cluster("daemonsets.json", optional=True))
     tags = ("operator", "device-plugin")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -349,8 +352,15 @@ class DevicePluginUnhealthy(Rule):
         picture = PluginPicture()
         if plugin is None:
             if not advertised:
-                picture.reasons.append("no device plugin pod runs on the node")
-                picture.causes.append(refs.OP002(name))
+                refused = _refused_plugin(ctx)
+                if refused is not None:
+                    # the pods were never created: the refusal, not the node's labels
+                    picture.reasons.append(f"no device plugin pod runs on the node: "
+                                           f"{describe(refused)} (see OP017)")
+                    picture.causes.append(refs.OP017(refused.key))
+                else:
+                    picture.reasons.append("no device plugin pod runs on the node")
+                    picture.causes.append(refs.OP002(name))
             return picture
         stages = ctx.facts.operand_stages.get(name)
         blocked = next((b for b in stages.blocked if b.operand is plugin), None) \
@@ -499,6 +509,17 @@ class DevicePluginUnhealthy(Rule):
                                      name=plugin.pod.name))
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
                             remediation=sh.lines(lines), caused_by=picture.causes)
+
+
+def _refused_plugin(ctx: Context) -> CreateRefusal | None:
+    """A device-plugin DaemonSet (the operator's or a standalone one) whose pods are
+    refused at creation."""
+    for _, refusal in sorted(ctx.facts.refused_daemonsets.items()):
+        ds = refusal.daemonset
+        if ds.metadata.name == "nvidia-device-plugin-daemonset" or \
+                stack_component(ds) == "device-plugin":
+            return refusal
+    return None
 
 
 def _ev(locator: Locator) -> Evidence:

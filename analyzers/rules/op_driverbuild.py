@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs, signatures
-from analyzers.facts.stages import Stage
 from analyzers.facts.preconditions import Need
+from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref

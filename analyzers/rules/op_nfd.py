@@ -17,13 +17,12 @@ from analyzers import refs
 from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.refusals import CreateRefusal
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.facts.refusals import CreateRefusal
 from analyzers.rules.common import LOGS, event_evidence, node_ref
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import capped, logs_cmd, namespace, quote
-from analyzers.rules.op_refused import describe, is_nfd_worker
 from analyzers.rules.op_labels import (
     NFD_REASONS,
     PCI_LABELS,
@@ -31,6 +30,7 @@ from analyzers.rules.op_labels import (
     gpu_signs,
     has_pci_label,
 )
+from analyzers.rules.op_refused import describe, is_nfd_worker
 from bundle.evidence import Locator
 from bundle.kube import Pod
 
@@ -184,7 +184,8 @@ class NodeLabellingBroken(Rule):
     severity = Severity.HIGH
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True),
-              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True))
+              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True),
+              cluster("daemonsets.json", optional=True), cluster("events.json", optional=True))
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

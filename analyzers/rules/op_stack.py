@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.facts.preconditions import Need
+from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node

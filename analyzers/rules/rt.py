@@ -8,8 +8,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
-from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.facts.preconditions import Need
+from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
@@ -26,8 +26,8 @@ from analyzers.rules.common import (
 )
 from analyzers.rules.rt_cdi import CdiDeviceUnresolvable
 from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload
-from analyzers.rules.rt_docker import DockerNoNvidiaRuntime
 from analyzers.rules.rt_distro import CrioNoNvidiaHandler, TemplateLostRuntime, ToolkitMisdirected
+from analyzers.rules.rt_docker import DockerNoNvidiaRuntime
 from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported
 from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault
 from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing

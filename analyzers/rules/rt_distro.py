@@ -8,8 +8,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
-from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.facts.preconditions import Need
+from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (

@@ -10,8 +10,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
-from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.facts.preconditions import Need
+from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref

@@ -130,3 +130,24 @@ def test_no_finding_once_the_pods_exist_or_for_other_daemonsets(tmp_path: Path) 
     report = analysed(bundle.save())
     assert [f.id for f in report.findings if f.rule_id in ("OP017", "OP011")] == []
     assert next(r for r in report.rules if r.rule_id == "OP017").status.value == "passed"
+
+
+def test_op008_names_the_refused_plugin_daemonset(tmp_path: Path) -> None:
+    """No plugin pod on any node because the standalone plugin's DaemonSet is refused:
+    OP008 says so and hangs under OP017, not under OP002's labels and taints."""
+    root = kit.standalone_plugin(tmp_path / "b")
+    bundle = kit.Bundle(root)
+    refuse(bundle, "kube-system", "nvidia-device-plugin-daemonset", PSP, desired=4, current=0)
+
+    def unadvertised(node: dict[str, Any]) -> None:
+        for key in ("capacity", "allocatable"):
+            node["status"][key].pop("nvidia.com/gpu", None)
+    bundle.edit_nodes(unadvertised)
+    report = analysed(bundle.save())
+    op008 = {f.id: f for f in report.findings if f.rule_id == "OP008"}
+    assert sorted(op008) == ["OP008:gpu-a", "OP008:gpu-b", "OP008:gpu-c", "OP008:gpu-d"]
+    first = op008["OP008:gpu-a"]
+    assert ("no device plugin pod runs on the node: the DaemonSet "
+            "kube-system/nvidia-device-plugin-daemonset cannot create its pods (desired 4, "
+            "current 0, ready 0): a PodSecurityPolicy refuses them") in first.summary
+    assert first.caused_by == ["OP017:kube-system/nvidia-device-plugin-daemonset"]

@@ -131,3 +131,37 @@ def test_rt005_still_fires_where_containerd_is_the_cri(tmp_path: Path) -> None:
     assert [(f.id, f.severity.value) for f in report.findings if f.rule_id == "RT005"] == [
         ("RT005:gpu-a", "critical")]
     assert next(r for r in report.rules if r.rule_id == "RT015").status.value == "skipped"
+
+
+def test_op008_on_a_dockershim_node_blames_docker_not_containerd(tmp_path: Path) -> None:
+    """The operator on dockershim nodes (gpu-operator#236/#250): the plugin's sandbox is
+    refused with dockershim's wording. OP008 says Docker runs no RuntimeClass handler and
+    links RT015, never 'containerd has no nvidia runtime handler'."""
+    root = kit.operator_host_driver(tmp_path / "b")
+    bundle = kit.Bundle(root)
+
+    def docker(node: dict[str, Any]) -> None:
+        node["status"]["nodeInfo"].update(containerRuntimeVersion="docker://19.3.15",
+                                          kubeletVersion="v1.21.3")
+    bundle.edit_nodes(docker)
+    pods = bundle.items("pods")
+    events = bundle.items("events")
+    for pod in pods:
+        if pod["metadata"]["name"] == "nvidia-device-plugin-daemonset-ghb77":   # on gpu-a
+            pod["status"] = {"phase": "Pending", "containerStatuses": [{
+                "name": "nvidia-device-plugin", "ready": False, "restartCount": 0,
+                "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", "imageID": "",
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}
+            pod["status"].pop("initContainerStatuses", None)
+            events.append(_event(pod, REFUSED))
+    bundle.set_items("pods", pods)
+    bundle.set_items("events", events)
+    report = analysed(bundle.save())
+    found = {f.id: f for f in report.findings}
+    op008 = found["OP008:gpu-a"]
+    assert "containerd" not in op008.summary
+    assert ("its sandbox cannot be created: the node's CRI is Docker (docker (dockershim)), "
+            "which runs no 'nvidia' RuntimeClass handler (see RT015)") in op008.summary
+    assert op008.caused_by == ["RT015:gpu-a"]
+    assert found["RT015:gpu-a"].severity.value == "critical"
+    assert not [f.id for f in report.findings if f.rule_id in ("RT001", "RT005")]
