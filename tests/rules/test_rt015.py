@@ -165,3 +165,23 @@ def test_op008_on_a_dockershim_node_blames_docker_not_containerd(tmp_path: Path)
     assert op008.caused_by == ["RT015:gpu-a"]
     assert found["RT015:gpu-a"].severity.value == "critical"
     assert not [f.id for f in report.findings if f.rule_id in ("RT001", "RT005")]
+
+
+def test_rt005_is_conditional_where_the_cri_is_not_known(tmp_path: Path) -> None:
+    """Nothing says which CRI gpu-a's kubelet talks to (no containerRuntimeVersion, no
+    kubelet flags, no runtime.json): RT005 says so at medium, never a confident CRITICAL."""
+    root = kit.standalone_plugin(tmp_path / "b")
+    bundle = kit.Bundle(root)
+
+    def unknown(node: dict[str, Any]) -> None:
+        if node["metadata"]["name"] == "gpu-a":
+            node["status"]["nodeInfo"].pop("containerRuntimeVersion")
+    bundle.edit_nodes(unknown)
+    dump = root / "nodes/gpu-a/containerd/config-dump.toml"
+    dump.write_text(dump.read_text().replace("disabled_plugins = []",
+                                             'disabled_plugins = ["cri"]'))
+    report = analysed(bundle.save())
+    rt005 = [f for f in report.findings if f.rule_id == "RT005"]
+    assert [(f.id, f.severity.value) for f in rt005] == [("RT005:gpu-a", "medium")]
+    assert "Whether containerd is this node's CRI is not known (neither the kubelet's " \
+        "flags, nodeInfo nor runtime.json names the node's CRI)" in rt005[0].summary
