@@ -298,21 +298,25 @@ def standalone_dcgm_exporter(root: Path) -> Path:
     return bundle.save()
 
 
-def docker_dockershim(root: Path) -> Path:
+def _docker_cluster(root: Path, runtime_version: str, kubelet_version: str,
+                    kubelet_flags: str) -> Bundle:
+    """A standalone plugin on Docker nodes: the kubelet's version and flags decide the shim."""
     bundle = base(root)
     _without_operator(bundle)
     add_plugin(bundle)
-    _node_info(bundle, containerRuntimeVersion="docker://20.10.24", kubeletVersion="v1.23.17")
-    _docker_nodes(bundle, "--container-runtime=docker --network-plugin=cni")
-    return bundle.save()
+    _node_info(bundle, containerRuntimeVersion=runtime_version, kubeletVersion=kubelet_version)
+    _docker_nodes(bundle, kubelet_flags)
+    return bundle
+
+
+def docker_dockershim(root: Path) -> Path:
+    return _docker_cluster(root, "docker://20.10.24", "v1.23.17",
+                           "--container-runtime=docker --network-plugin=cni").save()
 
 
 def docker_cri_dockerd(root: Path) -> Path:
-    bundle = base(root)
-    _without_operator(bundle)
-    add_plugin(bundle)
-    _node_info(bundle, containerRuntimeVersion="docker://24.0.7", kubeletVersion="v1.28.15")
-    _docker_nodes(bundle, "--container-runtime-endpoint=unix:///var/run/cri-dockerd.sock")
+    bundle = _docker_cluster(root, "docker://24.0.7", "v1.28.15",
+                             "--container-runtime-endpoint=unix:///var/run/cri-dockerd.sock")
     for name in GPU_NODES:
         bundle.write(f"nodes/{name}/runtime.json", json.dumps(
             {"runtime": "docker", "distribution": "kubeadm",

@@ -126,16 +126,25 @@ def test_26_3_3_over_a_2025_schema_fires(tmp_path: Path) -> None:
     assert "CRD is not installed" not in op.summary
 
 
-def test_healthy_cluster_whose_schema_lacks_unset_fields_is_quiet(tmp_path: Path) -> None:
-    """Issue 25 case 5: the stored schema lacks fields of the running release, but neither
-    the ClusterPolicy nor the Helm values set any of them: nothing is pruned."""
+def _v26_on_a_2025_schema(values: dict[str, Any] | None) -> Cluster:
+    """Operator v26.3.3 over a v25.3.4 ClusterPolicy schema; ``values`` the user's Helm
+    values (None: no Helm release and no ClusterPolicy in the bundle)."""
     cluster = Cluster()
     _operator(cluster, "v26.3.3")
-    _values(cluster, {"toolkit": {"enabled": True}}, chart="gpu-operator-v26.3.3")
+    if values is None:
+        cluster.policies = None
+    else:
+        _values(cluster, values, chart="gpu-operator-v26.3.3")
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
         _crd("nvidiadrivers.nvidia.com", set()))
-    report = cluster.analyze(tmp_path)
+    return cluster
+
+
+def test_healthy_cluster_whose_schema_lacks_unset_fields_is_quiet(tmp_path: Path) -> None:
+    """Issue 25 case 5: the stored schema lacks fields of the running release, but neither
+    the ClusterPolicy nor the Helm values set any of them: nothing is pruned."""
+    report = _v26_on_a_2025_schema({"toolkit": {"enabled": True}}).analyze(tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PASSED
 
@@ -158,13 +167,7 @@ def test_a_section_that_keeps_unknown_fields_prunes_nothing_below_it(tmp_path: P
 
 def test_fields_not_judged_without_policy_or_values(tmp_path: Path) -> None:
     """Nothing in the bundle says what was submitted: partial, never a claim."""
-    cluster = Cluster()
-    cluster.policies = None
-    _operator(cluster, "v26.3.3")
-    cluster.files["cluster/crds.json"] = kube_list(
-        _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
-        _crd("nvidiadrivers.nvidia.com", set()))
-    report = cluster.analyze(tmp_path)
+    report = _v26_on_a_2025_schema(None).analyze(tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PARTIAL
 
