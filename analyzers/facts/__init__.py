@@ -133,7 +133,12 @@ class Facts:
     def operator_signs(self) -> list[str]:
         """What says the GPU Operator is installed or meant to run (empty: a cluster that
         runs GPUs without it, e.g. a standalone device plugin)."""
-        return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+        image = operator_version.operator_image(self.bundle.cluster.deployments, (),
+                                                self.operator_namespace)
+        owner = image.owner if image is not None else None
+        return operator_presence.signs(
+            self.bundle, self.operator_pods, self.operands,
+            f"{owner.metadata.namespace}/{owner.metadata.name}" if owner is not None else None)
 
     @cached_property
     def kubernetes_version(self) -> str | None:
