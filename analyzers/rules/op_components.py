@@ -370,9 +370,7 @@ class DevicePluginUnhealthy(Rule):
             if blocked.sandbox:
                 cri = ctx.facts.node_cri(name)
                 if cri.cri == DOCKER:
-                    picture.reasons.append(f"its sandbox cannot be created: the node's CRI is "
-                                           f"Docker ({cri.describe()}), which runs no "
-                                           "'nvidia' RuntimeClass handler (see RT015)")
+                    picture.reasons.append(_docker_refused(cri.describe()))
                     picture.causes.append(refs.RT015(name))
                 elif cri.cri == CRIO:
                     picture.reasons.append("its sandbox cannot be created: CRI-O has no "
@@ -395,6 +393,14 @@ class DevicePluginUnhealthy(Rule):
                 picture.reasons.append(f"it waits in init container {blocked.container}; the "
                                        f"node's operands stop at the {label} stage (see OP001)")
                 picture.causes.append(refs.OP001(name))
+        elif not plugin.healthy:
+            handler_refused = ctx.facts.pod_events_with(plugin.pod, _HANDLER_REFUSED)
+            if handler_refused:
+                # a pod outside the operator's stages (a standalone plugin) refused a sandbox
+                # by Docker's shim: the runtime gate on Docker is the cause
+                picture.reasons.append(_docker_refused(ctx.facts.node_cri(name).describe()))
+                picture.causes.append(refs.RT015(name))
+                picture.evidence += events_evidence(handler_refused, 2)
         logs = list(ctx.facts.pod_logs.of(plugin.pod))
         if plugin.healthy:
             logs = [log for log in logs if not log.previous]
@@ -509,6 +515,14 @@ class DevicePluginUnhealthy(Rule):
                                      name=plugin.pod.name))
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
                             remediation=sh.lines(lines), caused_by=picture.causes)
+
+
+_HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"
+
+
+def _docker_refused(cri: str) -> str:
+    return (f"its sandbox cannot be created: the node's CRI is Docker ({cri}), which runs "
+            "no 'nvidia' RuntimeClass handler (see RT015)")
 
 
 def _refused_plugin(ctx: Context) -> CreateRefusal | None:

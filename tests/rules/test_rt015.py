@@ -62,6 +62,8 @@ def dockershim_with_runtime_class(tmp_path: Path) -> Path:
             events.append(_event(pod, REFUSED))
     bundle.set_items("pods", pods)
     bundle.set_items("events", events)
+    bundle.set_items("runtimeclasses", [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                         "metadata": {"name": "nvidia"}, "handler": "nvidia"}])
     return bundle.save()
 
 
@@ -81,6 +83,14 @@ def test_dockershim_refusing_the_runtime_class(tmp_path: Path) -> None:
     # containerd is not the CRI: no containerd claim about these nodes
     assert not [f.id for f in report.findings if f.rule_id in ("RT001", "RT005", "RT011",
                                                                 "RT012")]
+    # the standalone plugin stuck behind it hangs under RT015
+    op008 = found["OP008:gpu-b"]
+    assert "the node's CRI is Docker (docker (dockershim)), which runs no 'nvidia' " \
+        "RuntimeClass handler (see RT015)" in op008.summary
+    assert op008.caused_by == ["RT015:gpu-b"]
+    assert [f.id for f in report.findings if f.severity.value in ("medium", "high",
+                                                                   "critical")
+            and f.rule_id not in ("RT015", "OP008")] == []
     remediation = rt015.remediation or ""
     assert "docker info --format '{{json .Runtimes}} {{.DefaultRuntime}}'" in remediation
     assert "# nvidia-ctk runtime configure --runtime=docker --set-as-default" in remediation
