@@ -30,6 +30,14 @@ _NAME_PREFIXES = tuple((component, prefix + "-") for component, prefix in COMPON
 _ANY_NAME_PREFIX = tuple(prefix for _, prefix in _NAME_PREFIXES)
 
 
+def operand_component(name: str) -> str | None:
+    """The operand a DaemonSet (or pod) name of the operator belongs to, by its name."""
+    component = _BY_APP.get(name)
+    if component is not None:
+        return component
+    return next((c for c, prefix in _NAME_PREFIXES if name.startswith(prefix)), None)
+
+
 def component_of(pod: Pod) -> str | None:
     """Which operand a pod is, from its ``app`` label or, failing that, its name."""
     labels = pod.metadata.labels

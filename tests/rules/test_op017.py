@@ -151,3 +151,38 @@ def test_op008_names_the_refused_plugin_daemonset(tmp_path: Path) -> None:
             "kube-system/nvidia-device-plugin-daemonset cannot create its pods (desired 4, "
             "current 0, ready 0): a PodSecurityPolicy refuses them") in first.summary
     assert first.caused_by == ["OP017:kube-system/nvidia-device-plugin-daemonset"]
+
+
+def toolkit_refused(tmp_path: Path) -> Path:
+    """The operator's toolkit DaemonSet refused by Pod Security admission: the device
+    plugin on gpu-a waits in its toolkit-validation init container for a toolkit that
+    never comes."""
+    root = kit.operator_host_driver(tmp_path / "b")
+    bundle = kit.Bundle(root)
+    refuse(bundle, "gpu-operator", "nvidia-container-toolkit-daemonset",
+           PSA.replace("gpu-operator-node-feature-discovery-worker-x7k2p",
+                       "nvidia-container-toolkit-daemonset-k2d9f"), desired=4, current=0)
+    pods = bundle.items("pods")
+    for pod in pods:
+        if pod["metadata"]["name"] == "nvidia-device-plugin-daemonset-ghb77":   # gpu-a
+            pod["status"]["phase"] = "Pending"
+            pod["status"]["initContainerStatuses"] = [{
+                "name": "toolkit-validation", "ready": False, "restartCount": 0,
+                "image": "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3",
+                "imageID": "", "state": {"running": {"startedAt": "2026-11-20T10:00:00Z"}}}]
+            for status in pod["status"]["containerStatuses"]:
+                status.update(ready=False, state={"waiting": {"reason": "PodInitializing"}})
+    bundle.set_items("pods", pods)
+    return bundle.save()
+
+
+def test_op001_waiting_for_a_refused_operand_names_the_refusal(tmp_path: Path) -> None:
+    report = analysed(toolkit_refused(tmp_path))
+    found = {f.id: f for f in report.findings}
+    op001 = found["OP001:gpu-a"]
+    key = "gpu-operator/nvidia-container-toolkit-daemonset"
+    assert op001.caused_by == [f"OP017:{key}"]
+    assert (f"The toolkit has no pod on the node: the DaemonSet {key} cannot create its pods "
+            "(desired 4, current 0, ready 0): Pod Security admission refuses them") \
+        in op001.summary
+    assert f"OP017:{key}" in found
