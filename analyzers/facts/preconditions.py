@@ -229,7 +229,10 @@ class Component:
     """One GPU-stack component in the cluster and who runs it."""
 
     name: str
-    managed_by: str            # "operator" | "standalone" | "absent"
+    # "operator" (it has operand pods) | "standalone" (pods of a plugin, exporter or
+    # installer outside the operator) | "absent" (no pod runs it: not installed, or a
+    # host install such as a host toolkit or Bottlerocket's device-plugin service)
+    managed_by: str
     pods: tuple[Pod, ...] = ()
 
     @property
