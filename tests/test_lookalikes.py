@@ -88,6 +88,9 @@ def test_node_rules_never_pass_without_node_files(tmp_path: Path, name: str) -> 
     if name != "must-gather":
         assert found["RT010"][0] == "skipped"
         assert found["RT015"][0] == "skipped"
+    # the fabric is judged from nvidia-smi and the FM journal: without them, partial
+    state, reason = found["OP005"]
+    assert state == "partial" and reason is not None and "have no node files" in reason
 
 
 @pytest.mark.parametrize("name", NO_NODE_FILES)
