@@ -151,7 +151,8 @@ class FabricManagerNotWorking(Rule):
     initialized`` (CUDA error 802), nvidia-smi reporting a fabric state other than
     ``Completed`` / ``Success`` (``gpu/fabric/state``, ``gpu/fabric/status``), and
     Fabric Manager's own errors in its journal or the driver container's log (version
-    mismatch, service failed, bad config, no NVSwitch found).
+    mismatch, service failed, bad config, no NVSwitch found). A GPU node without node
+    files leaves only the first source: the rule is then ``partial``, never ``passed``.
 
     Why it matters:
     ``nvidia-smi`` works, so the node looks healthy, but no CUDA program can run: the
