@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.commands import opens_destructively
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from bundle.evidence import Locator
 
@@ -113,6 +114,10 @@ class Rule:
     severity: ClassVar[Severity]
     inputs: ClassVar[tuple[Input, ...]] = ()
     tags: ClassVar[tuple[str, ...]] = ()
+    # How its findings know their cause (a finding may say otherwise): ``CONFIRMED`` when
+    # the rule quotes the cause, ``LIKELY`` when it infers it from an absence or a
+    # pattern. Every built-in rule states it (tests/test_confidence.py).
+    confidence: ClassVar[Confidence] = Confidence.CONFIRMED
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0
@@ -174,9 +179,17 @@ class Rule:
         remediation: str | None = None,
         caused_by: Iterable[Link] = (),
         causes: Iterable[Link] = (),
+        confidence: Confidence | None = None,
     ) -> Finding:
         """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
-        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``)."""
+        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``).
+        A ``likely`` finding whose remediation opens with a command that changes the
+        cluster is a programming error (ValueError): a guess is checked before acted on."""
+        confidence = confidence or cls.confidence
+        remediation = remediation if remediation is not None else as_comments(
+            cls.docs().remediation)
+        if confidence is Confidence.LIKELY and (step := opens_destructively(remediation)):
+            raise ValueError(f"{cls.id}: a likely cause opens with a destructive step: {step}")
         return Finding(
             id=f"{cls.id}:{subject}",
             rule_id=cls.id,
@@ -186,10 +199,10 @@ class Rule:
             nodes=sorted(set(nodes)),
             objects=list(objects),
             evidence=[_evidence(e) for e in evidence],
-            remediation=remediation if remediation is not None else as_comments(
-                cls.docs().remediation),
+            remediation=remediation,
             caused_by=sorted(set(caused_by)),
             causes=sorted(set(causes)),
+            confidence=confidence,
         )
 
 

@@ -10,7 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules import drv_smifail as smifail
 from analyzers.rules.common import LOGS, event_evidence, node_ref
@@ -133,6 +133,7 @@ class DriverNotUsable(Rule):
     id = "DRV003"
     slug = "driver-not-usable"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("dmesg.txt"),
         node("host/modules.txt", optional=True),
@@ -301,6 +302,7 @@ class SecureBootRefusedModule(Rule):
     id = "DRV004"
     slug = "secure-boot-refused-module"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("host/secureboot.txt"),
         node("dmesg.txt", optional=True),

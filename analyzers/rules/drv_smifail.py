@@ -34,6 +34,7 @@ EXIT_MEANINGS = {
     15: "a GPU has fallen off the bus or is otherwise inaccessible (exit code 15)",
 }
 NOT_RUN = frozenset({0, 124, 126, 127})
+NOT_LOADED = "nvidia-smi cannot communicate with the driver: no NVIDIA kernel module is loaded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,7 @@ def _meaning(text: str, exit_code: int | None) -> str | None:
         if hit.signature.id == MISMATCH:
             return MISMATCH_MEANING
         if "communicate" in hit.text.lower():
-            return "nvidia-smi cannot communicate with the driver: no NVIDIA kernel module " \
-                   "is loaded"
+            return NOT_LOADED
         return "the driver is loaded but found no GPU"
     if exit_code is not None:
         return EXIT_MEANINGS.get(exit_code)

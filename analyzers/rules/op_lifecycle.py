@@ -12,7 +12,7 @@ from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
@@ -87,6 +87,7 @@ class ClusterPolicyNotReady(Rule):
     id = "OP006"
     slug = "clusterpolicy-not-ready"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (PolicyList(POLICIES), LOGS)
     tags = ("operator", "clusterpolicy")
 
@@ -289,6 +290,7 @@ class DriverUpgradeStuck(Rule):
     id = "OP007"
     slug = "driver-upgrade-stuck"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
@@ -401,6 +403,7 @@ class DriverKernelMismatch(Rule):
     id = "OP010"
     slug = "driver-kernel-mismatch"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
               node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True))
     tags = ("operator", "driver", "kernel")

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
@@ -74,6 +74,7 @@ class GpuLostOnSystemdReload(Rule):
     id = "RT014"
     slug = "gpu-lost-on-systemd-reload"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"),
               LOGS_REQUIRED)
     tags = ("runtime", "cgroup")
