@@ -105,8 +105,18 @@ class GpuLostOnSystemdReload(Rule):
                                    lost=True)
             if refused:
                 continue
-            systemd = parse_cgroup(cgroup_text).systemd
+            cgroup = parse_cgroup(cgroup_text)
             dev = parse_dev_nvidia(dev_text)
+            unread = [name for name, readable in (("host/cgroup.txt", cgroup.readable),
+                                                  ("host/dev-nvidia.txt", dev.readable))
+                      if not readable]
+            if unread:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              f"Unknown Error', but its {' and '.join(unread)} held no line "
+                              "this rule can read (neither the collector's format nor the "
+                              "plain output of its commands)")
+                continue
+            systemd = cgroup.systemd
             if systemd is not None and not dev.char_listed:
                 self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
                               "Unknown Error', but its host/dev-nvidia.txt has no /dev/char "
@@ -115,7 +125,7 @@ class GpuLostOnSystemdReload(Rule):
             if systemd is None or dev.char_links:
                 continue
             yield self._finding(ctx, node_name, hits, systemd.number, systemd.text,
-                                dev.char_header, dev.devices[0].text if dev.devices else None)
+                                dev.char_header, dev.names[0] if dev.names else None)
 
     def _finding(self, ctx: Context, node_name: str,
                  hits: list[tuple[ContainerLog, SignatureMatch]], cgroup_line: int,
@@ -129,9 +139,8 @@ class GpuLostOnSystemdReload(Rule):
         evidence.append(Evidence(path=artifacts.path("host/cgroup.txt"), line=cgroup_line,
                                  excerpt=cgroup_text))
         evidence.append(Evidence(path=artifacts.path("host/dev-nvidia.txt"), line=char_line,
-                                 excerpt="==> /dev/char <== (no link to an NVIDIA device)"))
-        devices = f" although {device.rsplit(None, 1)[-1]} and the other NVIDIA devices exist" \
-            if device else ""
+                                 excerpt="/dev/char (no link to an NVIDIA device)"))
+        devices = f" although {device} and the other NVIDIA devices exist" if device else ""
         summary = (f"On {node_name}, Running GPU pod(s) {names(p.name for p in pods)} lost "
                    "their GPUs (Failed to initialize NVML: Unknown Error): systemd manages "
                    f"the containers' cgroups ({cgroup_text}) and /dev/char has no NVIDIA "
