@@ -196,6 +196,9 @@ class BundleInfo(_Strict):
     layout_notes: list[LayoutNote] = Field(default_factory=fresh_list)
     # Format v1 paths a foreign layout provides only in part, and what is left out.
     layout_partial: list[LayoutNote] = Field(default_factory=fresh_list)
+    # JSON lists the collector shortened to fit --max-file-bytes (whole items dropped):
+    # the counts taken from them (nodes, GPU nodes, pods) are lower bounds.
+    shortened: list[LayoutNote] = Field(default_factory=fresh_list)
 
 
 class Summary(_Strict):

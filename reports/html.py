@@ -39,7 +39,7 @@ from reports.html_overview import (
     matrix_view,
     timeline_view,
 )
-from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family
+from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family, lower_bounds
 
 NODE_FILTER_CAP = 5000
 OTHERS_SHOWN = 8
@@ -135,6 +135,7 @@ class Page:
     generated_at: str
     nodes: int
     gpu_nodes: int
+    lower_bounds: str           # counts taken from lists the collector shortened
     severity_counts: list[tuple[str, int]]
     verdict: VerdictView
     glance: GlanceView | None
@@ -243,6 +244,7 @@ def view_model(report: Report, generated_at: datetime) -> Page:
         generated_at=generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         nodes=info.nodes,
         gpu_nodes=info.gpu_nodes,
+        lower_bounds=lower_bounds(report),
         severity_counts=[(s, n) for s, n in report.summary.model_dump().items() if n],
         verdict=verdict,
         glance=glance_view(report, overview.glance) if overview else None,

@@ -14,7 +14,16 @@ import re
 from collections import Counter
 
 from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
-from reports.view import NOT_CHECKED, CauseGroup, View, build, clean, first_command
+from reports.view import (
+    NOT_CHECKED,
+    CauseGroup,
+    View,
+    at_least,
+    build,
+    clean,
+    first_command,
+    lower_bounds,
+)
 
 TOP = 5
 EVIDENCE = 2
@@ -76,7 +85,9 @@ def _remedy(text: str) -> str:
 
 def _glance(report: Report, overview: Overview | None) -> list[str]:
     info = report.bundle
-    head = f"{info.gpu_nodes} GPU node(s) of {info.nodes}"
+    head = f"{info.gpu_nodes} GPU node(s) of {at_least(report)}{info.nodes}"
+    if lower_bounds(report):
+        head = f"{lower_bounds(report)} {head}"
     if overview is None:
         return [head + "."]
     glance = overview.glance

@@ -6,7 +6,7 @@ import click
 
 from analyzers.models import Finding, Report, Severity
 from reports import terminal
-from reports.view import CauseGroup, View, build, first_command
+from reports.view import CauseGroup, View, at_least, build, first_command, lower_bounds
 
 NODES_SHOWN = 6
 
@@ -95,10 +95,12 @@ def render(report: Report, *, color: bool = False) -> str:
         f"gpu-triage {report.tool.version} · {_one(cluster.context or 'cluster')} "
         f"{_one(cluster.server_version or '')} · bundle created "
         f"{_one(info.created_at or 'unknown')}",
-        f"{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
+        f"{at_least(report)}{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
         "",
     ]
+    if lower_bounds(report):
+        out.insert(-1, lower_bounds(report))
     if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
         out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
                    "see Rules below")

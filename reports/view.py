@@ -235,6 +235,27 @@ def _rank(finding: Finding, symptoms_of: dict[str, tuple[Finding, ...]],
 _COMMAND = re.compile(r"^(?:[a-z][a-z0-9_.-]*|/[\w./-]+|\./[\w./-]+)(?:\s|$)")
 
 
+def lower_bounds(report: Report) -> str:
+    """The sentence saying the counts are lower bounds (lists the collector shortened to
+    fit --max-file-bytes), or "" when every list was read whole."""
+    shortened = report.bundle.shortened
+    if not shortened:
+        return ""
+    named = "; ".join(f"{plain(n.path)} ({plain(n.note)})" for n in shortened[:3])
+    more = f"; and {len(shortened) - 3} more" if len(shortened) > 3 else ""
+    return f"Counts are lower bounds: the collector shortened {named}{more}."
+
+
+def at_least(report: Report) -> str:
+    """"at least " before a count taken from a shortened list, else ""."""
+    return "at least " if report.bundle.shortened else ""
+
+
+def cause_word(finding: Finding) -> str:
+    """How a report names a finding's cause: "likely cause" when it is inferred."""
+    return "likely cause" if finding.confidence.value == "likely" else "cause"
+
+
 def first_command(remediation: str) -> str | None:
     """The first command of a remediation text: comments, blanks and prose skipped.
 

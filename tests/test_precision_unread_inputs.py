@@ -107,3 +107,47 @@ def test_rt014_never_passes_on_a_file_it_cannot_read(tmp_path: Path, cgroup: str
     [result] = [r for r in report.rules if r.rule_id == "RT014"]
     assert result.status.value == "partial"
     assert result.reason is not None and f"its {unread} held no line" in result.reason
+
+
+# ------------------------------------------------------------- lists the collector shortened
+def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
+        tmp_path: Path) -> None:
+    """The collector keeps the items of a kubectl List that fit --max-file-bytes and
+    records how many it kept (collectors/collect.py ``write_json``); the file is valid
+    JSON. Rules judging it must not say passed, and the counts are lower bounds."""
+    from kit import kube_list, kube_node, manifest
+    from op_kit import plain_node
+    from scenario import analyze_files
+
+    from analyzers.coverage import required_inputs
+    from collectors.collect import Bundle as Collected
+    from reports import markdown, text
+
+    nodes = [plain_node("cp-1")] + [kube_node(f"gpu-{n}", 8) for n in range(39)]
+    staged = Collected(str(tmp_path / "staged"), 700, quiet=True)
+    (tmp_path / "staged" / "cluster").mkdir(parents=True)
+    _, truncated, extra = staged.write_json("cluster/nodes.json", kube_list(*nodes))
+    assert truncated and extra == {"items_kept": 1, "items_total": 40}
+    files = {"cluster/nodes.json": (tmp_path / "staged/cluster/nodes.json").read_bytes(),
+             "cluster/pods.json": kube_list()}
+    data = manifest(files)
+    for item in data["items"]:
+        if item["path"] == "cluster/nodes.json":
+            item.update(truncated=True, **extra)
+    report = analyze_files(tmp_path, {"manifest.json": json.dumps(data), **files})
+    assert [(n.path, n.note) for n in report.bundle.shortened] == [
+        ("cluster/nodes.json", "shortened by the collector to fit --max-file-bytes: 1 of 40 "
+                               "items kept")]
+    rules = {loaded.rule.id: loaded.rule for loaded in discover().rules}
+    statuses = {r.rule_id: r for r in report.rules}
+    readers = [rid for rid, rule in rules.items()
+               if any(i.path == "cluster/nodes.json" for i in required_inputs(rule))]
+    assert readers
+    for rid in readers:
+        assert statuses[rid].status.value != "passed", rid
+    judged = [statuses[rid] for rid in readers if statuses[rid].status.value == "partial"]
+    assert judged and all("1 of 40 items kept" in (r.reason or "") for r in judged)
+    assert "at least 1 nodes" in text.render(report)
+    assert "Counts are lower bounds: the collector shortened cluster/nodes.json" \
+        in text.render(report)
+    assert "of at least 1" in markdown.render(report)

@@ -26,7 +26,8 @@ MISMATCH_MEANING = "the driver's libraries and kernel module differ in version"
 # nvidia-smi's documented return values (nvidia-smi(1), "RETURN VALUE";
 # https://docs.nvidia.com/deploy/nvidia-smi/index.html; NVML's nvmlReturn_t for 17 and 18,
 # https://nvidia.github.io/cuda-python/cuda-bindings/latest/module/generated/cuda.bindings.nvml.Return.html)
-# that say the driver or GPU is not usable. 127 (not installed), 124 (timed out) and 126 are the collector's business.
+# that say the driver or GPU is not usable. 127 (not installed), 124 (timed out) and 126
+# are the collector's business.
 EXIT_MEANINGS = {
     6: "no GPU was found (exit code 6)",
     9: "the NVIDIA driver is not loaded (exit code 9)",
