@@ -151,3 +151,23 @@ def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
     assert "Counts are lower bounds: the collector shortened cluster/nodes.json" \
         in text.render(report)
     assert "of at least 1" in markdown.render(report)
+
+
+# ------------------------------------------------------- damage past the cap on problems
+def test_a_worker_past_the_problem_cap_still_hands_on_its_damaged_files() -> None:
+    """Node-file workers hand their problems back with ``since(mark)``; past ``keep``
+    problems are only counted, and the files they damaged were lost with them, so a cut
+    nvidia-smi.xml read by a worker (--jobs 2) left its rules passed."""
+    from bundle.problems import ProblemLog
+
+    log = ProblemLog(limit=10, keep=3)
+    for n in range(3):
+        log.add(f"nodes/gpu-{n}/dmesg.txt", "odd line", where=f"line {n}")
+    mark = log.mark()
+    log.add("nodes/gpu-7/nvidia-smi.xml", "XML ends early (truncated)", lost=True)
+    later = log.since(mark)
+    assert list(later.damaged()) == ["nodes/gpu-7/nvidia-smi.xml"]
+    assert later.damaged()["nodes/gpu-7/nvidia-smi.xml"].lost
+    parent = ProblemLog(limit=10, keep=3)
+    parent.absorb(later)
+    assert "nodes/gpu-7/nvidia-smi.xml" in parent.damaged()
