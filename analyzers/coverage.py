@@ -134,11 +134,25 @@ class Coverage:
         unique = {p.path: p for p in problems}
         return Damage(tuple(sorted(unique.values(), key=lambda p: p.path)), all_lost)
 
+    def fell_back(self, rule: type[Rule]) -> str | None:
+        """What the rule judged instead of its damaged fallback inputs, or None."""
+        said = []
+        for needed in rule.inputs:
+            if needed.fallback is None:
+                continue
+            found = self._problems(needed)
+            if found:
+                named = "; ".join(p.describe() for p in found[:_NAMED])
+                more = f" and {len(found) - _NAMED} more" if len(found) > _NAMED else ""
+                said.append(f"{named}{more}; judged with {needed.fallback} instead")
+        return "; ".join(said) or None
+
     def judge(self, rule: type[Rule], result: RuleResult) -> RuleResult:
         """The result with its status and reason corrected for damaged inputs; what the
         rule itself said it could not judge (``Rule.unjudged``) is kept after it."""
         if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED, RuleStatus.PARTIAL):
             return result
+        result = self._fallen_back(rule, result)
         damage = self.damage(rule)
         if damage is None:
             return result
@@ -151,6 +165,19 @@ class Coverage:
                                              "reason": f"cannot judge: {damage.describe()}"})
         return result.model_copy(update={"status": RuleStatus.PARTIAL,
                                          "reason": f"read in part: {damage.describe()}{own}"})
+
+
+    def _fallen_back(self, rule: type[Rule], result: RuleResult) -> RuleResult:
+        """A rule that judged a fallback in place of an unreadable input says so: passed
+        becomes partial; failed keeps its findings and names it."""
+        fallback = self.fell_back(rule)
+        if fallback is None:
+            return result
+        own = f"; {result.reason}" if result.reason else ""
+        if result.status is RuleStatus.FAILED:
+            return result.model_copy(update={"reason": f"fell back: {fallback}{own}"})
+        return result.model_copy(update={"status": RuleStatus.PARTIAL,
+                                         "reason": f"fell back: {fallback}{own}"})
 
 
 def shortened_lists(bundle: Bundle) -> list[tuple[str, str]]:

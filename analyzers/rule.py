@@ -29,11 +29,15 @@ SECTIONS = ("Why it matters", "Remediation")
 @dataclass(frozen=True, slots=True)
 class Input:
     """A bundle path a rule reads. ``per_node`` paths are relative to ``nodes/<name>/``;
-    glob patterns are allowed. An ``optional`` input corroborates and never skips."""
+    glob patterns are allowed. An ``optional`` input corroborates and never skips. An
+    optional input with a ``fallback`` is one the rule replaces, when it cannot be read,
+    by what ``fallback`` names: damaged, it makes a rule that found nothing ``partial``
+    with a reason saying what it fell back on."""
 
     path: str
     per_node: bool = False
     optional: bool = False
+    fallback: str | None = None
 
     def describe(self) -> str:
         return f"nodes/*/{self.path}" if self.per_node else self.path
@@ -65,8 +69,9 @@ def cluster(name: str, *, optional: bool = False) -> Input:
     return Input(f"cluster/{name}", optional=optional)
 
 
-def node(path: str, *, optional: bool = False) -> Input:
-    return Input(path, per_node=True, optional=optional)
+def node(path: str, *, optional: bool = False, fallback: str | None = None) -> Input:
+    return Input(path, per_node=True, optional=optional or fallback is not None,
+                 fallback=fallback)
 
 
 def _matches(bundle: Bundle, pattern: str) -> bool:

@@ -171,3 +171,34 @@ def test_a_worker_past_the_problem_cap_still_hands_on_its_damaged_files() -> Non
     parent = ProblemLog(limit=10, keep=3)
     parent.absorb(later)
     assert "nodes/gpu-7/nvidia-smi.xml" in parent.damaged()
+
+
+# ----------------------------------------------------------- an unreadable optional input
+def test_rules_say_what_they_fell_back_on_when_runtime_json_is_unreadable(
+        tmp_path: Path) -> None:
+    """runtime.json (bundle format 1.1, what the node script detected) damaged on every
+    node: the runtime facts fall back on the Node objects, and the rules that use them
+    were passed as if they had read it."""
+    from rt_gate_kit import dump, files, gpu_pod, run
+
+    node = {"containerd/config-dump.toml": dump(), "runtime.json": "{\"runtime\": \"contai"}
+    report = run(tmp_path, files({"gpu-a": dict(node), "gpu-b": dict(node)},
+                                 [gpu_pod("train-0", "gpu-a")]))
+    rules = {loaded.rule.id: loaded.rule for loaded in discover().rules}
+    fallback = sorted(rid for rid, rule in rules.items()
+                      if any(i.fallback and i.path == "runtime.json" for i in rule.inputs))
+    assert {"RT001", "RT008", "RT009"} <= set(fallback)
+    results = {r.rule_id: r for r in report.rules}
+    for rid in fallback:
+        result = results[rid]
+        if result.status.value in ("skipped", "error"):
+            continue
+        assert result.status.value != "passed", rid
+        assert "judged with the runtime and distribution the Node objects report" in (
+            result.reason or ""), (rid, result.reason)
+        assert "nodes/gpu-a/runtime.json" in (result.reason or "")
+    healthy = run(tmp_path / "ok", files(
+        {"gpu-a": {"containerd/config-dump.toml": dump(),
+                   "runtime.json": '{"runtime": "containerd", "distribution": "kubeadm"}'}},
+        [gpu_pod("train-0", "gpu-a")]))
+    assert {r.rule_id: r.status.value for r in healthy.rules}["RT008"] == "passed"

@@ -85,11 +85,24 @@ def compilers(path: str, text: str) -> tuple[str, str, tuple[Locator, ...]] | No
     return built[0], using[0], tuple(dict.fromkeys((built[1], using[1])))
 
 
+def _lines(logs: list[tuple[str, str]], pattern: re.Pattern[str]) -> list[Locator]:
+    """The log lines ``pattern`` finds (the first two), where no signature names them:
+    insmod's and modprobe's refusals sit before the installer's own message."""
+    found: list[Locator] = []
+    for path, text in logs:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                found.append(Locator(path=path, line=number, excerpt=line.strip()[:300]))
+                if len(found) == 2:
+                    return found
+    return found
+
+
 def named_error(errors: tuple[Locator, ...], logs: list[tuple[str, str]],
                 kernel: str) -> NamedError:
     """The most specific reason among the build errors (OP010 signature lines) and the
     driver container's logs (path, text): signing, DKMS, compiler, then the kernel."""
-    signing = [e for e in errors if _SIGNING.search(e.excerpt)]
+    signing = [e for e in errors if _SIGNING.search(e.excerpt)] or _lines(logs, _SIGNING)
     if signing:
         return NamedError("signing", "the kernel refused the module for its signature: "
                           + _quote(signing[0].excerpt), tuple(signing[:2]))

@@ -15,6 +15,7 @@ from analyzers.rules.common import (
     EVENT_CAP,
     LOGS,
     OPERATOR_SETTINGS,
+    RUNTIME_FILE,
     RUNTIME_FILES,
     event_evidence,
     field,
@@ -79,7 +80,7 @@ class ToolkitMisdirected(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
-              cluster("helm/*.json", optional=True), node("runtime.json", optional=True),
+              cluster("helm/*.json", optional=True), RUNTIME_FILE,
               *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
     tags = ("runtime", "containerd", "distribution")
 
@@ -163,7 +164,7 @@ class TemplateLostRuntime(Rule):
     slug = "template-lost-runtime"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (node("containerd/files/*"), node("runtime.json", optional=True),
+    inputs = (node("containerd/files/*"), RUNTIME_FILE,
               cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     tags = ("runtime", "containerd", "distribution")
 

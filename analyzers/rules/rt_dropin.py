@@ -13,7 +13,7 @@ from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
+from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILE, RUNTIME_FILES, node_ref
 from bundle.evidence import first_line
 from bundle.tomlsafe import loads as toml_loads
 
@@ -54,7 +54,7 @@ class DropInClobber(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
-              node("containerd/version.txt", optional=True), node("runtime.json", optional=True))
+              node("containerd/version.txt", optional=True), RUNTIME_FILE)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -12,7 +12,7 @@ from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import RUNTIME_FILE, node_ref
 from bundle.textfiles import JournalEntry, parse_key_values
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
@@ -129,7 +129,7 @@ class ContainerdRestarts(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
-              node("systemd/*", optional=True), node("runtime.json", optional=True))
+              node("systemd/*", optional=True), RUNTIME_FILE)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
