@@ -39,7 +39,15 @@ from reports.html_overview import (
     matrix_view,
     timeline_view,
 )
-from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family, lower_bounds
+from reports.view import (
+    NOT_CHECKED,
+    SEVERITY_ORDER,
+    build,
+    cause_label,
+    clean,
+    family,
+    lower_bounds,
+)
 
 NODE_FILTER_CAP = 5000
 OTHERS_SHOWN = 8
@@ -122,6 +130,7 @@ class VerdictView:
     not_checked: int
     same_cause: int = 0         # > 1: the verdict is one cause on this many findings
     outliers: list[Outlier] = field(default_factory=list)
+    cause: str = ""             # "cause" or "likely cause" (reports.view.cause_label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +219,7 @@ def _verdict(report: Report, verdict: Finding | None, roots: list[Finding],
                                       else verdict.id),
         summary=_c(item.group.summary if item is not None and grouped else verdict.summary,
                    1200),
-        nodes=_node_text(nodes), node_count=len(nodes),
+        nodes=_node_text(nodes), node_count=len(nodes), cause=cause_label(verdict, True),
         explains=explains, explains_total=len(symptoms), command=verdict_command(verdict),
         others=others[:OTHERS_SHOWN], others_more=max(len(others) - OTHERS_SHOWN, 0),
         checked=checked, not_checked=not_checked,

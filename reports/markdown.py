@@ -20,6 +20,7 @@ from reports.view import (
     View,
     at_least,
     build,
+    cause_label,
     clean,
     first_command,
     lower_bounds,
@@ -130,7 +131,7 @@ def _verdict(view: View, report: Report) -> list[str]:
         out.append("**No critical, high or medium problem found.** The most notable of the "
                    "minor findings:")
     out.append(f"**Verdict — {verdict.severity.value.upper()} {verdict.rule_id}{where}:** "
-               f"{_inline(verdict.summary)}")
+               f"{cause_label(verdict, True)}: {_inline(verdict.summary)}")
     if symptoms:
         counts = Counter(s.rule_id for s in symptoms.values())
         out.append(f"It explains {len(symptoms)} other finding(s): "
@@ -150,7 +151,8 @@ def _group(item: CauseGroup) -> list[str]:
     nodes = group.nodes
     count = f" ×{len(item.members)}" if many else ""
     out = [f"#### {group.severity.value.upper()} · {group.rule_id}{count} · "
-           f"{_inline(group.title)}", _line(group.summary if many else first.summary)]
+           f"{_inline(group.title)}",
+           f"*{cause_label(first, True)}:* " + _line(group.summary if many else first.summary)]
     if many and nodes:
         out.append(f"- The same cause on {len(nodes)} nodes: {_nodes(nodes)} "
                    f"(shown: {_inline(first.nodes[0])})")

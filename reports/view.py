@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers.models import Finding, FindingGroup, Report, RuleStatus, Severity
+from analyzers.models import Confidence, Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
 
@@ -251,9 +251,14 @@ def at_least(report: Report) -> str:
     return "at least " if report.bundle.shortened else ""
 
 
-def cause_word(finding: Finding) -> str:
-    """How a report names a finding's cause: "likely cause" when it is inferred."""
-    return "likely cause" if finding.confidence.value == "likely" else "cause"
+def cause_label(finding: Finding, root: bool) -> str:
+    """The words a report puts before a finding's summary: a root cause is a "cause"
+    (confirmed by direct evidence) or a "likely cause" (inferred from an absence or a
+    pattern); another finding is marked only when it is inferred."""
+    likely = finding.confidence is Confidence.LIKELY
+    if root:
+        return "likely cause" if likely else "cause"
+    return "likely" if likely else ""
 
 
 def first_command(remediation: str) -> str | None:

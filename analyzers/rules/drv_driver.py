@@ -353,6 +353,8 @@ class SecureBootRefusedModule(Rule):
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
             evidence=evidence, causes=causes, remediation=_secure_boot_remediation(name),
+            # an unsigned module that loaded: the refusal is predicted, not seen
+            confidence=None if refused or absent else Confidence.LIKELY,
         )
 
 

@@ -153,6 +153,8 @@ class GpuLost(Rule):
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key),
             causes=[refs.DRV001(name, key)], caused_by=caused_by,
+            # only PCIe AER errors on its address: a pattern that often precedes a loss
+            confidence=None if loss else Confidence.LIKELY,
         )
 
 
