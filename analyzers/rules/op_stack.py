@@ -76,10 +76,10 @@ def _describe(blocked: Blocked) -> str:
     pod = blocked.pod
     if blocked.container and blocked.init:
         return f"{pod.name} is {blocked.operand.state} in init container {blocked.container}"
-    if blocked.container in SIDECARS:
+    sidecar = SIDECARS.get(blocked.container or "")
+    if sidecar is not None:
         return (f"{pod.name} is {blocked.operand.state} ({blocked.container}: only "
-                f"{SIDECARS[blocked.container]} fails to load; the driver itself runs in "
-                "nvidia-driver-ctr)")
+                f"{sidecar} fails to load; the driver itself runs in nvidia-driver-ctr)")
     if blocked.container:
         return f"{pod.name} is {blocked.operand.state} ({blocked.container})"
     if not pod.spec.node_name:
