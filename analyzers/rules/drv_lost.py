@@ -90,7 +90,10 @@ class GpuLost(Rule):
     NV_STATUS code decoded), NVML's ``Unable to determine the device handle`` in
     container logs, and uncorrected PCIe AER errors on the GPU's own address. Each
     address yields one finding. Lines that name no address join the node's only
-    lost GPU.
+    lost GPU. A GPU the driver refused (DRV008: an unsupported branch, a legacy GPU, the
+    wrong module flavour) is not lost hardware: its ``RmInitAdapter``, device-handle and
+    ``GPU is lost`` lines are left to DRV008, and what remains on its address (AER) links
+    to it as the cause. A finding with only AER errors on the address is a likely loss.
 
     Why it matters:
     A lost GPU is gone until the node reboots (often until the hardware is fixed).

@@ -100,14 +100,20 @@ def _devices(ctx: Context, name: str, refusal: _Refusal) -> list[PciDevice]:
 class DriverCannotDriveGpu(Rule):
     """The loaded NVIDIA driver cannot drive this GPU.
 
-    Per node, the kernel's probe refusal — ``NVRM: The NVIDIA GPU <bdf> (PCI ID:
-    10de:<id>) installed in this system is not supported by the NVIDIA <version> driver
-    release`` (a GPU newer than the branch, or one the branch dropped) or ``... is not
+    Per node, the kernel's refusal — ``NVRM: The NVIDIA GPU <bdf> (PCI ID: 10de:<id>)
+    installed in this system is not supported by the NVIDIA <version> driver release``
+    (a GPU newer than the branch, or one the branch dropped), ``... is supported through
+    the NVIDIA 470.xx Legacy drivers`` (a GPU only a legacy branch drives), ``... is not
     supported by open nvidia.ko because it does not include the required GPU System
-    Processor (GSP)`` (the open kernel modules on a pre-Turing GPU) — from ``dmesg.txt``
-    and the kernel journal, or repeated in the driver container's log. The GPU's
-    ``host/lspci.txt`` line names the model. The finding causes DRV003's "driver not
-    usable" finding and OP001's driver stage on the same node when those fire.
+    Processor (GSP)`` (the open kernel modules on a pre-Turing GPU), ``... requires use
+    of the NVIDIA open kernel modules`` (the proprietary module on a Blackwell GPU) or
+    ``Open nvidia.ko is only ready for use on Data Center GPUs`` — from ``dmesg.txt`` and
+    the kernel journal (dmesg with or without timestamps, ``-T``, syslog and journalctl
+    prefixes), or repeated in the driver container's log. The GPU's ``host/lspci.txt``
+    line names the model. The ``RmInitAdapter failed`` lines that follow a refusal are
+    its consequence, not a lost GPU: DRV002 leaves them to this finding. It causes
+    DRV003's "driver not usable" finding and OP001's driver stage on the same node when
+    those fire.
 
     Why it matters:
     The module loads, refuses the GPU and leaves the node without one: nvidia-smi finds
@@ -117,7 +123,8 @@ class DriverCannotDriveGpu(Rule):
     Remediation:
     Open modules on a pre-Turing GPU (Maxwell, Pascal, Volta): install the proprietary
     flavour (GPU Operator: ``driver.kernelModuleType=proprietary``; older releases
-    ``driver.useOpenKernelModules=false``). A branch that does not list the GPU: choose
+    ``driver.useOpenKernelModules=false``). A GPU that requires the open modules: the
+    open flavour (``driver.kernelModuleType=open``). A branch that does not list the GPU: choose
     a driver version whose README (Appendix A, supported products) lists its PCI ID —
     newer for a new GPU, a legacy branch for one the current branch dropped.
     """

@@ -56,7 +56,9 @@ class GpuLostOnSystemdReload(Rule):
     while the host's ``nvidia-smi`` works. Fires on a node where a Running GPU pod logs
     that line, ``host/cgroup.txt`` shows the systemd driver (kubelet, containerd's
     ``SystemdCgroup`` or CRI-O's ``cgroup_manager``), and ``host/dev-nvidia.txt`` shows no
-    ``/dev/char`` link to an NVIDIA device.
+    ``/dev/char`` link to an NVIDIA device. Both files are read in the collector's format
+    or as the plain output of their commands (``cgroupDriver: systemd``, ``ls -l
+    /dev/nvidia* /dev/char``); a file that yields neither leaves the rule ``partial``.
 
     Why it matters:
     Long-running jobs fail hours into their run, on any node where something reloads
