@@ -85,9 +85,14 @@ FALLEN = ("[ 9000.100000] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen 
           "bus.\n")
 
 
+# journalctl -k -o short-iso prints the same records with an ISO timestamp
+OPEN_REQUIRED_ISO = OPEN_REQUIRED_SYSLOG.replace("Jul 01 22:55:07 gpu kernel:",
+                                                 "2025-07-01T22:55:07+0000 gpu kernel:")
+
+
 @pytest.mark.parametrize("text", [OPEN_REQUIRED_SYSLOG, OPEN_REQUIRED_DMESG,
-                                  OPEN_REQUIRED_BARE],
-                         ids=["syslog", "dmesg", "dmesg-t"])
+                                  OPEN_REQUIRED_BARE, OPEN_REQUIRED_ISO],
+                         ids=["syslog", "dmesg", "dmesg-t", "journalctl-short-iso"])
 def test_open_modules_required_is_the_cause_not_a_lost_gpu(tmp_path: Path, text: str) -> None:
     report = bundle(tmp_path, [gpu_node("gpu-bw"), gpu_node("gpu-hw")],
                     {"nodes/gpu-bw/dmesg.txt": text, "nodes/gpu-hw/dmesg.txt": FALLEN})

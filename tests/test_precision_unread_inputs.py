@@ -151,6 +151,13 @@ def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
     assert "Counts are lower bounds: the collector shortened cluster/nodes.json" \
         in text.render(report)
     assert "of at least 1" in markdown.render(report)
+    from datetime import UTC, datetime
+
+    from reports import html
+
+    page = html.render(report, generated_at=datetime(2026, 12, 1, tzinfo=UTC))
+    assert "at least 1 nodes" in page and "of at least 1 nodes" in page
+    assert "Counts are lower bounds" in page
 
 
 # ------------------------------------------------------- damage past the cap on problems
