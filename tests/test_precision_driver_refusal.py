@@ -132,3 +132,21 @@ def test_a_refusal_on_another_address_does_not_hide_a_loss(tmp_path: Path) -> No
     assert sorted(of(report, "DRV002")) == ["DRV002:gpu-m/0000:3b:00.0"]
     assert sorted(of(report, "DRV008")) == ["DRV008:gpu-m"]
     assert status(report, "DRV002")[0] == "failed"
+
+
+def test_the_driver_container_log_alone_names_the_flavour(tmp_path: Path) -> None:
+    """The installer repeats the kernel's lines under 'Kernel messages:' (as in
+    tests/rules/test_drv008.py); an empty dmesg still lets the container's log speak."""
+    from scenario import pod
+
+    driver = pod("nvidia-driver-daemonset-bw1", "gpu-l", app="nvidia-driver-daemonset")
+    log = ("Kernel messages:\n"
+           "[    5.559842] NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:2b85)\n"
+           "               NVRM: installed in this system requires use of the NVIDIA open "
+           "kernel modules.\n")
+    path = "logs/gpu-operator/nvidia-driver-daemonset-bw1/nvidia-driver-ctr.log"
+    report = bundle(tmp_path, [gpu_node("gpu-l")],
+                    {"nodes/gpu-l/dmesg.txt": "", path: log}, pods=[driver])
+    finding = of(report, "DRV008")["DRV008:gpu-l"]
+    assert "requires the open kernel modules" in finding.summary
+    assert [(e.path, e.line) for e in finding.evidence] == [(path, 3)]
