@@ -6,7 +6,15 @@ import click
 
 from analyzers.models import Finding, Report, Severity
 from reports import terminal
-from reports.view import CauseGroup, View, build, first_command
+from reports.view import (
+    CauseGroup,
+    View,
+    at_least,
+    build,
+    cause_label,
+    first_command,
+    lower_bounds,
+)
 
 NODES_SHOWN = 6
 
@@ -27,9 +35,15 @@ def _sev(severity: Severity, color: bool) -> str:
     return click.style(label, fg=_COLOURS[severity], bold=bold) if color else label
 
 
-def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]:
+def _labelled(f: Finding, root: bool, summary: str) -> str:
+    label = cause_label(f, root)
+    return f"{label}: {summary}" if label else summary
+
+
+def _finding(f: Finding, view: View, color: bool, indent: str = "",
+             root: bool = False) -> list[str]:
     lines = [f"{indent}{_sev(f.severity, color)} {_one(f.rule_id)}  {_one(f.title)}",
-             f"{indent}         {_one(f.summary)}"]
+             f"{indent}         {_labelled(f, root, _one(f.summary))}"]
     symptoms = view.explained_by(f)
     if len(symptoms) > 8:  # many: counted per rule
         lines.append(f"{indent}         explains: {_rules(symptoms)}")
@@ -52,12 +66,13 @@ def _rules(findings: tuple[Finding, ...]) -> str:
     return ", ".join(f"{_one(rule)} ×{n}" if n > 1 else _one(rule) for rule, n in counts.items())
 
 
-def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> list[str]:
+def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ",
+           root: bool = False) -> list[str]:
     """A cause group: one finding as before; several as one entry with its node count,
     the shared summary (``<node>`` standing for each node), the nodes, and the first
     node's evidence and first step."""
     if len(item.members) == 1:
-        lines = _finding(item.first, view, color, indent)
+        lines = _finding(item.first, view, color, indent, root)
         if item.outlier:
             lines.insert(2, f"{indent}         differs from the largest "
                          f"{_one(item.group.rule_id)} group ({item.others} findings)")
@@ -69,7 +84,7 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> lis
     more = f" and {len(nodes) - NODES_SHOWN} more" if len(nodes) > NODES_SHOWN else ""
     lines = [f"{indent}{_sev(group.severity, color)} {_one(group.rule_id)}  {_one(group.title)}"
              f"  · {len(item.members)} findings, the same cause",
-             f"{pad}{_one(group.summary)}",
+             f"{pad}{_labelled(first, root, _one(group.summary))}",
              f"{pad}on {len(nodes)} node(s): {shown}{more}"]
     if item.outlier:
         lines.append(f"{pad}differs from the largest {_one(group.rule_id)} group "
@@ -95,10 +110,12 @@ def render(report: Report, *, color: bool = False) -> str:
         f"gpu-triage {report.tool.version} · {_one(cluster.context or 'cluster')} "
         f"{_one(cluster.server_version or '')} · bundle created "
         f"{_one(info.created_at or 'unknown')}",
-        f"{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
+        f"{at_least(report)}{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
         "",
     ]
+    if lower_bounds(report):
+        out.insert(-1, lower_bounds(report))
     if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
         out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
                    "see Rules below")
@@ -122,7 +139,7 @@ def render(report: Report, *, color: bool = False) -> str:
             continue
         out.append(click.style(title, bold=True) if color else title)
         for item in items:
-            out.extend(_group(item, view, color))
+            out.extend(_group(item, view, color, root=title == "ROOT CAUSES"))
         out.append("")
     symptoms = sum(len(c.symptoms) for c in view.chains)
     if symptoms:

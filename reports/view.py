@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers.models import Finding, FindingGroup, Report, RuleStatus, Severity
+from analyzers.models import Confidence, Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
 
@@ -233,6 +233,32 @@ def _rank(finding: Finding, symptoms_of: dict[str, tuple[Finding, ...]],
 
 
 _COMMAND = re.compile(r"^(?:[a-z][a-z0-9_.-]*|/[\w./-]+|\./[\w./-]+)(?:\s|$)")
+
+
+def lower_bounds(report: Report) -> str:
+    """The sentence saying the counts are lower bounds (lists the collector shortened to
+    fit --max-file-bytes), or "" when every list was read whole."""
+    shortened = report.bundle.shortened
+    if not shortened:
+        return ""
+    named = "; ".join(f"{plain(n.path)} ({plain(n.note)})" for n in shortened[:3])
+    more = f"; and {len(shortened) - 3} more" if len(shortened) > 3 else ""
+    return f"Counts are lower bounds: the collector shortened {named}{more}."
+
+
+def at_least(report: Report) -> str:
+    """"at least " before a count taken from a shortened list, else ""."""
+    return "at least " if report.bundle.shortened else ""
+
+
+def cause_label(finding: Finding, root: bool) -> str:
+    """The words a report puts before a finding's summary: a root cause is a "cause"
+    (confirmed by direct evidence) or a "likely cause" (inferred from an absence or a
+    pattern); another finding is marked only when it is inferred."""
+    likely = finding.confidence is Confidence.LIKELY
+    if root:
+        return "likely cause" if likely else "cause"
+    return "likely" if likely else ""
 
 
 def first_command(remediation: str) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from bundle.evidence import Locator, at_pointer, clip
@@ -87,6 +87,7 @@ class ValuesDroppedByUpgrade(Rule):
     id = "HELM001"
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
     tags = ("helm", "configuration")
 
@@ -181,6 +182,7 @@ class ReleaseStuck(Rule):
     id = "HELM002"
     slug = "release-stuck"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"),)
     tags = ("helm",)
 

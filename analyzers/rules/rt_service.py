@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 
 from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import RUNTIME_FILE, node_ref
 from bundle.textfiles import JournalEntry, parse_key_values
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
@@ -127,8 +127,9 @@ class ContainerdRestarts(Rule):
     id = "RT004"
     slug = "containerd-restarts"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
-              node("systemd/*", optional=True), node("runtime.json", optional=True))
+              node("systemd/*", optional=True), RUNTIME_FILE)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -309,6 +310,7 @@ class CriPluginDisabled(Rule):
     id = "RT005"
     slug = "cri-plugin-disabled"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
     tags = ("runtime", "containerd")
 

@@ -9,7 +9,7 @@ from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.operands import component_of
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
 from analyzers.rules.common import field as obj_field
@@ -75,6 +75,7 @@ class GpuAccessOutsideScheduler(Rule):
     id = "SC003"
     slug = "gpu-access-outside-scheduler"
     severity = Severity.MEDIUM
+    confidence = Confidence.LIKELY
     inputs = (cluster("pods.json"), LOGS)
     tags = ("scheduling", "isolation")
 
