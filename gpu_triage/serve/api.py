@@ -119,11 +119,10 @@ class Api:
         crds = self.store.objects(BY_PATH[("apiextensions.k8s.io", "v1",
                                            "customresourcedefinitions")])
         for crd in crds if isinstance(crds, list) else []:
-            spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-            short = (spec.get("names") or {}).get("shortNames") if isinstance(
-                spec.get("names"), dict) else None
+            crd_names = _dict(_dict(crd.get("spec")).get("names"))
+            short = crd_names.get("shortNames")
             if isinstance(short, list) and all(isinstance(s, str) for s in short):
-                names[str(spec.get("names", {}).get("plural"))] = list(short)
+                names[str(crd_names.get("plural"))] = list(short)
         return names
 
     def _core(self, rest: list[str], query: dict[str, str], accept: str) -> Response:
@@ -224,7 +223,7 @@ class Api:
 
     def _log(self, pod: Obj, query: dict[str, str]) -> Response:
         namespace, name = _meta(pod, "namespace"), _meta(pod, "name")
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        spec = _dict(pod.get("spec"))
         containers = [str(c.get("name")) for key in ("initContainers", "containers")
                       for c in (spec.get(key) or []) if isinstance(c, dict)]
         container = query.get("container") or ""
@@ -268,6 +267,10 @@ class Api:
             return status(404, "NotFound", f'the bundle did not collect {relative} of node '
                           f'"{rest[2]}"')
         return _text(data)
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
 
 
 def _meta(obj: Obj, key: str) -> str:

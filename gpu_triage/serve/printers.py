@@ -116,9 +116,8 @@ def _pod(obj: Obj, now: datetime) -> list[Any]:
                 running = True
                 ready += 1
         if reason == "Completed" and running:
-            conditions = _list(status.get("conditions"))
             is_ready = any(_get(c, "type") == "Ready" and _get(c, "status") == "True"
-                           for c in conditions)
+                           for c in _list(status.get("conditions")))
             reason = "Running" if is_ready else "NotReady"
     if _get(obj, "metadata", "deletionTimestamp"):
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
@@ -167,8 +166,8 @@ def _node(obj: Obj, now: datetime) -> list[Any]:
 
     return [_name(obj), state, ",".join(r for r in roles if r) or "<none>", _age(obj, now),
             str(info.get("kubeletVersion") or ""), address("InternalIP"), address("ExternalIP"),
-            _or_none(str(info.get("osImage") or "")), _or_none(str(info.get("kernelVersion") or "")),
-            _or_none(str(info.get("containerRuntimeVersion") or ""))]
+            *(_or_none(str(info.get(key) or "")) for key in (
+                "osImage", "kernelVersion", "containerRuntimeVersion"))]
 
 
 def _event(obj: Obj, now: datetime) -> list[Any]:
@@ -209,7 +208,8 @@ def _deployment(obj: Obj, now: datetime) -> list[Any]:
 def _quota(obj: Obj, now: datetime) -> list[Any]:
     hard = _get(obj, "status", "hard") or _get(obj, "spec", "hard") or {}
     used = _get(obj, "status", "used") or {}
-    requests, limits = [], []
+    requests: list[str] = []
+    limits: list[str] = []
     for key in sorted(hard):
         shown = f"{key}: {used.get(key, 0)}/{hard[key]}"
         (limits if key.startswith("limits.") else requests).append(shown)
