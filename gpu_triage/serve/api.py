@@ -166,11 +166,11 @@ class Api:
         if rest[0] == "namespaces" and len(rest) >= 3 and group == "":
             namespace, rest = rest[1], rest[2:]
         kind = BY_PATH.get((group, version, rest[0]))
+        name, sub = (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
+        if sub in _REFUSED_SUBRESOURCES:  # proxy/<anything> included
+            return _refuse_sub(sub)
         if kind is None or (namespace is not None and not kind.namespaced) or len(rest) > 3:
             return _not_found()
-        name, sub = (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
-        if sub in _REFUSED_SUBRESOURCES:
-            return _refuse_sub(sub)
         if sub not in (None, "status", "log") or (sub == "log" and kind.resource != "pods"):
             return _not_found()
         listed = self.store.objects(kind)
