@@ -228,7 +228,8 @@ def test_logs(client: Client, bundle: Path) -> None:
 
 def test_log_refusals_say_why(client: Client) -> None:
     code, text = log(client, "container=nope")
-    assert code == 400 and json.loads(text)["message"] == f"container nope is not valid for pod {POD}"
+    assert code == 400
+    assert json.loads(text)["message"] == f"container nope is not valid for pod {POD}"
     code, text = log(client, f"container={INIT}&previous=true")
     assert code == 404 and json.loads(text)["message"] == (
         f'the bundle did not collect the previous log of container "{INIT}" in pod "{POD}" '
