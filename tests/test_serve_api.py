@@ -348,3 +348,25 @@ def test_foreign_layouts_are_served(tmp_path: Path, layout: str) -> None:
         policies = client.json("/apis/nvidia.com/v1/clusterpolicies")[1]
         assert names(policies) == ["cluster-policy"]
         assert policies["items"][0]["status"] == {"state": "notReady"}
+
+
+def test_namespaced_paths_of_a_group(client: Client, bundle: Path) -> None:
+    listed = client.json(f"/apis/apps/v1/namespaces/{POD_NS}/daemonsets")[1]
+    assert names(listed) == [d["metadata"]["name"] for d in serve_kit.objects(
+        bundle, "daemonsets.json") if d["metadata"]["namespace"] == POD_NS]
+    assert client.json(f"/apis/apps/v1/namespaces/{POD_NS}/daemonsets/nvidia-dcgm-exporter")[
+        1]["kind"] == "DaemonSet"
+
+
+def test_replicasets_are_empty_with_a_warning(client: Client) -> None:
+    connection = client.connect()
+    connection.request("GET", f"/apis/apps/v1/namespaces/{POD_NS}/replicasets",
+                       headers={"Authorization": f"Bearer {client.token}"})
+    response = connection.getresponse()
+    assert json.loads(response.read())["items"] == []
+    assert response.getheader("Warning") == ('299 - "gpu-triage bundles do not collect '
+                                             'replicasets.apps: this list is empty"')
+    connection.close()
+    code, found = client.json(f"/apis/apps/v1/namespaces/{POD_NS}/replicasets/gpu-operator-1")
+    assert code == 404 and found["message"].endswith("gpu-triage bundles do not collect "
+                                                     "replicasets.apps")

@@ -134,6 +134,10 @@ def test_wide_json_and_yaml(binary: Path, served: Served, bundle: Path, tmp_path
                                      "-o", "yaml"))) == pod
     nodes = json.loads(ok(kubectl(binary, served, tmp_path, "get", "nodes", "-o", "json")))
     assert nodes["items"] == serve_kit.objects(bundle, "nodes.json")
+    _, rows = table(ok(kubectl(binary, served, tmp_path, "get", "ds", "-n", POD_NS, "-o",
+                               "wide")))
+    dcgm = next(r for r in rows if r[0] == "nvidia-dcgm-exporter")
+    assert dcgm[:6] == ["nvidia-dcgm-exporter", "2", "2", "1", "2", "1"]
     found = ok(kubectl(binary, served, tmp_path, "get", "pods", "-A", "-l",
                        "app=nvidia-dcgm-exporter", "-o", "name"))
     assert found.split() == ["pod/nvidia-dcgm-exporter-9pm9d", "pod/nvidia-dcgm-exporter-w56fw"]

@@ -35,6 +35,7 @@ class Response:
     code: int
     content_type: str
     body: bytes
+    warning: str = ""  # sent as a Warning header (kubectl prints it as "Warning: ...")
 
 
 def status(code: int, reason: str, message: str, details: Obj | None = None) -> Response:
@@ -163,7 +164,7 @@ class Api:
     def _objects(self, group: str, version: str, rest: list[str], query: dict[str, str],
                  accept: str) -> Response:
         namespace = None
-        if rest[0] == "namespaces" and len(rest) >= 3 and group == "":
+        if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         kind = BY_PATH.get((group, version, rest[0]))
         name, sub = (rest[1] if len(rest) > 1 else None), (rest[2] if len(rest) > 2 else None)
@@ -173,6 +174,8 @@ class Api:
             return _not_found()
         if sub not in (None, "status", "log") or (sub == "log" and kind.resource != "pods"):
             return _not_found()
+        if not kind.collected:
+            return self._uncollected(kind, name)
         listed = self.store.objects(kind)
         if isinstance(listed, Absent):
             return status(404, "NotFound", listed.message, {"kind": kind.resource,
@@ -190,6 +193,15 @@ class Api:
         if sub == "log":
             return self._log(found, query)
         return self._one(kind, found, query, accept)
+
+    def _uncollected(self, kind: Kind, name: str | None) -> Response:
+        message = f"gpu-triage bundles do not collect {kind.qualified}"
+        if name is not None:
+            return status(404, "NotFound", f'{kind.qualified} "{name}" not found: {message}',
+                          {"name": name, "group": kind.group, "kind": kind.resource})
+        empty = _json({"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
+                       "metadata": {"resourceVersion": "1"}, "items": []})
+        return Response(200, empty.content_type, empty.body, f"{message}: this list is empty")
 
     def _list(self, kind: Kind, listed: list[Obj], query: dict[str, str],
               accept: str) -> Response:

@@ -3,7 +3,9 @@
 Every kind a bundle can hold (docs/bundle-format.md, ``cluster/*.json``) is listed in
 discovery whether or not this bundle holds it: asking for one it lacks answers 404 with
 a ``Status`` that says the bundle did not collect it, rather than kubectl's "the server
-doesn't have a resource type", which would hide whether the cluster has it.
+doesn't have a resource type", which would hide whether the cluster has it. ReplicaSets,
+which no bundle collects, are listed too, as empty lists with a ``Warning`` saying so:
+``kubectl describe deployment`` lists them and gives up on a 404.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ class Kind:
     path: str  # the bundle file that holds the list
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    # False: no bundle holds it; listed as empty, with a warning, because kubectl needs
+    # the list to answer (``describe deployment`` lists the ReplicaSets and fails on a 404)
+    collected: bool = True
 
     @property
     def group_version(self) -> str:
@@ -48,6 +53,8 @@ KINDS: tuple[Kind, ...] = (
          ("all",)),
     Kind("deployments", "apps", "v1", "Deployment", True, "cluster/deployments.json",
          ("deploy",), ("all",)),
+    Kind("replicasets", "apps", "v1", "ReplicaSet", True, "", ("rs",), ("all",),
+         collected=False),
     Kind("runtimeclasses", "node.k8s.io", "v1", "RuntimeClass", False,
          "cluster/runtimeclasses.json"),
     Kind("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition",

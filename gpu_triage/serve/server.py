@@ -119,6 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(response.body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        if response.warning:  # RFC 7234 warn-code 299, as the API server sends its warnings
+            quoted = response.warning.replace("\\", "\\\\").replace('"', '\\"')
+            self.send_header("Warning", f'299 - "{quoted}"')
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
