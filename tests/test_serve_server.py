@@ -181,3 +181,16 @@ def test_the_command_names_a_bundle_it_cannot_read(tmp_path: Path) -> None:
                             timeout=60, env={**os.environ, "NO_COLOR": "1"})
     assert result.returncode == 3
     assert "cannot read bundle" in result.stderr and "missing.tgz" in result.stderr
+
+
+def test_a_failure_inside_is_a_500_status(session: Session,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(method: str, target: str, accept: str) -> None:
+        raise KeyError("secret detail")
+
+    monkeypatch.setattr(session.server.api, "answer", broken)
+    client = Client(session.url, session.ca_pem, session.token)
+    code, _, body = client.request("GET", "/api/v1/pods")
+    assert code == 500
+    assert b"gpu-triage serve could not answer: KeyError" in body
+    assert b"secret detail" not in body

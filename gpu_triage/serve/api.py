@@ -229,18 +229,19 @@ class Api:
                                            "customresourcedefinitions")])
         found = table(kind, listed, crds if isinstance(crds, list) else [],
                       self.store.collected_at(), version, query.get("includeObject", ""))
-        for row in found["rows"]:
-            row["cells"] = [line(c) if isinstance(c, str) else c for c in row["cells"]]
+        for row in found["rows"]:  # text for a terminal; numbers stay numbers
+            row["cells"] = [c if isinstance(c, int) and not isinstance(c, bool) else line(str(c))
+                            for c in row["cells"]]
         return found
 
     def _log(self, pod: Obj, query: dict[str, str]) -> Response:
         namespace, name = _meta(pod, "namespace"), _meta(pod, "name")
         spec = _dict(pod.get("spec"))
         containers = [str(c.get("name")) for key in ("initContainers", "containers")
-                      for c in (spec.get(key) or []) if isinstance(c, dict)]
+                      for c in _items(spec.get(key)) if isinstance(c, dict)]
         container = query.get("container") or ""
         if not container:
-            main = [str(c.get("name")) for c in (spec.get("containers") or [])
+            main = [str(c.get("name")) for c in _items(spec.get("containers"))
                     if isinstance(c, dict)]
             if len(main) != 1:
                 return status(400, "BadRequest", f"a container name must be specified for pod "
@@ -279,6 +280,10 @@ class Api:
             return status(404, "NotFound", f'the bundle did not collect {relative} of node '
                           f'"{rest[2]}"')
         return _text(data)
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _dict(value: Any) -> Obj:

@@ -33,6 +33,10 @@ def _get(obj: Any, *path: str) -> Any:
     return obj
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -57,7 +61,7 @@ def _selector(selector: Any) -> str:
     """A LabelSelector as ``k=v,k2 in (a,b)`` (metav1.FormatLabelSelector)."""
     if not isinstance(selector, dict):
         return "<none>"
-    terms = [f"{k}={v}" for k, v in sorted((_get(selector, "matchLabels") or {}).items())]
+    terms = [f"{k}={v}" for k, v in sorted(_dict(_get(selector, "matchLabels")).items())]
     for expression in _list(selector.get("matchExpressions")):
         values = ",".join(str(v) for v in _list(_get(expression, "values")))
         operator = str(_get(expression, "operator") or "").lower()
@@ -77,7 +81,7 @@ def _template_wide(obj: Obj) -> list[Any]:
 # -- pods -------------------------------------------------------------------------------
 
 def _pod(obj: Obj, now: datetime) -> list[Any]:
-    status = _get(obj, "status") or {}
+    status = _dict(_get(obj, "status"))
     spec_containers = _list(_get(obj, "spec", "containers"))
     reason = str(status.get("reason") or status.get("phase") or "")
     initializing = False
@@ -111,7 +115,7 @@ def _pod(obj: Obj, now: datetime) -> list[Any]:
                 reason = str(waiting["reason"])
             elif isinstance(terminated, dict):
                 reason = _exit(terminated)
-            elif container.get("ready") and isinstance(_get(container, "state", "running"),
+            elif _get(container, "ready") and isinstance(_get(container, "state", "running"),
                                                        dict):
                 running = True
                 ready += 1
@@ -146,19 +150,19 @@ def _exit(terminated: Obj) -> str:
 # -- nodes and events -------------------------------------------------------------------
 
 def _node(obj: Obj, now: datetime) -> list[Any]:
-    status = _get(obj, "status") or {}
+    status = _dict(_get(obj, "status"))
     ready = next((_get(c, "status") for c in _list(status.get("conditions"))
                   if _get(c, "type") == "Ready"), None)
     state = {"True": "Ready", "False": "NotReady"}.get(str(ready), "Unknown")
     if _get(obj, "spec", "unschedulable") is True:
         state += ",SchedulingDisabled"
-    labels = _get(obj, "metadata", "labels") or {}
+    labels = _dict(_get(obj, "metadata", "labels"))
     roles = sorted({k[len("node-role.kubernetes.io/"):] for k in labels
                     if k.startswith("node-role.kubernetes.io/")} |
                    ({str(labels["kubernetes.io/role"])} if labels.get("kubernetes.io/role")
                     else set()))
     addresses = _list(status.get("addresses"))
-    info = status.get("nodeInfo") or {}
+    info = _dict(status.get("nodeInfo"))
 
     def address(kind: str) -> str:
         return next((str(_get(a, "address")) for a in addresses if _get(a, "type") == kind),
@@ -174,9 +178,9 @@ def _event(obj: Obj, now: datetime) -> list[Any]:
     last = obj.get("lastTimestamp") or obj.get("eventTime")
     first = obj.get("firstTimestamp") or obj.get("eventTime")
     count = _int(obj.get("count")) or _int(_get(obj, "series", "count")) or 1
-    involved = obj.get("involvedObject") or {}
+    involved = _dict(obj.get("involvedObject"))
     target = f"{str(involved.get('kind') or '').lower()}/{involved.get('name') or ''}"
-    source = obj.get("source") or {}
+    source = _dict(obj.get("source"))
     component = source.get("component") or obj.get("reportingComponent") or ""
     host = source.get("host") or obj.get("reportingInstance") or ""
     shown_source = f"{component}, {host}" if host else str(component)
@@ -188,8 +192,8 @@ def _event(obj: Obj, now: datetime) -> list[Any]:
 # -- the rest ---------------------------------------------------------------------------
 
 def _daemonset(obj: Obj, now: datetime) -> list[Any]:
-    status = _get(obj, "status") or {}
-    selector = _get(obj, "spec", "template", "spec", "nodeSelector") or {}
+    status = _dict(_get(obj, "status"))
+    selector = _dict(_get(obj, "spec", "template", "spec", "nodeSelector"))
     nodes = ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
     return [_name(obj), *(_int(status.get(f)) for f in (
         "desiredNumberScheduled", "currentNumberScheduled", "numberReady",
@@ -198,7 +202,7 @@ def _daemonset(obj: Obj, now: datetime) -> list[Any]:
 
 
 def _deployment(obj: Obj, now: datetime) -> list[Any]:
-    status = _get(obj, "status") or {}
+    status = _dict(_get(obj, "status"))
     wanted = _get(obj, "spec", "replicas")
     return [_name(obj), f"{_int(status.get('readyReplicas'))}/{_int(wanted)}",
             _int(status.get("updatedReplicas")), _int(status.get("availableReplicas")),
@@ -206,8 +210,8 @@ def _deployment(obj: Obj, now: datetime) -> list[Any]:
 
 
 def _quota(obj: Obj, now: datetime) -> list[Any]:
-    hard = _get(obj, "status", "hard") or _get(obj, "spec", "hard") or {}
-    used = _get(obj, "status", "used") or {}
+    hard = _dict(_get(obj, "status", "hard")) or _dict(_get(obj, "spec", "hard"))
+    used = _dict(_get(obj, "status", "used"))
     requests: list[str] = []
     limits: list[str] = []
     for key in sorted(hard):
@@ -231,8 +235,8 @@ TABLES: dict[str, tuple[tuple[Column, ...], Row]] = {
     "Namespace": ((_NAME, ("Status", "string", 0), _AGE),
                   lambda o, now: [_name(o), _get(o, "status", "phase") or "", _age(o, now)]),
     "ConfigMap": ((_NAME, ("Data", "integer", 0), _AGE),
-                  lambda o, now: [_name(o), len(o.get("data") or {}) +
-                                  len(o.get("binaryData") or {}), _age(o, now)]),
+                  lambda o, now: [_name(o), len(_dict(o.get("data"))) +
+                                  len(_dict(o.get("binaryData"))), _age(o, now)]),
     "ResourceQuota": ((_NAME, _AGE, ("Request", "string", 0), ("Limit", "string", 0)), _quota),
     "DaemonSet": ((_NAME, ("Desired", "integer", 0), ("Current", "integer", 0),
                    ("Ready", "integer", 0), ("Up-to-date", "integer", 0),

@@ -58,7 +58,8 @@ def label_selector(text: str) -> Test:
 
 
 def _labels(obj: Obj) -> Obj:
-    labels = (obj.get("metadata") or {}).get("labels")
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
     return labels if isinstance(labels, dict) else {}
 
 

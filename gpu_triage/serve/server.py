@@ -109,7 +109,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status(401, "Unauthorized", "Unauthorized"), close=close)
             return
         accept = self.headers.get("Accept") or ""
-        self._send(self.server.api.answer(self.command, self.path, accept), close=close)
+        try:
+            response = self.server.api.answer(self.command, self.path, accept)
+        except Exception as exc:  # noqa: BLE001 - a bug must not drop the connection unanswered
+            response = status(500, "InternalError", f"gpu-triage serve could not answer: "
+                              f"{type(exc).__name__}")
+        self._send(response, close=close)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
 

@@ -36,10 +36,15 @@ def _params(entry: str) -> dict[str, str]:
     return found
 
 
+def _metadata(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
 def columns_of(kind: Kind, crds: list[Obj]) -> tuple[tuple[Column, ...], Row]:
     if kind.kind in TABLES:
         return TABLES[kind.kind]
-    crd = next((c for c in crds if (c.get("metadata") or {}).get("name") ==
+    crd = next((c for c in crds if _metadata(c).get("name") ==
                 f"{kind.resource}.{kind.group}"), None)
     return custom_columns(crd, kind.version)
 
@@ -58,7 +63,7 @@ def table(kind: Kind, objects: list[Obj], crds: list[Obj], now: datetime, versio
         elif include != "None":
             entry["object"] = {"kind": "PartialObjectMetadata",
                                "apiVersion": f"meta.k8s.io/{version}",
-                               "metadata": obj.get("metadata") or {}}
+                               "metadata": _metadata(obj)}
         rows.append(entry)
     return {"kind": "Table", "apiVersion": f"meta.k8s.io/{version}",
             "metadata": {"resourceVersion": "1"}, "columnDefinitions": definitions,
