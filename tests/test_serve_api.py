@@ -370,3 +370,25 @@ def test_replicasets_are_empty_with_a_warning(client: Client) -> None:
     code, found = client.json(f"/apis/apps/v1/namespaces/{POD_NS}/replicasets/gpu-operator-1")
     assert code == 404 and found["message"].endswith("gpu-triage bundles do not collect "
                                                      "replicasets.apps")
+
+
+@pytest.mark.parametrize(("body", "code", "allowed"), [
+    (b'{"spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}}}', 201, True),
+    (b'{"spec": {"resourceAttributes": {"verb": "patch", "resource": "nodes"}}}', 201, False),
+    (b'{"spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}', 400, None),
+    (b"k8s\x00\x12\xff\xff\xff\xff\x0f", 400, None),  # a length past the end
+    (b"k8s\x00" + b"\x80" * 20, 400, None),  # a varint that never ends
+    (b"not json", 400, None),
+])
+def test_access_reviews_are_questions(client: Client, body: bytes, code: int,
+                                      allowed: bool | None) -> None:
+    connection = client.connect()
+    connection.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                       body=body, headers={"Authorization": f"Bearer {client.token}",
+                                           "Content-Type": "application/json"})
+    response = connection.getresponse()
+    found = json.loads(response.read())
+    connection.close()
+    assert response.status == code
+    if allowed is not None:
+        assert found["status"]["allowed"] is allowed

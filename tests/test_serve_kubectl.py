@@ -47,9 +47,9 @@ class Served:
         self.requests: list[tuple[str, str, str]] = []
         answer = session.server.api.answer
 
-        def recorded(method: str, target: str, accept: str) -> Any:
+        def recorded(method: str, target: str, accept: str, body: bytes = b"") -> Any:
             self.requests.append((method, target, accept))
-            return answer(method, target, accept)
+            return answer(method, target, accept, body)
 
         session.server.api.answer = recorded  # type: ignore[method-assign]
 
@@ -203,6 +203,20 @@ def test_writes_are_refused(binary: Path, served: Served, tmp_path: Path) -> Non
     # the objects are as they were
     assert ok(kubectl(binary, served, tmp_path, "get", "pod", "-n", POD_NS, POD, "-o", "name"))\
         .strip() == f"pod/{POD}"
+
+
+@pytest.mark.parametrize("binary", VERSIONS)
+def test_auth_can_i_says_read_only(binary: Path, served: Served, tmp_path: Path) -> None:
+    assert ok(kubectl(binary, served, tmp_path, "auth", "can-i", "list", "pods", "-A")) == \
+        "yes\n"
+    assert ok(kubectl(binary, served, tmp_path, "auth", "can-i", "get", "pods/log", "-n",
+                      POD_NS)) == "yes\n"
+    for args, why in ((("delete", "pods"), "is read-only"),
+                      (("create", "deployments.apps"), "is read-only"),
+                      (("create", "pods/exec"), "is read-only"),
+                      (("get", "secrets"), "does not answer for this resource")):
+        denied = kubectl(binary, served, tmp_path, "auth", "can-i", *args)
+        assert (denied.returncode, denied.stdout) == (1, f"no - gpu-triage serve {why}\n"), args
 
 
 @pytest.mark.parametrize("binary", VERSIONS)

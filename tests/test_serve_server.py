@@ -185,7 +185,7 @@ def test_the_command_names_a_bundle_it_cannot_read(tmp_path: Path) -> None:
 
 def test_a_failure_inside_is_a_500_status(session: Session,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(method: str, target: str, accept: str) -> None:
+    def broken(method: str, target: str, accept: str, body: bytes = b"") -> None:
         raise KeyError("secret detail")
 
     monkeypatch.setattr(session.server.api, "answer", broken)

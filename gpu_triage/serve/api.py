@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from gpu_triage.serve import discovery
+from gpu_triage.serve import access, discovery
 from gpu_triage.serve.catalog import BY_PATH, KINDS, Kind
 from gpu_triage.serve.logs import LogOptionError, select
 from gpu_triage.serve.selectors import SelectorError, field_selector, label_selector
@@ -59,7 +59,7 @@ class Api:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def answer(self, method: str, target: str, accept: str) -> Response:
+    def answer(self, method: str, target: str, accept: str, body: bytes = b"") -> Response:
         url = urllib.parse.urlsplit(target)
         segments = self._segments(url.path)
         if segments is None:
@@ -70,6 +70,11 @@ class Api:
         except ValueError:
             return status(400, "BadRequest", "too many query parameters")
         query = dict(pairs)
+        if method == "POST" and segments == access.PATH:
+            code, found = access.review(body)
+            if code != 201:
+                return status(code, "BadRequest", str(found["message"]))
+            return Response(code, "application/json", orjson.dumps(found))
         if method != "GET":
             return self._refuse_write(method, segments)
         if query.get("watch") in ("true", "1"):

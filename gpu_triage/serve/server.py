@@ -3,10 +3,13 @@
 Built on :class:`http.server.ThreadingHTTPServer`. Each connection is a thread, at
 most :data:`MAX_CONNECTIONS` at a time (the rest are closed at once); a connection
 serves at most :data:`REQUESTS_PER_CONNECTION` requests, then is closed (clients open
-another); a request line over :data:`MAX_TARGET` bytes, more than :data:`MAX_HEADERS`
-header lines or a body the server would have to read are refused before any work, and
-a client silent for :data:`IDLE_SECONDS` is dropped. The token is compared in constant
-time; without it every path, discovery included, answers 401.
+another); a request target over :data:`MAX_TARGET` bytes or more than
+:data:`MAX_HEADERS` header lines are refused before any work, a body over
+:data:`MAX_BODY` is not read (the connection closes after the answer), and a client
+silent for :data:`IDLE_SECONDS` is dropped. A body is read only to be
+dropped, except the question of a ``SelfSubjectAccessReview`` (:mod:`.access`). The
+token is compared in constant time; without it every path, discovery included, answers
+401.
 """
 
 from __future__ import annotations
@@ -98,11 +101,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._served += 1
         close = self._served >= REQUESTS_PER_CONNECTION
         length = self.headers.get("Content-Length") or "0"
+        body = b""
         if not length.isdigit() or int(length) > MAX_BODY or self.headers.get(
                 "Transfer-Encoding"):
             close = True  # a body we will not read: answer, then hang up
         elif int(length):
-            self.rfile.read(int(length))
+            body = self.rfile.read(int(length))
         auth = self.headers.get("Authorization") or ""
         expected = f"Bearer {self.server.token}"
         if not hmac.compare_digest(auth.encode("utf-8", "replace"), expected.encode()):
@@ -110,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         accept = self.headers.get("Accept") or ""
         try:
-            response = self.server.api.answer(self.command, self.path, accept)
+            response = self.server.api.answer(self.command, self.path, accept, body)
         except Exception as exc:  # noqa: BLE001 - a bug must not drop the connection unanswered
             response = status(500, "InternalError", f"gpu-triage serve could not answer: "
                               f"{type(exc).__name__}")
