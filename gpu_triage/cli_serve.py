@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port on 127.0.0.1 (0: a free one).")
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the kubeconfig here (default: a private temporary directory). "
-                   "It is written 0600 and removed when the server stops.")
+              help="Write the kubeconfig to this new file (default: in a private "
+                   "temporary directory). It is written 0600 and removed when the server "
+                   "stops; an existing file is refused.")
 def serve(bundle_path: Path, port: int, kubeconfig_path: Path | None) -> None:
     """Serve BUNDLE as a read-only Kubernetes API on 127.0.0.1 for kubectl.
 
@@ -58,8 +59,10 @@ def serve(bundle_path: Path, port: int, kubeconfig_path: Path | None) -> None:
             session.write_kubeconfig(kubeconfig_path)
         except OSError as exc:
             session.stop()
-            raise Failure(f"cannot write {shown(kubeconfig_path)}: {exc.strerror}",
-                          Exit.USAGE) from None
+            why = "it exists (serve writes a new file and removes it when it stops)" \
+                if isinstance(exc, FileExistsError) else exc.strerror
+            raise Failure(f"cannot write {shown(kubeconfig_path)}: {why}", Exit.USAGE) \
+                from None
         _run(session, bundle_path, kubeconfig_path)
     finally:
         opened.close()

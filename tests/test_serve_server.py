@@ -137,9 +137,25 @@ def test_kubeconfig_is_private_and_names_this_server(session: Session, tmp_path:
     assert len(session.token) >= 40
     target = tmp_path / "elsewhere"
     (tmp_path / "link").symlink_to(target)
-    with pytest.raises(OSError):
+    with pytest.raises(FileExistsError):
         session.write_kubeconfig(tmp_path / "link")
     assert not target.exists()
+    mine = tmp_path / "my-kubeconfig"
+    mine.write_text("the user's own\n")
+    with pytest.raises(FileExistsError):
+        session.write_kubeconfig(mine)
+    assert mine.read_text() == "the user's own\n"
+
+
+def test_the_command_refuses_an_existing_kubeconfig(tmp_path: Path) -> None:
+    mine = tmp_path / "config"
+    mine.write_text("the user's own\n")
+    result = subprocess.run([sys.executable, "-m", "gpu_triage", "serve", str(SAMPLE),
+                             "--kubeconfig", str(mine)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert f"cannot write {mine}: it exists" in result.stderr
+    assert mine.read_text() == "the user's own\n"
 
 
 def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], str, Path]:

@@ -1,8 +1,8 @@
 """One ``serve`` session: the server over an opened bundle, its token and certificate,
 and the kubeconfig that hands both to kubectl.
 
-The kubeconfig is written ``0600`` (created without following a link; an existing
-file's mode is reset) and removed when the session ends. The token is 256 random bits;
+The kubeconfig is written ``0600`` into a new file (an existing file or link is
+refused: it would be removed when the session ends) and removed when the session ends. The token is 256 random bits;
 the certificate is made for this session alone (:mod:`gpu_triage.serve.tls`).
 """
 
@@ -56,11 +56,12 @@ class Session:
             "preferences": {}}, sort_keys=False)
 
     def write_kubeconfig(self, path: Path) -> Path:
-        """Write the kubeconfig to ``path``, 0600, refusing a link there."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        """Write the kubeconfig to a new file ``path``, 0600. An existing file or link
+        there is refused (FileExistsError): the file is removed when the session ends,
+        so it must be this session's own."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         fd = os.open(path, flags, 0o600)
         try:
-            os.fchmod(fd, 0o600)
             os.write(fd, self.kubeconfig().encode())
         finally:
             os.close(fd)
