@@ -2,8 +2,8 @@
 and the kubeconfig that hands both to kubectl.
 
 The kubeconfig is written ``0600`` into a new file (an existing file or link is
-refused: it would be removed when the session ends) and removed when the session ends. The token is 256 random bits;
-the certificate is made for this session alone (:mod:`gpu_triage.serve.tls`).
+refused) and removed when the session ends. The token is 256 random bits; the
+certificate is made for this session alone (:mod:`gpu_triage.serve.tls`).
 """
 
 from __future__ import annotations
