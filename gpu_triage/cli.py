@@ -31,6 +31,7 @@ from gpu_triage.cli_common import (
 )
 from gpu_triage.cli_diff import diff as diff_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
+from gpu_triage.cli_serve import serve as serve_command
 from gpu_triage.exitcodes import Exit
 from gpu_triage.termination import Terminated, unwind_on_termination
 
@@ -94,12 +95,15 @@ def cli(ctx: click.Context, verbose: bool) -> None:
                    "the CPUs). One bundle of many nodes: processes that parse node files "
                    "(default: the CPUs, at most 4; cap: the CPUs; 1 parses everything in "
                    "one process).")
+@click.option("--inspect", is_flag=True,
+              help="Text and HTML: add to each finding the kubectl command that shows its "
+                   "object against `gpu-triage serve BUNDLE`.")
 @selection_options
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
             output: str | None, fail_on: str, max_member_mib: int, max_total_gib: int,
             max_members: int, max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
-            jobs: int | None,
+            jobs: int | None, inspect: bool,
             rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
             suppress_files: tuple[Path, ...]) -> None:
     """Analyse support bundles and report root causes.
@@ -162,12 +166,12 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     if fmt is None and output not in (None, "-"):
         fmt = SUFFIXES.get(Path(output).suffix.lower(), "text")
     if fmt is None:
-        click.echo(render(report, "text", color=colour()), nl=False)
-        write_output(Path(html_name), render(report, "html"))
+        click.echo(render(report, "text", color=colour(), inspect=inspect), nl=False)
+        write_output(Path(html_name), render(report, "html", inspect=inspect))
         stderr(f"HTML report: {shown(html_name)}")
     else:
         text = render(report, fmt, color=fmt == "text" and output in (None, "-") and colour(),
-                      html_name=html_name)
+                      html_name=html_name, inspect=inspect)
         if output in (None, "-"):
             click.echo(text, nl=False)
         else:
@@ -198,6 +202,7 @@ def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
 
 list_rules.add_command(rules_test)
 cli.add_command(diff_command)
+cli.add_command(serve_command)
 
 
 @cli.command()

@@ -275,10 +275,17 @@ def view_model(report: Report, generated_at: datetime) -> Page:
     )
 
 
-def render(report: Report, *, generated_at: datetime | None = None) -> str:
+def render(report: Report, *, generated_at: datetime | None = None,
+           inspect: bool = False) -> str:
+    """``inspect``: each finding card shows the kubectl command for ``serve``
+    (:mod:`reports.inspect`), outside the view model."""
+    from reports.inspect import command, preamble
+
     moment = generated_at or datetime.now(UTC)
     template = _environment().get_template("report.html.j2")
-    return template.render(page=view_model(report, moment))
+    commands = {f.id: c for f in report.findings if (c := command(f))} if inspect else {}
+    return template.render(page=view_model(report, moment), inspect=commands,
+                           inspect_note=preamble(report.bundle.path) if inspect else "")
 
 
 __all__ = ["anchor", "render", "view_model"]

@@ -6,6 +6,8 @@ import click
 
 from analyzers.models import Finding, Report, Severity
 from reports import terminal
+from reports.inspect import command as inspect_command
+from reports.inspect import preamble
 from reports.view import (
     CauseGroup,
     View,
@@ -41,7 +43,7 @@ def _labelled(f: Finding, root: bool, summary: str) -> str:
 
 
 def _finding(f: Finding, view: View, color: bool, indent: str = "",
-             root: bool = False) -> list[str]:
+             root: bool = False, inspect: bool = False) -> list[str]:
     lines = [f"{indent}{_sev(f.severity, color)} {_one(f.rule_id)}  {_one(f.title)}",
              f"{indent}         {_labelled(f, root, _one(f.summary))}"]
     symptoms = view.explained_by(f)
@@ -56,7 +58,12 @@ def _finding(f: Finding, view: View, color: bool, indent: str = "",
     command = first_command(f.remediation)
     if command:
         lines.append(f"{indent}         first step: {_one(command)}")
-    return lines
+    return lines + _inspect(f, f"{indent}         ", inspect)
+
+
+def _inspect(f: Finding, pad: str, inspect: bool) -> list[str]:
+    shown = inspect_command(f) if inspect else None
+    return [f"{pad}inspect: {_one(shown)}"] if shown else []
 
 
 def _rules(findings: tuple[Finding, ...]) -> str:
@@ -67,12 +74,12 @@ def _rules(findings: tuple[Finding, ...]) -> str:
 
 
 def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ",
-           root: bool = False) -> list[str]:
+           root: bool = False, inspect: bool = False) -> list[str]:
     """A cause group: one finding as before; several as one entry with its node count,
     the shared summary (``<node>`` standing for each node), the nodes, and the first
     node's evidence and first step."""
     if len(item.members) == 1:
-        lines = _finding(item.first, view, color, indent, root)
+        lines = _finding(item.first, view, color, indent, root, inspect)
         if item.outlier:
             lines.insert(2, f"{indent}         differs from the largest "
                          f"{_one(item.group.rule_id)} group ({item.others} findings)")
@@ -99,10 +106,10 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ",
     command = first_command(first.remediation)
     if command:
         lines.append(f"{pad}first step ({_one(first.nodes[0])}): {_one(command)}")
-    return lines
+    return lines + _inspect(first, pad, inspect)
 
 
-def render(report: Report, *, color: bool = False) -> str:
+def render(report: Report, *, color: bool = False, inspect: bool = False) -> str:
     view = build(report)
     info = report.bundle
     cluster = info.cluster
@@ -128,6 +135,8 @@ def render(report: Report, *, color: bool = False) -> str:
             + (f" and {len(g.group.nodes) - 3} more" if len(g.group.nodes) > 3 else "")
             + f" ({len(g.members)} finding(s); {g.others} others of the rule share another cause)"
             for g in view.outliers[:4]))
+    if inspect and report.findings:
+        out.insert(-1, _one(preamble(info.path)))
     verdict = view.verdict
     if verdict is None:
         out.append("No problems found. Checked: "
@@ -139,7 +148,7 @@ def render(report: Report, *, color: bool = False) -> str:
             continue
         out.append(click.style(title, bold=True) if color else title)
         for item in items:
-            out.extend(_group(item, view, color, root=title == "ROOT CAUSES"))
+            out.extend(_group(item, view, color, root=title == "ROOT CAUSES", inspect=inspect))
         out.append("")
     symptoms = sum(len(c.symptoms) for c in view.chains)
     if symptoms:
