@@ -16,7 +16,6 @@ directory is read by :mod:`bundle.directory` under the same caps and refusals.
 from __future__ import annotations
 
 import gzip
-import os
 import tarfile
 import tempfile
 import zlib
@@ -34,6 +33,7 @@ from bundle.container import (
     printable,
 )
 from bundle.gzstream import Decompressed, Overrun
+from bundle.portable import read_at
 from bundle.problems import BundleError, ProblemLog
 from bundle.tarstream import Member, TarStream
 
@@ -269,12 +269,13 @@ class ArchiveSource(Refusals):
         """``length`` bytes of the spool from ``offset`` (fewer if it ends before).
 
         A positional read: the spool's file offset is shared with forked workers
-        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs."""
+        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs
+        (:func:`bundle.portable.read_at` falls back to it only where nothing forks)."""
         assert self._spool is not None
         fd = self._spool.fileno()
         pieces = []
         while length > 0:
-            piece = os.pread(fd, length, offset)
+            piece = read_at(fd, length, offset)
             if not piece:
                 break
             pieces.append(piece)

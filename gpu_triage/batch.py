@@ -22,7 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from analyzers.batch_models import IndexRecord
-from analyzers.models import Report, RuleStatus, Severity
+from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from analyzers.selection import Selection
 from analyzers.suppress import Suppression
@@ -30,7 +30,7 @@ from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, analysis_exit
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
             "text": ".report.txt"}
@@ -150,9 +150,7 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
             outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
                                          generated_at=options.generated_at))
             written.append(str(target))
-        threshold = Severity(options.fail_on)
-        failing = any(f.severity.at_least(threshold) for f in report.findings)
-        code = int(Exit.FINDINGS) if failing else int(Exit.OK)
+        code = int(analysis_exit(report, options.fail_on))
         notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
         return Outcome(_record(job, report, code, written), notes)
     except BundleError as exc:

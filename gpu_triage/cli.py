@@ -31,7 +31,7 @@ from gpu_triage.cli_common import (
 )
 from gpu_triage.cli_diff import diff as diff_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
 
@@ -114,7 +114,6 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
     from analyzers.facts.stream import NodeStream
-    from analyzers.models import Severity
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
     from gpu_triage.bundle_paths import expand, report_stem
@@ -170,9 +169,12 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
         else:
             write_output(Path(output), text)
             stderr(f"{fmt} report: {shown(output)}")
-    threshold = Severity(fail_on)
-    if any(f.severity.at_least(threshold) for f in report.findings):
-        ctx.exit(int(Exit.FINDINGS))
+    code = analysis_exit(report, fail_on)
+    if code is Exit.INCOMPLETE:
+        stderr(f"analysis incomplete: {one_line(', '.join(errored_rules(report)), None)} "
+               f"ended in error (exit {int(code)}; rerun with --verbose for the tracebacks)")
+    if code is not Exit.OK:
+        ctx.exit(int(code))
 
 
 def _progress(message: str) -> None:

@@ -99,6 +99,9 @@ def render(report: Report, *, color: bool = False) -> str:
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
         "",
     ]
+    incomplete = view.incomplete()
+    if incomplete is not None:
+        out.insert(2, click.style(incomplete, fg="red", bold=True) if color else incomplete)
     if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
         out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
                    "see Rules below")
@@ -113,7 +116,8 @@ def render(report: Report, *, color: bool = False) -> str:
             for g in view.outliers[:4]))
     verdict = view.verdict
     if verdict is None:
-        out.append("No problems found. Checked: "
+        out.append(("No problems found by the rules that completed. Checked: "
+                    if incomplete else "No problems found. Checked: ")
                    + ", ".join(_one(r.rule_id) for r in report.rules
                                if r.status.value == "passed"))
     for title, items in (("ROOT CAUSES", view.root_groups),
