@@ -267,6 +267,9 @@ def collect(args: tuple[str, ...]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn every outcome into an exit code."""
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    from gpu_triage.console import prepare
+
+    prepare()  # UTF-8 when redirected, ASCII fallbacks on a terminal that lacks a character
     try:
         result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False)
     except click.exceptions.Exit as exc:
