@@ -276,10 +276,10 @@ CASES: dict[str, Case] = {
         ((ARCHIVE, "truncated", "at byte 2048 of the tar stream (an unreadable member header) "
                    "after cluster/nodes.json"),), exit_code=1),
     "empty file": Case(raw(lambda: b""), error="empty file, not a bundle", exit_code=3),
-    "random bytes": Case(raw(lambda: bytes(range(256)) * 8), error="not a gzip or tar archive",
+    "random bytes": Case(raw(lambda: bytes(range(256)) * 8), error="not a tar, gzip, xz, bzip2, zstd or zip archive",
                          exit_code=3),
     "gzip of something that is not a tar": Case(
-        raw(lambda: gzip.compress(b"plain text " * 100)), error="not a gzip or tar archive",
+        raw(lambda: gzip.compress(b"plain text " * 100)), error="not a tar, gzip, xz, bzip2, zstd or zip archive",
         exit_code=3),
     "no manifest": Case(
         raw(lambda: gz(tar_bytes([Member("b/cluster/nodes.json", NODES)]))),
