@@ -19,6 +19,7 @@ import reports
 from analyzers.models import Finding, Severity
 from analyzers.plugins import LoadedRule
 from analyzers.rule import Context, Rule
+from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import main
 
 HOSTILE = "bad \x1b[2J\x1b]0;pwned\x07 value\nsecond line"
@@ -133,5 +134,5 @@ def test_unreadable_bundle_is_exit_3_with_one_clean_line(
     path.write_bytes(b"\x1b[2J not an archive" * 50)
     assert main(["analyze", str(path), "-f", "json"]) == 3
     assert _own_lines(capsys.readouterr().err) == [
-        f"Error: cannot read bundle {tmp_path}/x?[31m.tgz: not a tar, gzip, xz, bzip2, zstd or zip archive "
+        f"Error: cannot read bundle {tmp_path}/x?[31m.tgz: {NOT_AN_ARCHIVE} "
         "(invalid header)"]
