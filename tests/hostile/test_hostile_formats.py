@@ -261,3 +261,39 @@ def test_garbage_after_a_magic_number_is_not_a_bundle(tmp_path: Path) -> None:
     with pytest.raises(BundleError) as caught:
         open_bundle(path)
     assert caught.value.problem.startswith("archive is truncated or corrupt before manifest")
+
+
+# -- an archive in an archive ---------------------------------------------------------------
+
+
+def test_zip_holding_the_tgz_is_opened_one_level_deep(tmp_path: Path) -> None:
+    files = _files()
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w:gz") as archive:
+        for path, data in files.items():
+            info = tarfile.TarInfo(f"b/{path}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    wrapper = _zip(tmp_path / "from-the-portal.zip", [("bundle.tgz", inner.getvalue())])
+    assert _opened(wrapper) == ([], sorted(files))
+    with open_bundle(wrapper) as opened:
+        assert opened.read_bytes("cluster/nodes.json") == NODES
+
+
+def test_only_one_level_is_opened(tmp_path: Path) -> None:
+    once = _zip(tmp_path / "once.zip", [(f"b/{p}", d) for p, d in _files().items()])
+    twice = _zip(tmp_path / "twice.zip", [("once.zip", once.read_bytes())])
+    thrice = _zip(tmp_path / "thrice.zip", [("twice.zip", twice.read_bytes())])
+    assert _opened(twice)[1] == sorted(_files())
+    with pytest.raises(BundleError) as caught:
+        open_bundle(thrice)
+    assert caught.value.path == f"{thrice} (twice.zip)"
+    assert caught.value.problem.startswith("no manifest.json at the top")
+
+
+def test_one_text_file_in_an_archive_is_no_bundle(tmp_path: Path) -> None:
+    path = tmp_path / "notes.zip"
+    _zip(path, [("notes.txt", b"please look at node gpu-a\n")])
+    with pytest.raises(BundleError) as caught:
+        open_bundle(path)
+    assert caught.value.problem.endswith("it holds 1 file(s): notes.txt")
