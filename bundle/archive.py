@@ -17,10 +17,12 @@ directory is read by :mod:`bundle.directory` under the same caps and refusals.
 from __future__ import annotations
 
 import gzip
+import os
 import tarfile
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, BinaryIO, Protocol
 
@@ -73,14 +75,55 @@ class Watcher(Protocol):
     def ended(self, root: str | None) -> None: ...
 
 
+Reading = Callable[[int, int], None]
+"""Told ``(bytes read, file size)`` as the archive file is read."""
+
+
+class _Reported:
+    """The archive file, telling a :data:`Reading` of each read (the file is read front
+    to back, except a zip's central directory)."""
+
+    def __init__(self, raw: BinaryIO, reading: Reading) -> None:
+        self._raw = raw
+        self._reading = reading
+        raw.seek(0, os.SEEK_END)
+        self._size = raw.tell()
+        raw.seek(0)
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._raw.read(size)
+        self._reading(self._raw.tell(), self._size)
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def __enter__(self) -> _Reported:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._raw.close()
+
+
 class ArchiveSource(Refusals):
     """A .tar (plain or compressed) read in a single streaming pass, or a .zip read
     member by member (:mod:`bundle.zipstream`), the kind told by its first bytes."""
 
     def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
-                 find_root: RootFinder | None = None, watcher: Watcher | None = None) -> None:
+                 find_root: RootFinder | None = None, watcher: Watcher | None = None,
+                 reading: Reading | None = None) -> None:
         self.display = str(path)
         self._watcher = watcher
+        self._reading = reading
         self._stored_any = False
         self._find_root = find_root or manifest_root
         self._limits = limits
@@ -112,6 +155,8 @@ class ArchiveSource(Refusals):
         except OSError as exc:
             raise BundleError(self.display, f"cannot open: {exc.strerror}") from None
         with raw:
+            if self._reading is not None:
+                raw = _Reported(raw, self._reading)  # type: ignore[assignment]
             head = raw.read(SNIFF_BYTES)
             if not head:
                 raise BundleError(self.display, "empty file, not a bundle")

@@ -15,7 +15,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from bundle.archive import ArchiveSource, Watcher
+from bundle.archive import ArchiveSource, Reading, Watcher
 from bundle.compressed import PLAIN, SNIFF_BYTES, sniff
 from bundle.container import Limits, RootFinder, Source, manifest_root, not_a_bundle
 from bundle.directory import DirectorySource
@@ -24,7 +24,8 @@ from bundle.singlefile import SingleFileSource, bug_report_name, head_of
 
 
 def open_source(path: Path, limits: Limits, problems: ProblemLog,
-                find_root: RootFinder | None = None, watcher: Watcher | None = None) -> Source:
+                find_root: RootFinder | None = None, watcher: Watcher | None = None,
+                reading: Reading | None = None) -> Source:
     """Open a directory or archive as a Source; BundleError when it cannot be read.
     ``find_root`` locates the bundle root among the stored names (default: the
     directory of ``manifest.json``; :mod:`bundle.layouts` adds foreign layouts).
@@ -49,7 +50,7 @@ def open_source(path: Path, limits: Limits, problems: ProblemLog,
             return ""
         return found
 
-    source = ArchiveSource(path, limits, problems, or_one_file, watcher)
+    source = ArchiveSource(path, limits, problems, or_one_file, watcher, reading)
     paths = source.paths()
     if finder(paths) is not None:
         return source
