@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from analyzers.batch_models import IndexRecord
@@ -33,7 +33,7 @@ from gpu_triage.cpus import usable_cpus
 from gpu_triage.exitcodes import Exit, analysis_exit
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
-            "text": ".report.txt"}
+            "text": ".report.txt", "jira": ".report.jira.txt", "zendesk": ".report.zendesk.md"}
 INDEX = "index.jsonl"
 
 
@@ -143,7 +143,9 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
         with open_bundle(job.path, options.limits) as opened:
             report = analyze(opened, rules, selection=options.selection or None)
         applied = apply(report, options.suppressions, options.today)
-        report = applied.report
+        moment = options.generated_at or datetime.now(UTC)
+        report = applied.report.model_copy(
+            update={"generated_at": moment.isoformat(timespec="seconds")})
         written = []
         for fmt in options.formats:
             target = options.out_dir / f"{job.stem}{SUFFIXES[fmt]}"
