@@ -194,8 +194,6 @@ def _planned_files(formats: tuple[str, ...], output: str | None, stem: str,
     """Format → the file it is written to: none for one format on stdout; ``-o``'s
     suffix picks the format when -f is not given; several formats each get their own
     ``<stem>.report.<ext>``; nothing asked for: the terminal summary and the HTML file."""
-    from gpu_triage.batch import SUFFIXES as NAMED
-
     if not formats:
         if output in (None, "-"):
             return {"html": Path(html_name)}
@@ -205,6 +203,8 @@ def _planned_files(formats: tuple[str, ...], output: str | None, stem: str,
     if output is not None:
         raise Failure("-o/--output takes one format; several formats are written to "
                       "<bundle>.report.<ext> here (or in --out-dir)", Exit.USAGE)
+    from gpu_triage.batch import SUFFIXES as NAMED  # only here: batch loads much more
+
     return {fmt: Path(f"{stem}{NAMED[fmt]}") for fmt in formats}
 
 

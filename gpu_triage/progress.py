@@ -31,13 +31,16 @@ class Progress:
         self._start = clock()
         self._last = float("-inf")
         self._shown = False
+        self._read_all = False  # 100% of the archive was shown
+        self._steps = 0
 
     def reading(self, done: int, total: int) -> None:
         """The archive file: ``done`` of ``total`` bytes read."""
         now = self._clock()
-        if now - self._last < (_EVERY_TERMINAL if self._terminal else _EVERY_LOG) \
-                and done < total:
+        if self._read_all or (done < total and now - self._last
+                              < (_EVERY_TERMINAL if self._terminal else _EVERY_LOG)):
             return
+        self._read_all = done >= total
         elapsed = now - self._start
         share = done / total if total else 1.0
         left = ""
@@ -49,7 +52,9 @@ class Progress:
     def step(self, message: str) -> None:
         """A step of the analysis (node files, ``[12/120] RT001``)."""
         now = self._clock()
-        if self._terminal or now - self._last >= _EVERY_LOG:
+        self._steps += 1
+        # the first two steps (node files, the first rule) always: the run moved on
+        if self._terminal or self._steps <= 2 or now - self._last >= _EVERY_LOG:
             self._show(f"analysing {line(message, 200)}", now)
 
     def clear(self) -> None:
