@@ -156,3 +156,17 @@ def test_fd_access_is_chosen_with_the_posix_calls(monkeypatch: pytest.MonkeyPatc
     if not (os.open in os.supports_dir_fd and os.scandir in os.supports_fd):
         pytest.skip("this platform has no directory descriptors")
     assert isinstance(directory_access(), FdAccess)
+
+
+def test_every_format_from_one_run_without_posix_calls(
+        reference: tuple[Path, bytes, bytes], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    archive = reference[0]
+    assert main(["analyze", str(archive), "-f", "html,json,md,text,jira,zendesk"]) == 1
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == [f"incident.report.{s}" for s in
+                       ("html", "jira.txt", "json", "md", "txt", "zendesk.md")]
+    report = orjson.loads((tmp_path / "incident.report.json").read_bytes())
+    assert [r["rule_id"] for r in report["rules"] if r["status"] == "error"] == []
+    assert (tmp_path / "incident.report.html").read_text(encoding="utf-8").count("RT001") > 4
