@@ -6,7 +6,7 @@ Two things a customer sends when the collector cannot run against the cluster:
   (``dmesg.txt``, ``host/``, ``containerd/``, ``journal/``, ``nvidia-smi.xml``...) plus
   ``steps.tsv``, at the top of the tar (or one directory down, when the customer tarred a
   directory holding it). Each file is presented unchanged as ``nodes/<node>/<path>``; the
-  node is the host name in ``host/uname.txt`` (``uname -a``), else the directory's name.
+  node is the host name in ``host/uname.txt`` (``uname -a``), else ``node``.
 - ``nvidia-bug-report.log.gz`` (or ``.log``), alone or several in a directory or archive:
   each report's kernel log, command line, module list and ``uname`` become that node's
   files (:mod:`bundle.layouts.bugreport`); the node is the name in
