@@ -86,13 +86,15 @@ class _Reported:
     def __init__(self, raw: BinaryIO, reading: Reading) -> None:
         self._raw = raw
         self._reading = reading
+        self.muted = False  # while a zip's directory at the end is read
         raw.seek(0, os.SEEK_END)
         self._size = raw.tell()
         raw.seek(0)
 
     def read(self, size: int = -1, /) -> bytes:
         data = self._raw.read(size)
-        self._reading(self._raw.tell(), self._size)
+        if not self.muted:
+            self._reading(self._raw.tell(), self._size)
         return data
 
     def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
@@ -183,14 +185,20 @@ class ArchiveSource(Refusals):
         kind as a tar stream, decompressed as :func:`bundle.compressed.sniff` says."""
         limits = self._limits
         if kind == ZIP:
+            reported = raw if isinstance(raw, _Reported) else None
+            if reported is not None:  # progress counts the members' data, front to back
+                reported.muted = True
             entries = declared_entries(raw)
             if entries is not None and entries > limits.max_members:
                 raise BundleError(self.display, f"zip archive lists {entries} members, more "
                                   f"than the {limits.max_members} member cap (--max-members)")
             try:
-                return ZipMembers(raw, ratio=limits.max_ratio)
+                members = ZipMembers(raw, ratio=limits.max_ratio)
             except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 raise BundleError(self.display, f"damaged zip archive ({_brief(exc)})") from None
+            if reported is not None:
+                reported.muted = False
+            return members
         # The stream also holds headers and the members skipped over: twice the
         # content cap is the backstop that bounds the time spent decompressing.
         return TarStream(Decompressed(raw, gzipped=kind == GZIP, codec=kind,

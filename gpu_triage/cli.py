@@ -113,8 +113,10 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
             suppress_files: tuple[Path, ...]) -> None:
     """Analyse support bundles and report root causes.
 
-    BUNDLE is a directory, .tgz or .tar: a gpu-triage bundle, the output of the GPU
-    Operator's must-gather.sh, or a Replicated troubleshoot support bundle. Several
+    BUNDLE is a directory or an archive (.tgz, .tar, .zip, .tar.xz, .tar.bz2,
+    .tar.zst, told by content): a gpu-triage bundle, node.sh's own tar, one or more
+    nvidia-bug-report.log.gz, the output of the GPU Operator's must-gather.sh, or a
+    Replicated troubleshoot support bundle. Several
     BUNDLEs, or a directory of bundles, are analysed in parallel (see --out-dir).
     """
     # Analysis builds millions of long-lived objects (pods, events, parsed node files)
