@@ -36,6 +36,7 @@ from gpu_triage.cli_diff import diff as diff_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
+from gpu_triage.termination import Terminated, unwind_on_termination
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
 
@@ -128,12 +129,14 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     from analyzers.facts.stream import NodeStream
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
+    from bundle.spooldir import remove_stale
     from gpu_triage.bundle_paths import expand, report_stem
     from gpu_triage.cli_rules import notes, today
     from gpu_triage.cpus import usable_cpus
     from gpu_triage.progress import Progress
     from reports import render
 
+    remove_stale()  # what runs killed outright left behind (provably dead ones only)
     choice = resolve(load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
                     max_members=max_members, max_ratio=max_ratio, max_yaml_nodes=max_yaml_nodes)
@@ -300,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_triage.console import prepare
 
     prepare()  # UTF-8 when redirected, ASCII fallbacks on a terminal that lacks a character
+    unwind_on_termination()
     try:
         result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -319,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         stderr("interrupted")
         return 130
+    except Terminated as exc:
+        stderr("terminated")
+        return 128 + exc.signum
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users
