@@ -133,6 +133,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     if stream is not None and not stream.serves(bundle):
         stream.close()  # no worker parsed this bundle's nodes: none may compete below
         stream = None
+    if progress is not None and bundle.node_names:
+        progress(f"the files of {len(bundle.node_names)} node(s)")
     if stream is not None:
         rest = stream.collect(bundle, meanwhile)
         prefetch.preload(bundle, jobs, names=rest)

@@ -246,6 +246,9 @@ class Report(_Strict):
     # The findings partitioned by cause (analyzers.grouping): an additive view of
     # ``findings``, which still holds every finding. Empty in reports written before it.
     groups: list[FindingGroup] = Field(default_factory=fresh_list)
+    # When the analysis ran (ISO 8601, UTC), as the HTML report shows it: carried so that
+    # `gpu-triage render` remakes any format byte for byte. Absent in older reports.
+    generated_at: str | None = None
 
     def worst(self) -> Severity | None:
         if not self.findings:

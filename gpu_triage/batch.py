@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from analyzers.batch_models import IndexRecord
-from analyzers.models import Report, RuleStatus, Severity
+from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from analyzers.selection import Selection
 from analyzers.suppress import Suppression
@@ -30,11 +30,11 @@ from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, analysis_exit
 from gpu_triage.termination import unwind_on_termination
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
-            "text": ".report.txt"}
+            "text": ".report.txt", "jira": ".report.jira.txt", "zendesk": ".report.zendesk.md"}
 INDEX = "index.jsonl"
 
 
@@ -154,16 +154,16 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
         with open_bundle(job.path, options.limits) as opened:
             report = analyze(opened, rules, selection=options.selection or None)
         applied = apply(report, options.suppressions, options.today)
-        report = applied.report
+        moment = options.generated_at or datetime.now(UTC)
+        report = applied.report.model_copy(
+            update={"generated_at": moment.isoformat(timespec="seconds")})
         written = []
         for fmt in options.formats:
             target = options.out_dir / f"{job.stem}{SUFFIXES[fmt]}"
             outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
                                          generated_at=options.generated_at))
             written.append(str(target))
-        threshold = Severity(options.fail_on)
-        failing = any(f.severity.at_least(threshold) for f in report.findings)
-        code = int(Exit.FINDINGS) if failing else int(Exit.OK)
+        code = int(analysis_exit(report, options.fail_on))
         notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
         return Outcome(_record(job, report, code, written), notes)
     except BundleError as exc:

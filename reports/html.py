@@ -147,6 +147,7 @@ class Page:
     lower_bounds: str           # counts taken from lists the collector shortened
     severity_counts: list[tuple[str, int]]
     verdict: VerdictView
+    incomplete: str             # rules ended in error: said before the verdict; "" if none
     glance: GlanceView | None
     chain_groups: list[GroupView]
     standalone_groups: list[GroupView]
@@ -256,6 +257,7 @@ def view_model(report: Report, generated_at: datetime) -> Page:
         lower_bounds=lower_bounds(report),
         severity_counts=[(s, n) for s, n in report.summary.model_dump().items() if n],
         verdict=verdict,
+        incomplete=view.incomplete() or "",
         glance=glance_view(report, overview.glance) if overview else None,
         chain_groups=chain_groups,
         standalone_groups=standalone_groups,

@@ -203,6 +203,9 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     cluster = report.bundle.cluster
     out = [f"### gpu-triage: {_inline(cluster.context or 'cluster')} "
            f"(Kubernetes {_inline(cluster.server_version or 'unknown')})", ""]
+    incomplete = view.incomplete()
+    if incomplete is not None:
+        out += [f"**{incomplete}**", ""]
     out += _verdict(view, report)
     out.append("")
     out += _glance(report, report.overview)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 import click
 
 from analyzers.models import Finding, Report, Severity
@@ -109,8 +112,54 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ",
     return lines + _inspect(first, pad, inspect)
 
 
-def render(report: Report, *, color: bool = False, inspect: bool = False) -> str:
-    view = build(report)
+def render(report: Report, *, color: bool = False, width: int | None = None,
+           inspect: bool = False) -> str:
+    """The summary, each line wrapped to ``width`` columns (80 by default) at spaces only,
+    so that a path or a command is never cut; coloured after wrapping."""
+    lines = _lines(report, build(report), inspect)
+    wrapped = [piece for text in lines for piece in _wrap(text, width or WIDTH)]
+    if color:
+        wrapped = [_colour(text) for text in wrapped]
+    return "\n".join(wrapped) + "\n"
+
+
+WIDTH = 80
+_TITLES = ("ROOT CAUSES", "OTHER FINDINGS")
+_LABEL = re.compile(r"^(\s*)(CRITICAL|HIGH|MEDIUM|LOW|INFO)( +)")
+_STEP = re.compile(r"^((\s*)first step(?: \([^)]*\))?:) (.*)$")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, broken at spaces only; a word
+    longer than the line (a path, a command) stands whole on a line of its own. Lines
+    after the first keep the indentation of the text under its label."""
+    if len(text) <= width:
+        return [text]
+    step = _STEP.match(text)
+    if step is not None:  # a command to copy: on a line of its own, never broken
+        return [step[1].rstrip(), " " * len(step[2]) + step[3]]
+    label = _LABEL.match(text)
+    indent = " " * (label.end() if label else len(text) - len(text.lstrip(" ")))
+    if len(indent) > width // 2:
+        indent = indent[: width // 2]
+    wrapper = textwrap.TextWrapper(width=width, subsequent_indent=indent,
+                                   break_long_words=False, break_on_hyphens=False,
+                                   drop_whitespace=True)
+    return wrapper.wrap(text) or [text]
+
+
+def _colour(text: str) -> str:
+    if text in _TITLES:
+        return click.style(text, bold=True)
+    if text.startswith("INCOMPLETE ANALYSIS"):
+        return click.style(text, fg="red", bold=True)
+    label = _LABEL.match(text)
+    if label is None or len(label[1]) > 4:  # an entry's first line, not a wrapped one
+        return text
+    return f"{label[1]}{_sev(Severity(label[2].lower()), True)} {text[label.end():]}"
+
+
+def _lines(report: Report, view: View, inspect: bool) -> list[str]:
     info = report.bundle
     cluster = info.cluster
     out = [
@@ -119,37 +168,36 @@ def render(report: Report, *, color: bool = False, inspect: bool = False) -> str
         f"{_one(info.created_at or 'unknown')}",
         f"{at_least(report)}{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
-        "",
     ]
+    incomplete = view.incomplete()
+    if incomplete is not None:
+        out.append(incomplete)
     if lower_bounds(report):
-        out.insert(-1, lower_bounds(report))
+        out.append(lower_bounds(report))
     if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
-        out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
+        out.append(f"layout: {_one(info.layout)}; what it does not collect is skipped, "
                    "see Rules below")
     if report.suppressed:
-        out.insert(-1, f"{len(report.suppressed)} finding(s) suppressed with a recorded "
+        out.append(f"{len(report.suppressed)} finding(s) suppressed with a recorded "
                    "reason (see the JSON or HTML report)")
-    if view.outliers:
-        out.insert(-1, "different from the rest: " + "; ".join(
-            f"{_one(g.group.rule_id)} on {', '.join(_one(n) for n in g.group.nodes[:3])}"
-            + (f" and {len(g.group.nodes) - 3} more" if len(g.group.nodes) > 3 else "")
-            + f" ({len(g.members)} finding(s); {g.others} others of the rule share another cause)"
-            for g in view.outliers[:4]))
     if inspect and report.findings:
-        out.insert(-1, _one(preamble(info.path)))
-    verdict = view.verdict
-    if verdict is None:
-        out.append("No problems found. Checked: "
+        out.append(_one(preamble(info.path)))
+    out.append("")
+    if view.verdict is None:
+        out.append(("No problems found by the rules that completed. Checked: "
+                    if incomplete else "No problems found. Checked: ")
                    + ", ".join(_one(r.rule_id) for r in report.rules
                                if r.status.value == "passed"))
     for title, items in (("ROOT CAUSES", view.root_groups),
                          ("OTHER FINDINGS", view.standalone_groups)):
         if not items:
             continue
-        out.append(click.style(title, bold=True) if color else title)
+        out.append(title)
         for item in items:
-            out.extend(_group(item, view, color, root=title == "ROOT CAUSES", inspect=inspect))
+            out.extend(_group(item, view, False, root=title == "ROOT CAUSES", inspect=inspect))
         out.append("")
+    # An outlier says so in its own entry ("differs from the largest ... group"), after
+    # the root causes: no separate line names it a second time.
     symptoms = sum(len(c.symptoms) for c in view.chains)
     if symptoms:
         out.append(f"{symptoms} symptom finding(s) are folded under their root causes; "
@@ -160,4 +208,4 @@ def render(report: Report, *, color: bool = False, inspect: bool = False) -> str
                + f" · unreadable: {len(report.problems)}")
     for line in view.problem_rules():
         out.append(f"  {_one(line)}")
-    return "\n".join(out) + "\n"
+    return out

@@ -137,6 +137,17 @@ class View:
             counts[result.status.value] += 1
         return counts
 
+    def incomplete(self) -> str | None:
+        """The sentence every format shows first when rules ended in ``error``: such an
+        analysis is incomplete and must never look clean (exit code 5)."""
+        errored = [r.rule_id for r in self.report.rules if r.status is RuleStatus.ERROR]
+        if not errored:
+            return None
+        shown = ", ".join(errored[:8]) + (f" and {len(errored) - 8} more"
+                                          if len(errored) > 8 else "")
+        return (f"INCOMPLETE ANALYSIS: {len(errored)} rule(s) ended in error ({shown}); "
+                "what they check was not judged, so findings may be missing.")
+
     def problem_rules(self) -> list[str]:
         return [f"{r.rule_id} ({r.status.value}: {r.reason})" for r in self.report.rules
                 if r.status in NOT_CHECKED]
