@@ -126,7 +126,8 @@ def render(report: Report, *, color: bool = False, width: int | None = None,
 WIDTH = 80
 _TITLES = ("ROOT CAUSES", "OTHER FINDINGS")
 _LABEL = re.compile(r"^(\s*)(CRITICAL|HIGH|MEDIUM|LOW|INFO)( +)")
-_STEP = re.compile(r"^((\s*)first step(?: \([^)]*\))?:) (.*)$")
+_STEP = re.compile(r"^((\s*)(?:first step(?: \([^)]*\))?|inspect):) (.*)$")
+_QUOTED = re.compile(r"`[^`\n]+`")
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -145,7 +146,10 @@ def _wrap(text: str, width: int) -> list[str]:
     wrapper = textwrap.TextWrapper(width=width, subsequent_indent=indent,
                                    break_long_words=False, break_on_hyphens=False,
                                    drop_whitespace=True)
-    return wrapper.wrap(text) or [text]
+    # A `quoted command` is one word: its spaces are held while wrapping (bundle text
+    # reaches here without control characters, so NUL cannot stand in the text).
+    held = _QUOTED.sub(lambda m: m[0].replace(" ", "\0"), text)
+    return [line.replace("\0", " ") for line in wrapper.wrap(held)] or [text]
 
 
 def _colour(text: str) -> str:
