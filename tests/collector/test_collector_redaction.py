@@ -47,10 +47,11 @@ def test_env_values_by_name_in_containers_and_init_containers():
     redactor = Redactor(True)
     redactor.kubernetes({"kind": "List", "items": [pod]})
     env = pod["spec"]["containers"][0]["env"]
+    # A name that ends in FILE, PATH or DIR names a place, not a secret: the path stays.
     assert [e.get("value") for e in env] == [
         REDACTED,
         REDACTED,
-        REDACTED,
+        "/etc/ssl/x",
         REDACTED,
         "all",
         "",
@@ -58,7 +59,7 @@ def test_env_values_by_name_in_containers_and_init_containers():
     ]
     assert env[6]["valueFrom"]["secretKeyRef"] == {"name": "s", "key": "k"}
     assert pod["spec"]["initContainers"][0]["env"][0]["value"] == REDACTED
-    assert redactor.counts == {"env-values": 5}
+    assert redactor.counts == {"env-values": 4}
 
 
 def test_env_in_templates_custom_resources_and_last_applied():
@@ -217,7 +218,7 @@ def test_containerd_toml_registry_credentials():
         '  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
     )
     redactor = Redactor(True)
-    out = redactor.node_file("containerd/config-dump.toml", toml.encode()).decode()
+    out = redactor.file("containerd/config-dump.toml", toml.encode(), "containerd-values").decode()
     assert 'password = "<redacted>"' in out and 'identitytoken = "<redacted>"' in out
     assert (
         'auth = ""' in out
@@ -225,7 +226,9 @@ def test_containerd_toml_registry_credentials():
         and "BinaryName" in out
     )
     assert redactor.counts == {"containerd-values": 2}
-    assert redactor.node_file("dmesg.txt", b"password = x") == b"password = x"
+    # Every file by content, whatever its name: a kernel log too, where the Xid line survives.
+    xid = b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    assert redactor.file("dmesg.txt", xid + b"password = x\n") == xid + b"password = <redacted>\n"
 
 
 def test_disabled_redactor_changes_nothing():
@@ -307,7 +310,8 @@ def test_no_redact_keeps_values_and_says_so(cluster):
     code, path = cluster.collect("--no-redact", "--node-mode", "none")
     assert code == 0
     _names, files, manifest = read_bundle(path)
-    assert manifest["redaction"] == {"enabled": False, "counts": {}, "pseudonymized": False}
+    assert manifest["redaction"] == {"enabled": False, "counts": {}, "kinds": {},
+                                     "pseudonymized": False}
     assert any(b"hf_PLANTEDtoken0001" in data for data in files.values())
     # Secrets are still reduced to history and values: never the chart defaults or manifests.
     assert not any(
