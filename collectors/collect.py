@@ -150,6 +150,7 @@ NODE_STEPS = (
     ("host/dev-nvidia.txt", "ls -l /dev/nvidia* /dev/char | grep nvidia", True),
     ("host/gpu-processes.txt", "nvidia-persistenced, nv-hostengine, ... from /proc", True),
     ("cdi/<file>", "cat /var/run/cdi/<file> /etc/cdi/<file>", False),
+    ("links.txt", "readlink <each symbolic link met: recorded as a link, never followed>", False),
 )
 
 _print_lock = threading.Lock()

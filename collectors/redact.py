@@ -46,6 +46,7 @@ STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
 PATH_KEY_RE = re.compile(r"(?:file|path|dir|directory|_ttl|ttl)$", re.IGNORECASE)
 NOT_SECRET = frozenset(['""', "''", "true", "false", "null", "none", "~", REDACTED,
                         f'"{REDACTED}"', f"'{REDACTED}'", "[]", "{}"])
+BLOCK_INDICATOR_RE = re.compile(r"^[|>][-+0-9]*$")  # a YAML block scalar's header
 NUMBER_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
 # An absolute file path under a secret-looking key in free text (OCICRYPT_KEYPROVIDER_CONFIG=
 # /etc/x.conf, --cert-dir /var/lib/kubelet/pki) names a place; the path stays.
@@ -63,7 +64,8 @@ def secret_key(key: Any, strict: bool = False) -> bool:
 def plain_value(value: str) -> bool:
     """Values that are never secrets, whatever their key: empty, booleans, numbers, null."""
     text = value.strip()
-    return text.lower() in NOT_SECRET or bool(NUMBER_RE.match(text))
+    return (text.lower() in NOT_SECRET or bool(NUMBER_RE.match(text))
+            or bool(BLOCK_INDICATOR_RE.match(text)))
 
 
 def _key_pattern(words: str) -> str:
