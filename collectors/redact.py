@@ -44,6 +44,10 @@ STRICT_WORDS = (r"passw|passphrase|secret|token|credential|api[_-]?key|access[_-
 STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
 # Keys that name a file or a place, not a secret: key_file, cert_file, --token-file, ca_path.
 PATH_KEY_RE = re.compile(r"(?:file|path|dir|directory|_ttl|ttl)$", re.IGNORECASE)
+# Keys with a secret-looking word that rules read as evidence: containerd's stream-processor
+# `key_model` ("node", "container"), a kubelet's `authentication:`/`authorization:` sections.
+NON_SECRET_KEYS = frozenset(["key_model", "authorization_mode", "authorization-mode"])
+SECTION_KEYS = frozenset(["authentication", "authorization"])
 NOT_SECRET = frozenset(['""', "''", "true", "false", "null", "none", "~", REDACTED,
                         f'"{REDACTED}"', f"'{REDACTED}'", "[]", "{}"])
 BLOCK_INDICATOR_RE = re.compile(r"^[|>][-+0-9]*$")  # a YAML block scalar's header
@@ -56,7 +60,7 @@ PATH_VALUE_RE = re.compile(r"^([\"']?)/[A-Za-z0-9._/-]*\1$")
 def secret_key(key: Any, strict: bool = False) -> bool:
     """True when a key (env name, JSON/YAML/TOML key, flag) names a secret."""
     text = str(key).strip("\"'")
-    if PATH_KEY_RE.search(text):
+    if PATH_KEY_RE.search(text) or text.lower() in NON_SECRET_KEYS:
         return False
     return bool((STRICT_KEY_RE if strict else SECRET_KEY_RE).search(text))
 
@@ -247,10 +251,13 @@ class Redactor:
 
     # ---- free text -----------------------------------------------------------------------
 
-    def scrub(self, value: str, category: str, strict: bool = False) -> str:
+    def scrub(self, value: str, category: str, strict: bool = False,
+              objects: bool = False) -> str:
         """Free text (a value, a config file, a log): base64 that hides a secret goes whole;
         keyed values, YAML block and next-line values, env pairs, shapes, secret flags and the
-        customer's own patterns lose their values. strict: logs (only unambiguous key words)."""
+        customer's own patterns lose their values. strict: logs (only the unambiguous key
+        words, no YAML rules); objects: Kubernetes objects as YAML text (unambiguous words for
+        keys, so that a toleration's `key:` stays, but env `name:`/`value:` pairs by name)."""
         if not self.enabled or not value:
             return value
         hidden = decoded_layers(value)
@@ -259,8 +266,9 @@ class Redactor:
             return REDACTED
         text = value
         if not strict and ("\n" in text) and (":" in text):
-            text = self._yaml_lines(text, category)
-        text = self._keyed(text, category, EMBEDDED_STRICT_RE if strict else EMBEDDED_SECRET_RE)
+            text = self._yaml_lines(text, category, objects)
+        keyed = EMBEDDED_STRICT_RE if strict or objects else EMBEDDED_SECRET_RE
+        text = self._keyed(text, category, keyed)
         return self.shapes(text, category)
 
     def _keyed(self, text: str, category: str, pattern: Pattern[str]) -> str:
@@ -317,7 +325,7 @@ class Redactor:
         r"^(?P<indent>[ \t]*)(?P<dash>-[ \t]+)?(?P<key>\"[^\"\n]*\"|'[^'\n]*'|[A-Za-z0-9_.-]+)"
         r"[ \t]*:(?:[ \t]+(?P<rest>[^\n]*?))?[ \t]*$")
 
-    def _yaml_lines(self, text: str, category: str) -> str:
+    def _yaml_lines(self, text: str, category: str, strict_keys: bool = False) -> str:
         lines = text.split("\n")
         out: List[str] = []
         i = 0
@@ -341,7 +349,7 @@ class Redactor:
                 pending_name = None
                 i += 1
                 continue
-            if secret_key(key) and (rest == "" or re.match(r"^[|>][-+0-9]*$", rest)):
+            if secret_key(key, strict_keys) and (rest == "" or BLOCK_INDICATOR_RE.match(rest)):
                 j = i + 1
                 while j < len(lines) and (not lines[j].strip()
                                           or _indent(lines[j]) > column):
@@ -372,7 +380,9 @@ class Redactor:
             env_like = isinstance(node.get("name"), str) and secret_key(node["name"])
             out = {}
             for key, value in node.items():
-                secret = under_secret or secret_key(key) or (env_like and key == "value")
+                section = str(key).lower() in SECTION_KEYS and isinstance(value, dict)
+                secret = under_secret or (secret_key(key) and not section) or (
+                    env_like and key == "value")
                 out[key] = self.structure(value, category, secret)
             return out
         if isinstance(node, str):
@@ -593,6 +603,56 @@ class Redactor:
                 pos = end
         out.append(text[pos:])
         return self.scrub("".join(out), category)
+
+
+    # ---- a whole bundle again (`gpu-triage redact`) ----------------------------------------
+
+    def bundle_file(self, rel: str, data: bytes) -> Optional[bytes]:
+        """One file of an existing bundle (format v1, must-gather, troubleshoot), redacted
+        as the collector would have: cluster lists by the Kubernetes rules, Helm histories by
+        the values rules, node files and logs by content. None for binary content."""
+        if rel.endswith(".gz") and data[:2] == b"\x1f\x8b":
+            try:
+                inner = _gunzip_limited(data, 256 << 20)
+            except (ValueError, OSError, EOFError):
+                return None
+            redacted = self.bundle_file(rel[:-3], inner)
+            if redacted is None:
+                return None
+            return data if redacted == inner else gzip.compress(redacted, mtime=0)
+        node = re.match(r"^nodes/[^/]+/(.+)$", rel)
+        if node:
+            return self.file(node.group(1), data)
+        if rel.startswith("logs/") or is_log(rel):
+            return self.file(rel, data, "log-values")
+        if rel.endswith(".json"):
+            try:
+                parsed = json.loads(data.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                return self.file(rel, data, "object-values")
+            return self._bundle_json(rel, parsed, data)
+        if rel.endswith((".yaml", ".yml")):
+            if b"\x00" in data:
+                return None
+            text = data.decode("utf-8", "surrogateescape")
+            return self.scrub(text, "object-values", objects=True).encode(
+                "utf-8", "surrogateescape")
+        return self.file(rel, data, "object-values")
+
+    def _bundle_json(self, rel: str, parsed: Any, data: bytes) -> bytes:
+        before = sum(self.kinds.values())
+        if rel.startswith("cluster/helm/") and isinstance(parsed, list):
+            for entry in parsed:
+                if isinstance(entry, dict) and "values" in entry:
+                    entry["values"] = self.helm_values(entry["values"])
+        elif isinstance(parsed, (dict, list)):
+            if rel == "manifest.json" or not isinstance(parsed, dict):
+                self._walk(parsed)
+            else:
+                self.kubernetes(parsed, configmaps="configmap" in rel.lower())
+        if sum(self.kinds.values()) == before:
+            return data
+        return (json.dumps(parsed, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def _indent(line: str) -> int:

@@ -30,6 +30,7 @@ from gpu_triage.cli_common import (
     write_output,
 )
 from gpu_triage.cli_diff import diff as diff_command
+from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.exitcodes import Exit
 
@@ -195,6 +196,7 @@ def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
 
 list_rules.add_command(rules_test)
 cli.add_command(diff_command)
+cli.add_command(redact_command)
 
 
 @cli.command()
