@@ -29,7 +29,9 @@ import io
 import json
 import re
 import threading
-from typing import Any, Iterable, List, Optional, Pattern, Tuple
+from collections.abc import Iterable
+from re import Pattern
+from typing import Any
 
 REDACTED = "<redacted>"
 
@@ -39,7 +41,7 @@ SECRET_WORDS = "pass|secret|token|key|credential|auth|cert"
 SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
 # In logs, journals and kernel text only the unambiguous words: `key`, `auth` and `cert` are
 # everywhere in evidence there (taint keys, "x509: certificate signed by unknown authority").
-STRICT_WORDS = (r"passw|passphrase|secret|token|credential|api[_-]?key|access[_-]?key|"
+STRICT_WORDS = (r"pass(?![a-z])|passw|passphrase|secret|token|credential|api[_-]?key|access[_-]?key|"
                 r"private[_-]?key|auth[_-]?key|client[_-]?key")
 STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
 # Keys that name a file or a place, not a secret: key_file, cert_file, --token-file, ca_path.
@@ -94,7 +96,7 @@ BASE64_RE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 # ---- value shapes ------------------------------------------------------------------------------
 
 # (kind, quick substring test or None, pattern, group kept in front of the redaction or None)
-_SHAPES: List[Tuple[str, Optional[Tuple[str, ...]], Pattern[str], Optional[str]]] = [
+_SHAPES: list[tuple[str, tuple[str, ...] | None, Pattern[str], str | None]] = [
     ("pem-private-key", ("PRIVATE KEY",), re.compile(
         r"(?P<keep>-----BEGIN (?P<kind>[A-Z0-9 ]{0,40})PRIVATE KEY-----)"
         r"(?:(?!-----END)[\s\S]){0,65536}?(?=-----END (?P=kind)PRIVATE KEY-----)"), "keep"),
@@ -112,6 +114,8 @@ _SHAPES: List[Tuple[str, Optional[Tuple[str, ...]], Pattern[str], Optional[str]]
     ("dsn-password", ("@",), re.compile(
         r"(?P<keep>(?:^|(?<=[\s=\"'(,]))[A-Za-z0-9._%+-]{1,64}:)(?!//)"
         r"[^\s:/@\"'<>\\]{1,128}(?=@(?!sha\d{3}:)(?:tcp\(|unix\(|[A-Za-z0-9.-]+:\d))"), "keep"),
+    ("docker-auth", ('"auth"',), re.compile(
+        r'(?P<keep>"auth"[ \t]*:[ \t]*")(?!<redacted>)[A-Za-z0-9+/=]{8,}(?=")'), "keep"),
     ("jwt", ("eyJ",), re.compile(
         r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), None),
     ("authorization", ("earer", "asic", "EARER", "ASIC"), re.compile(
@@ -176,7 +180,7 @@ def _gunzip_limited(data: bytes, limit: int = 16 << 20) -> bytes:
     return out
 
 
-def decoded_layers(text: str, depth: int = 0) -> Optional[str]:
+def decoded_layers(text: str, depth: int = 0) -> str | None:
     """Text hidden in `text` by base64 (and gzip), up to 3 layers deep; None if not base64 text."""
     compact = "".join(text.split())
     if not 16 <= len(compact) <= (4 << 20) or len(compact) % 4 or not BASE64_RE.fullmatch(compact):
@@ -201,7 +205,7 @@ def has_embedded_secret(text: str) -> bool:
     return any(_quick(quick, text) and pattern.search(text) for _, quick, pattern, _ in _SHAPES)
 
 
-def _quick(quick: Optional[Tuple[str, ...]], text: str) -> bool:
+def _quick(quick: tuple[str, ...] | None, text: str) -> bool:
     return quick is None or any(q in text for q in quick)
 
 
@@ -223,7 +227,8 @@ class CustomPatterns:
                 try:
                     found.append(re.compile(entry[len("regex:"):]))
                 except re.error as exc:
-                    raise ValueError(f"{origin}:{number}: not a regular expression ({exc})")
+                    raise ValueError(
+                        f"{origin}:{number}: not a regular expression ({exc})") from None
             else:
                 found.append(re.compile(re.escape(entry)))
         return cls(found)
@@ -236,7 +241,7 @@ class Redactor:
     """Replaces secrets with "<redacted>"; counts what it did per place (`counts`, the
     manifest's categories) and per detector (`kinds`). Thread-safe."""
 
-    def __init__(self, enabled: bool = True, custom: Optional[CustomPatterns] = None) -> None:
+    def __init__(self, enabled: bool = True, custom: CustomPatterns | None = None) -> None:
         self.enabled = enabled
         self.custom = custom or CustomPatterns()
         self.counts: dict[str, int] = {}
@@ -304,7 +309,7 @@ class Redactor:
             text = self._sub(pattern, None, text, category, "customer-pattern")
         return text
 
-    def _sub(self, pattern: Pattern[str], keep: Optional[str], text: str, category: str,
+    def _sub(self, pattern: Pattern[str], keep: str | None, text: str, category: str,
              kind: str) -> str:
         hits = [0]
 
@@ -327,9 +332,9 @@ class Redactor:
 
     def _yaml_lines(self, text: str, category: str, strict_keys: bool = False) -> str:
         lines = text.split("\n")
-        out: List[str] = []
+        out: list[str] = []
         i = 0
-        pending_name: Optional[Tuple[int, bool]] = None  # (column of `name:`, secret?)
+        pending_name: tuple[int, bool] | None = None  # (column of `name:`, secret?)
         while i < len(lines):
             line = lines[i]
             match = self._YAML_KEY.match(line)
@@ -435,7 +440,7 @@ class Redactor:
             else:
                 self._walk(value)
 
-    def _env_list(self, env: List[Any]) -> None:
+    def _env_list(self, env: list[Any]) -> None:
         for entry in env:
             value = entry.get("value") if isinstance(entry, dict) else None
             if not isinstance(value, str) or not value:
@@ -501,7 +506,7 @@ class Redactor:
 
     # ---- files ---------------------------------------------------------------------------
 
-    def file(self, rel: str, data: bytes, category: str = "node-files") -> Optional[bytes]:
+    def file(self, rel: str, data: bytes, category: str = "node-files") -> bytes | None:
         """A file's bytes redacted by content, whatever its name: JSON inside its structure,
         JSON lines line by line, TOML by the scanner (line patterns if it does not parse),
         other text as config text or, for logs (`strict`), with the unambiguous rules only.
@@ -524,7 +529,7 @@ class Redactor:
             result = self.scrub(text, category, strict=strict)
         return result.encode("utf-8", "surrogateescape")
 
-    def _json_text(self, text: str, category: str) -> Optional[str]:
+    def _json_text(self, text: str, category: str) -> str | None:
         try:
             parsed = json.loads(text)
         except ValueError:
@@ -607,7 +612,7 @@ class Redactor:
 
     # ---- a whole bundle again (`gpu-triage redact`) ----------------------------------------
 
-    def bundle_file(self, rel: str, data: bytes) -> Optional[bytes]:
+    def bundle_file(self, rel: str, data: bytes) -> bytes | None:
         """One file of an existing bundle (format v1, must-gather, troubleshoot), redacted
         as the collector would have: cluster lists by the Kubernetes rules, Helm histories by
         the values rules, node files and logs by content. None for binary content."""
@@ -748,10 +753,10 @@ class _TomlScanner:
         self.i = 0
         self.r = redactor
         self.category = category
-        self.edits: List[Tuple[int, int, str]] = []
+        self.edits: list[tuple[int, int, str]] = []
 
-    def run(self) -> List[Tuple[int, int, str]]:
-        table: List[str] = []
+    def run(self) -> list[tuple[int, int, str]]:
+        table: list[str] = []
         while True:
             self._skip(newlines=True)
             if self.i >= len(self.s):
@@ -791,7 +796,7 @@ class _TomlScanner:
         if self.i < len(self.s) and self.s[self.i] != "\n":
             raise _TomlError("junk after a value")
 
-    def _keys(self) -> List[str]:
+    def _keys(self) -> list[str]:
         parts = []
         while True:
             self._skip(newlines=False)
@@ -854,7 +859,7 @@ class _TomlScanner:
                 end += 1
             return end
 
-    def _value(self, path: List[str]) -> None:
+    def _value(self, path: list[str]) -> None:
         self._skip(newlines=False)
         s, start = self.s, self.i
         if s.startswith('"""', start) or s.startswith("'''", start):
@@ -919,7 +924,7 @@ class _TomlScanner:
                 raise _TomlError("expected a value")
             self.i = match.end()
 
-    def _string(self, path: List[str], start: int, end: int, value: str) -> None:
+    def _string(self, path: list[str], start: int, end: int, value: str) -> None:
         if path and secret_key(path[-1]) and value and not plain_value(value):
             self.edits.append((start, end, f'"{REDACTED}"'))
             self.r._hit(self.category, "key-name")

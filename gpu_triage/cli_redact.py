@@ -110,7 +110,8 @@ def _manifest_first(files: list[tuple[str, bytes]], redactor: Redactor,
     except ValueError:
         return [(MANIFEST, manifest[0]), *rest]
     if isinstance(parsed, dict):
-        redaction = parsed.get("redaction") if isinstance(parsed.get("redaction"), dict) else {}
+        found = parsed.get("redaction")
+        redaction: dict[str, object] = dict(found) if isinstance(found, dict) else {}
         redaction["reapplied"] = {"by": "gpu-triage redact", "custom_patterns": custom,
                                   "kinds": dict(sorted(redactor.kinds.items()))}
         parsed["redaction"] = redaction

@@ -10,6 +10,7 @@ link to a kubeconfig. os-release(5) places the real file at /usr/lib/os-release 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from collector_support import make_node_root, parse_steps, run_node_script, tar_members
@@ -22,7 +23,7 @@ def _linked_root(tmp_path: Path) -> Path:
     root = make_node_root(tmp_path, "gpu-a")
     docker = root / "root" / ".docker" / "config.json"
     docker.parent.mkdir(parents=True)
-    docker.write_text('{"auths": {"nvcr.io": {"auth": "%s"}}}\n' % DOCKER_AUTH)
+    docker.write_text(json.dumps({"auths": {"nvcr.io": {"auth": DOCKER_AUTH}}}) + "\n")
     kubeconfig = root / "root" / ".kube" / "config"
     kubeconfig.parent.mkdir(parents=True)
     kubeconfig.write_text(f"users:\n- name: admin\n  user:\n    token: {KUBECONFIG_TOKEN}\n")
