@@ -50,9 +50,9 @@ from typing import Any, NamedTuple
 # redact.py travels with this file: imported as collectors.redact from the installed package,
 # as a sibling module when run as `python3 collect.py` from its directory.
 if __package__:
-    from .redact import Redactor
+    from .redact import REDACTED, Redactor  # noqa: F401 (REDACTED: re-exported)
 else:  # pragma: no cover - exercised by running the file itself
-    from redact import Redactor  # type: ignore[import-not-found,no-redef]
+    from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
 
 COLLECTOR_NAME = "gpu-triage-collect"
 COLLECTOR_VERSION = "0.1.0"

@@ -41,8 +41,8 @@ SECRET_WORDS = "pass|secret|token|key|credential|auth|cert"
 SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
 # In logs, journals and kernel text only the unambiguous words: `key`, `auth` and `cert` are
 # everywhere in evidence there (taint keys, "x509: certificate signed by unknown authority").
-STRICT_WORDS = (r"pass(?![a-z])|passw|passphrase|secret|token|credential|api[_-]?key|access[_-]?key|"
-                r"private[_-]?key|auth[_-]?key|client[_-]?key")
+STRICT_WORDS = (r"pass(?![a-z])|passw|passphrase|secret|token|credential|api[_-]?key|"
+                r"access[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?key")
 STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
 # Keys that name a file or a place, not a secret: key_file, cert_file, --token-file, ca_path.
 PATH_KEY_RE = re.compile(r"(?:file|path|dir|directory|_ttl|ttl)$", re.IGNORECASE)

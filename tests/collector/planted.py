@@ -9,8 +9,10 @@ Where the shapes come from (the values here are made up):
   https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/install-gpu-operator-proxy.html
 - URL user info: RFC 3986 section 3.2.1; Go MySQL DSN `user:pass@tcp(host)/db` and the k3s
   datastore endpoint: https://docs.k3s.io/datastore
-- token prefixes: GitHub https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/ ,
-  GitLab https://docs.gitlab.com/security/tokens/ , Slack https://api.slack.com/authentication/token-types ,
+- token prefixes: GitHub
+  https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/
+  GitLab https://docs.gitlab.com/security/tokens/ ,
+  Slack https://api.slack.com/authentication/token-types ,
   AWS access key ids https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html ,
   Azure SAS `sig=` https://learn.microsoft.com/en-us/rest/api/storageservices/create-service-sas ,
   GCP service-account key JSON https://cloud.google.com/iam/docs/keys-create-delete
@@ -28,7 +30,8 @@ Where the shapes come from (the values here are made up):
 from __future__ import annotations
 
 import base64
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Form(NamedTuple):
@@ -156,7 +159,8 @@ FORMS = [
                     f'"PLANTEDnested{t}"}}}}, "token_count": 5}}'),
          '"token_count": 5'),
     Form("yaml-block-scalar", "key-name",
-         lambda t: (f"PLANTEDblock{t}", f"password: |\n  PLANTEDblock{t}\n  second-line\nreplicas: 2\n"),
+         lambda t: (f"PLANTEDblock{t}",
+                    f"password: |\n  PLANTEDblock{t}\n  second-line\nreplicas: 2\n"),
          "token_count: 5"),
     Form("yaml-next-line", "key-name",
          lambda t: (f"PLANTEDnext{t}", f"clientSecret:\n  PLANTEDnext{t}\nreplicas: 2\n"),
