@@ -262,9 +262,12 @@ procs_named() {
     awk -F "$TAB" -v re="^($1)\$" '$2 ~ re' "$work/procs"
 }
 
-# Flags whose value is a secret on a command line: k3s/RKE2 `--token`, `--agent-token`,
-# k3s' `--datastore-endpoint` (a database URL with its password), any password or secret.
-SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint)'
+# Flags whose value is a secret on a command line: k3s/RKE2 `--token` and its short form
+# `-t`, `--agent-token`, `--vpn-auth`, `--etcd-s3-access-key`/`--etcd-s3-secret-key`,
+# `--datastore-endpoint` (a database URL with its password; https://docs.k3s.io/cli/server),
+# kubeadm's `--certificate-key`, any password or secret. collect.py redacts the same and more
+# (collectors/redact.py); this is for node.sh run by hand.
+SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint|vpn-auth|access-key|certificate-key|^-t$)'
 
 # cmdline_of PID: the process's arguments joined by single spaces, the values of
 # secret-looking flags (--token=X, --token X) replaced by <redacted>.

@@ -479,7 +479,7 @@ class Redactor:
                     data[key] = REDACTED
                     self._hit("configmap-values", "key-name")
                 else:
-                    data[key] = self.scrub(value, "configmap-values")
+                    data[key] = self.content(key, value, "configmap-values")
 
     def helm_values(self, values: Any) -> Any:
         """A copy of Helm user values with secret-looking keys redacted at any depth."""
@@ -517,17 +517,22 @@ class Redactor:
         if not self.enabled or not data:
             return data
         text = data.decode("utf-8", "surrogateescape")
-        stripped = text.lstrip()
+        return self.content(rel, text, category).encode("utf-8", "surrogateescape")
+
+    def content(self, name: str, text: str, category: str) -> str:
+        """Text redacted by what it is: JSON, JSON lines, TOML, logs, other text. `name` (a
+        file's path, a ConfigMap key) only tells logs and JSON lines from the rest."""
+        strict = is_log(name)
         result = None
-        if stripped[:1] in ("{", "[") and not rel.endswith(".jsonl"):
+        if text.lstrip()[:1] in ("{", "[") and not name.endswith(".jsonl"):
             result = self._json_text(text, category)
-        if result is None and rel.endswith(".jsonl"):
+        if result is None and name.endswith(".jsonl"):
             result = self._json_lines(text, category)
-        if result is None and not strict and looks_toml(rel, text):
+        if result is None and not strict and looks_toml(name, text):
             result = self.toml(text, category)
         if result is None:
             result = self.scrub(text, category, strict=strict)
-        return result.encode("utf-8", "surrogateescape")
+        return result
 
     def _json_text(self, text: str, category: str) -> str | None:
         try:
@@ -546,7 +551,9 @@ class Redactor:
         probe = Redactor(True, self.custom)  # tests lines without counting
         out = []
         for line in text.split("\n"):
-            if not line.strip() or probe.scrub(line, category, strict=True) == line:
+            escaped = "\\" in line  # escapes hide shapes from a test of the raw line
+            if not line.strip() or (not escaped
+                                    and probe.scrub(line, category, strict=True) == line):
                 out.append(line)
                 continue
             try:
@@ -554,8 +561,10 @@ class Redactor:
             except ValueError:
                 out.append(self.scrub(line, category, strict=True))
                 continue
-            out.append(json.dumps(self._strict_structure(parsed, category), ensure_ascii=False,
-                                  separators=(",", ":")))
+            before = sum(self.kinds.values())
+            redacted = self._strict_structure(parsed, category)
+            out.append(line if sum(self.kinds.values()) == before else json.dumps(
+                redacted, ensure_ascii=False, separators=(",", ":")))
         return "\n".join(out)
 
     def _strict_structure(self, node: Any, category: str) -> Any:
@@ -687,7 +696,10 @@ class _TomlError(Exception):
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_BARE_VALUE = re.compile(r"[^\s,\]\}#]+")
+# The values TOML writes bare: booleans, numbers (inf, nan, hex, dates and times); anything
+# else bare is not TOML and sends the file to the line fallback.
+_BARE_VALUE = re.compile(r"(?:true|false|[+-]?(?:inf|nan)|[+-]?[0-9][0-9A-Za-z_:.+-]*)"
+                         r"(?=[\s,\]\}#]|$)")
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\",
             "e": "\x1b"}
 
