@@ -312,7 +312,7 @@ def test_no_planted_secret_reaches_the_bundle(tmp_path: Path) -> None:
     assert kinds["secret-flag"] >= 1 and kinds["url-userinfo"] >= 20
     k3s = next(d for n, d in files.items() if n.endswith("/nodes/gpu-k3s/host/kubelet.txt"))
     assert (b"/usr/local/bin/k3s agent --server https://k3s.corp.example:6443 -t <redacted> "
-            b"--agent-token <redacted> --vpn-auth name=tailscale,joinKey=<redacted> "
+            b"--agent-token <redacted> --vpn-auth <redacted> "
             b"--etcd-s3-access-key <redacted> --etcd-s3-secret-key=<redacted> "
             b"--datastore-endpoint=<redacted>\n") in k3s
 
