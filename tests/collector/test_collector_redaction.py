@@ -3,7 +3,9 @@
 import base64
 import copy
 import gzip
+import hashlib
 import json
+import stat
 
 import pytest
 from collector_support import (
@@ -317,3 +319,30 @@ def test_no_redact_keeps_values_and_says_so(cluster):
     assert not any(
         b"PLANTED-helm-manifest" in data or b"PLANTED-opaque" in data for data in files.values()
     )
+
+
+@needs_containerd
+def test_the_bundle_is_0600_and_the_last_lines_say_what_was_redacted(cluster, capsys):
+    code, path = cluster.collect("--node-mode", "none")
+    assert code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    _names, _files, manifest = read_bundle(path)
+    kinds = manifest["redaction"]["kinds"]
+    lines = capsys.readouterr().err.splitlines()[-4:]
+    total = sum(kinds.values())
+    shown = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+    assert lines[0] == (f"gpu-triage collect: redacted {total} values ({shown}); "
+                        "values are never shown")
+    assert lines[1] == f"gpu-triage collect: bundle {path} (mode 0600)"
+    assert lines[2] == "gpu-triage collect: sha256 " + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert lines[3].startswith("gpu-triage collect: you may open it and check it before sending")
+    assert "PLANTED" not in "\n".join(lines)
+
+
+@needs_containerd
+def test_no_redact_says_so_at_the_end(cluster, capsys):
+    code, _path = cluster.collect("--no-redact", "--node-mode", "none")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "gpu-triage collect: redaction was OFF (--no-redact): secret values are in the bundle" \
+        in err

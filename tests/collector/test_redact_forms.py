@@ -188,3 +188,22 @@ def test_python38_redacts_the_same() -> None:
     here = [[redactor.scrub(t, "x"), redactor.scrub(t, "x", strict=True)] for t in texts]
     here.append(redactor.file("containerd/files/d.toml", texts[0].encode()).decode())
     assert json.loads(proc.stdout) == here
+
+
+@pytest.mark.parametrize("which", ["python3.8", "this python"])
+def test_the_three_files_travel_together(which: str, tmp_path: Path) -> None:
+    """collect.py run as a file imports redact.py from beside it, and needs nothing else."""
+    python = _python38() if which == "python3.8" else sys.executable
+    if python is None:
+        pytest.skip("no Python 3.8 interpreter here")
+    for name in ("collect.py", "redact.py", "node.sh"):
+        shutil.copy(REDACT_PY.with_name(name), tmp_path / name)
+    proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "kubectl version -o json" in proc.stdout
+    (tmp_path / "redact.py").unlink()
+    proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "redact" in proc.stderr
