@@ -1528,7 +1528,7 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         say(shlex.join(argv) + (f"   > {target}" if target else "") + note)
 
     say("# gpu-triage collect --dry-run: nothing is run. A real run would use these commands.")
-    say("# cluster (cluster/*.json; env values and ConfigMap data redacted)")
+    say("# cluster (cluster/*.json; secrets redacted by key and by shape: collectors/redact.py)")
     for path, args in (VERSION_STEP, *CLUSTER_LISTS):
         show(kubectl.argv(*args), path)
     show(kubectl.argv(*CRDS_STEP[1]), CRDS_STEP[0], "absent CRDs are left out")
