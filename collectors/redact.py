@@ -44,6 +44,9 @@ SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
 STRICT_WORDS = (r"pass(?![a-z])|passw|passphrase|secret|token|credential|api[_-]?key|"
                 r"access[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?key")
 STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
+# Substrings every match of the key words holds (lower case): a fast test before the regexes.
+SECRET_HINTS = ("pass", "secret", "token", "key", "credential", "auth", "cert")
+STRICT_HINTS = ("pass", "secret", "token", "credential", "key")
 # Keys that name a file or a place, not a secret: key_file, cert_file, --token-file, ca_path.
 PATH_KEY_RE = re.compile(r"(?:file|path|dir|directory|_ttl|ttl)$", re.IGNORECASE)
 # Keys with a secret-looking word that rules read as evidence: containerd's stream-processor
@@ -277,6 +280,10 @@ class Redactor:
         return self.shapes(text, category)
 
     def _keyed(self, text: str, category: str, pattern: Pattern[str]) -> str:
+        lowered = text.lower()  # a cheap test first: most log text holds no key word at all
+        words = STRICT_HINTS if pattern is EMBEDDED_STRICT_RE else SECRET_HINTS
+        if not any(word in lowered for word in words):
+            return text
         hits = [0]
 
         def replace(match: re.Match[str]) -> str:
@@ -299,10 +306,10 @@ class Redactor:
         for kind, quick, pattern, keep in _SHAPES:
             if _quick(quick, text):
                 text = self._sub(pattern, keep, text, category, kind)
-        if "-" in text:
+        if "--" in text:
             text = self._sub(SECRET_FLAG_RE, "keep", text, category, "secret-flag")
-            if "-t" in text:
-                text = self._sub(SHORT_TOKEN_RE, "keep", text, category, "secret-flag")
+        if "-t" in text and ("k3s" in text or "rke2" in text or "microk8s" in text):
+            text = self._sub(SHORT_TOKEN_RE, "keep", text, category, "secret-flag")
         if "k0s" in text:
             text = self._sub(K0S_TOKEN_RE, "keep", text, category, "k0s-join-token")
         for pattern in self.custom.patterns:

@@ -60,6 +60,11 @@ def test_a_sample_without_secrets_analyses_the_same(name: str, tmp_path: Path) -
     assert outcome(out) == outcome(SAMPLES / name)
     names = list(members(out))
     assert names[0] == "redacted/manifest.json"
+    # a .tgz in: the same again, nothing more to redact
+    again = tmp_path / "again.tgz"
+    code, text = run_redact(str(out), "-o", str(again))
+    assert code == 0 and "0 values redacted" in text, text
+    assert outcome(again) == outcome(out)
 
 
 PLANTED = {
