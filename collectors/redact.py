@@ -42,7 +42,8 @@ SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
 # In logs, journals and kernel text only the unambiguous words: `key`, `auth` and `cert` are
 # everywhere in evidence there (taint keys, "x509: certificate signed by unknown authority").
 STRICT_WORDS = (r"pass(?![a-z])|passw|passphrase|secret|token|credential|api[_-]?key|"
-                r"access[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?key")
+                r"access[_-]?key|private[_-]?key|auth[_-]?key|client[_-]?key|account[_-]?key|"
+                r"shared[_-]?access[_-]?key")
 STRICT_KEY_RE = re.compile(f"({STRICT_WORDS})", re.IGNORECASE)
 # Substrings every match of the key words holds (lower case): a fast test before the regexes.
 SECRET_HINTS = ("pass", "secret", "token", "key", "credential", "auth", "cert")
@@ -101,10 +102,12 @@ BASE64_RE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 # (kind, quick substring test or None, pattern, group kept in front of the redaction or None)
 _SHAPES: list[tuple[str, tuple[str, ...] | None, Pattern[str], str | None]] = [
     ("pem-private-key", ("PRIVATE KEY",), re.compile(
-        r"(?P<keep>-----BEGIN (?P<kind>[A-Z0-9 ]{0,40})PRIVATE KEY-----)"
-        r"(?:(?!-----END)[\s\S]){0,65536}?(?=-----END (?P=kind)PRIVATE KEY-----)"), "keep"),
+        r"(?P<keep>-----BEGIN (?P<kind>[A-Z0-9 ]{0,40})PRIVATE KEY(?P<block>(?: BLOCK)?)-----)"
+        r"(?:(?!-----END)[\s\S]){0,65536}?"
+        r"(?=-----END (?P=kind)PRIVATE KEY(?P=block)-----)"), "keep"),
     ("pem-private-key", ("PRIVATE KEY",), re.compile(
-        r"(?P<keep>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----)(?![\s\S]*?-----END)[\s\S]+"),
+        r"(?P<keep>-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)(?![\s\S]*?-----END)"
+        r"[\s\S]+"),
      "keep"),
     ("slack-webhook", ("hooks.slack.com",), re.compile(
         r"(?P<keep>https?://hooks\.slack\.com/(?:services|workflows|triggers)/)"
@@ -147,6 +150,16 @@ _SHAPES: list[tuple[str, tuple[str, ...] | None, Pattern[str], str | None]] = [
     ("nvidia-api-key", ("nvapi-",), re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}"), None),
     ("huggingface-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{20,}"), None),
     ("google-api-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), None),
+    # Other registries' and services' prefixed tokens: npm, PyPI, Docker Hub, HashiCorp Vault,
+    # Stripe live keys, OpenAI keys.
+    ("token-prefix", ("npm_", "pypi-", "dckr_pat_", "hvs.", "_live_", "sk-"), re.compile(
+        r"\b(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{40,}|dckr_pat_[A-Za-z0-9_-]{20,}|"
+        r"hvs\.[A-Za-z0-9_-]{24,}|[sr]k_live_[A-Za-z0-9]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{32,})"),
+     None),
+    # ~/.netrc: `machine HOST login USER password SECRET`
+    ("netrc-password", ("machine",), re.compile(
+        r"(?P<keep>\bmachine[ \t]+\S+[ \t\n]+login[ \t]+\S+[ \t\n]+password[ \t]+)"
+        r"(?!<redacted>)\S+"), "keep"),
 ]
 
 # Command-line flags that carry a secret (the value follows `=` or a space), documented by:

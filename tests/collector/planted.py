@@ -158,6 +158,23 @@ FORMS = [
                     f'{{"registry": {{"credentials": {{"user": "bot", "pass": '
                     f'"PLANTEDnested{t}"}}}}, "token_count": 5}}'),
          '"token_count": 5'),
+    Form("pgp-private-key", "pem-private-key",
+         lambda t: (f"lQOYBGPLANTEDpgp{t}",
+                    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
+                    f"lQOYBGPLANTEDpgp{t}\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----\n"),
+         "-----BEGIN PGP PUBLIC KEY BLOCK-----"),
+    Form("npm-token", "token-prefix",
+         lambda t: (_pad(f"npm_PLANTED{t}", 40), _pad(f"npm_PLANTED{t}", 40)),
+         "npm_config_registry=https://registry.npmjs.org/"),
+    Form("netrc", "netrc-password",
+         lambda t: (f"PLANTEDnetrc{t}",
+                    f"machine registry.corp.example login ci password PLANTEDnetrc{t}"),
+         "machine registry.corp.example login ci"),
+    Form("azure-account-key", "key-name",
+         lambda t: (f"PLANTEDacctkey{t}==",
+                    "DefaultEndpointsProtocol=https;AccountName=lab;"
+                    f"AccountKey=PLANTEDacctkey{t}==;EndpointSuffix=core.windows.net"),
+         "EndpointSuffix=core.windows.net"),
     Form("yaml-block-scalar", "key-name",
          lambda t: (f"PLANTEDblock{t}",
                     f"password: |\n  PLANTEDblock{t}\n  second-line\nreplicas: 2\n"),

@@ -200,7 +200,8 @@ def api_objects(corpus: Corpus, nodes: list[str]) -> tuple[dict[str, list[dict]]
                    "DB_DSN", "SENTRY_DSN", "UPSTREAM_HEADER", "BASIC_HEADER", "ID_JWT", "KEY_PEM",
                    "GITHUB_PAT", "GH_FINE", "GITLAB", "SLACK_BOT", "SLACK_WEBHOOK_URL", "AWS_ID",
                    "AWS_PAIR", "BLOB_URL", "GCP_SA", "K3S_URL_JOIN", "KUBEADM_JOIN", "MK8S_JOIN",
-                   "K0S_JOIN", "NGC", "HF", "MAPS", "DOCKER_CONFIG_JSON", "REGISTRY_JSON"]
+                   "K0S_JOIN", "NGC", "HF", "MAPS", "DOCKER_CONFIG_JSON", "REGISTRY_JSON",
+                   "SIGNING", "NPMRC", "NETRC", "STORAGE"]
     shaped = [f for f in FORMS if not f.name.startswith("yaml-")]
     for name, form in zip(plain_names, shaped, strict=True):
         secret, text = form.make(corpus.tag())
