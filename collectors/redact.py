@@ -71,6 +71,15 @@ def secret_key(key: Any, strict: bool = False) -> bool:
     return bool((STRICT_KEY_RE if strict else SECRET_KEY_RE).search(text))
 
 
+def reference_key(node: dict[str, Any], key: Any) -> bool:
+    """`key` of a toleration or an affinity term ({key, operator, effect|values}) or of a
+    secretKeyRef/configMapKeyRef ({name, key}): a name, not a secret."""
+    if key != "key":
+        return False
+    others = set(node) - {"key"}
+    return bool(others & {"operator", "effect"}) or others <= {"name", "optional"}
+
+
 def plain_value(value: str) -> bool:
     """Values that are never secrets, whatever their key: empty, booleans, numbers, null."""
     text = value.strip()
@@ -406,7 +415,8 @@ class Redactor:
             out = {}
             for key, value in node.items():
                 section = str(key).lower() in SECTION_KEYS and isinstance(value, dict)
-                secret = under_secret or (secret_key(key) and not section) or (
+                named = section or reference_key(node, key)
+                secret = under_secret or (secret_key(key) and not named) or (
                     env_like and key == "value")
                 out[key] = self.structure(value, category, secret)
             return out
@@ -515,7 +525,8 @@ class Redactor:
         out = {}
         env_like = isinstance(node.get("name"), str) and secret_key(node["name"])
         for key, value in node.items():
-            secret = secret_key(key) or (env_like and key == "value")
+            secret = (secret_key(key) and not reference_key(node, key)) or (
+                env_like and key == "value")
             empty = value is None or isinstance(value, (bool, int, float)) or value in ("", [], {})
             if secret and not empty and not (isinstance(value, str) and plain_value(value)):
                 out[key] = REDACTED

@@ -28,7 +28,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CHOSEN = ["incident-toolkit-disabled", "k3s-toolkit-default-config",
           "openshift-crio-no-nvidia-handler", "rke2-template-go-directives",
           "microk8s-toolkit-edits-generated-config", "k0s-toolkit-default-paths",
-          "hgx-nvswitch-sxid", "helm-dropped-values", "driver-upgrade-failed", "mig-mixed"]
+          "hgx-nvswitch-sxid", "helm-dropped-values", "driver-upgrade-failed", "mig-mixed",
+          "sched-taint"]
 
 
 def run_redact(*args: str) -> tuple[int, str]:

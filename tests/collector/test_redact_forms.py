@@ -218,3 +218,18 @@ def test_the_three_files_travel_together(which: str, tmp_path: Path) -> None:
     proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "redact" in proc.stderr
+
+
+def test_a_toleration_or_a_key_reference_keeps_its_key() -> None:
+    values = {"daemonsets": {"tolerations": [
+        {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]},
+        "driver": {"licensingConfig": {"secretKeyRef": {"name": "lic", "key": "token"}}},
+        "license": {"key": "PLANTEDlicense"}}
+    redactor = Redactor(True)
+    out = redactor.helm_values(values)
+    assert out["daemonsets"] == values["daemonsets"]
+    assert out["driver"]["licensingConfig"]["secretKeyRef"] == {"name": "lic", "key": "token"}
+    assert out["license"] == {"key": REDACTED}
+    as_json = json.dumps(values).encode()
+    redacted = json.loads(Redactor(True).file("cdi/values.json", as_json))
+    assert redacted["daemonsets"] == values["daemonsets"] and redacted["license"]["key"] == REDACTED
