@@ -71,6 +71,13 @@ def secret_key(key: Any, strict: bool = False) -> bool:
     return bool((STRICT_KEY_RE if strict else SECRET_KEY_RE).search(text))
 
 
+def section_key(key: Any, value: Any) -> bool:
+    """An object under a secret-looking key that holds settings or a reference, not secrets:
+    a kubelet's `authentication:`/`authorization:`, a `secretKeyRef:`/`secretRef:`."""
+    return isinstance(value, dict) and (str(key).lower() in SECTION_KEYS
+                                        or str(key).endswith(("KeyRef", "Ref")))
+
+
 def reference_key(node: dict[str, Any], key: Any) -> bool:
     """`key` of a toleration or an affinity term ({key, operator, effect|values}) or of a
     secretKeyRef/configMapKeyRef ({name, key}): a name, not a secret."""
@@ -414,7 +421,7 @@ class Redactor:
             env_like = isinstance(node.get("name"), str) and secret_key(node["name"])
             out = {}
             for key, value in node.items():
-                section = str(key).lower() in SECTION_KEYS and isinstance(value, dict)
+                section = section_key(key, value)
                 named = section or reference_key(node, key)
                 secret = under_secret or (secret_key(key) and not named) or (
                     env_like and key == "value")
@@ -525,7 +532,8 @@ class Redactor:
         out = {}
         env_like = isinstance(node.get("name"), str) and secret_key(node["name"])
         for key, value in node.items():
-            secret = (secret_key(key) and not reference_key(node, key)) or (
+            named = section_key(key, value) or reference_key(node, key)
+            secret = (secret_key(key) and not named) or (
                 env_like and key == "value")
             empty = value is None or isinstance(value, (bool, int, float)) or value in ("", [], {})
             if secret and not empty and not (isinstance(value, str) and plain_value(value)):
