@@ -84,7 +84,8 @@ def reference_key(node: dict[str, Any], key: Any) -> bool:
     if key != "key":
         return False
     others = set(node) - {"key"}
-    return bool(others & {"operator", "effect"}) or others <= {"name", "optional"}
+    return bool(others & {"operator", "effect"}) or ("name" in others
+                                                     and others <= {"name", "optional"})
 
 
 def plain_value(value: str) -> bool:
