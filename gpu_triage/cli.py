@@ -33,6 +33,7 @@ from gpu_triage.cli_common import (
     write_output,
 )
 from gpu_triage.cli_diff import diff as diff_command
+from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.cli_serve import serve as serve_command
@@ -236,6 +237,7 @@ list_rules.add_command(rules_test)
 cli.add_command(diff_command)
 cli.add_command(serve_command)
 cli.add_command(render_command)
+cli.add_command(redact_command)
 
 
 @cli.command()

@@ -48,7 +48,8 @@ PREVIOUS_LOST = (
 
 
 def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
-                  token: str | None = None, url: str | None = None) -> tuple[int, str, Path | None]:
+                  token: str | None = None, url: str | None = None,
+                  env_extra: dict[str, str] | None = None) -> tuple[int, str, Path | None]:
     """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH."""
     bin_dir, out = tmp / "bin", tmp / "out"
     bin_dir.mkdir(exist_ok=True)
@@ -65,7 +66,7 @@ def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
     keep = [d for d in os.environ.get("PATH", "").split(os.pathsep)
             if d and not os.path.exists(os.path.join(d, "helm"))]
     env = {"PATH": os.pathsep.join([str(bin_dir), *keep]), "HOME": str(tmp / "home"),
-           "KUBECONFIG": str(config), "LANG": "C.UTF-8"}
+           "KUBECONFIG": str(config), "LANG": "C.UTF-8", **(env_extra or {})}
     proc = subprocess.run([sys.executable, str(COLLECT_PY), "-o", str(out), "--node-mode",
                            "none", "--step-timeout", "60", *args],
                           env=env, capture_output=True, timeout=300)
