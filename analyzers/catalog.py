@@ -40,7 +40,9 @@ never renamed or given to another diagnosis, so tickets, suppression files and
 automation can quote it. A finding's id is the rule id and its subject
 (`RT001:gpu-a`). The table names the module that defines each rule.
 
-For each rule: its default severity (a finding may be raised or lowered from it), the
+For each rule: its default severity (a finding may be raised or lowered from it), its
+default confidence (`confirmed`: the bundle quotes the cause; `likely`: inferred from an
+absence or a pattern, and never opening with a step that changes the cluster), the
 bundle paths it reads ([bundle-format.md](bundle-format.md); `nodes/*/` means every
 node directory), what it checks, why it matters and what to do. A rule whose required
 input is absent or unusable is reported `skipped`, and one whose input was damaged in
@@ -151,7 +153,8 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
     yield ""
     yield f"**{rule.title()}**"
     yield ""
-    yield f"Severity **{rule.severity.value}** · slug `{rule.slug}` · inputs: {_inputs(rule)}"
+    yield (f"Severity **{rule.severity.value}** · confidence **{rule.confidence.value}** · "
+           f"slug `{rule.slug}` · inputs: {_inputs(rule)}")
     yield ""
     if rule.needs:
         # preconditions: where one does not hold the rule is skipped with the reason

@@ -434,3 +434,40 @@ def _balanced(line: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# A command that changes the cluster or the node (deletes, restarts, drains, reinstalls,
+# relabels): never the first step of a finding whose cause is only likely.
+_DESTRUCTIVE = re.compile(
+    r"^(?:sudo\s+)?(?:"
+    r"kubectl\s+(?:-n\s+\S+\s+)?(?:delete|drain|cordon|uncordon|replace|patch|apply|edit|"
+    r"label|annotate|taint|scale|set|rollout\s+(?:restart|undo))\b"
+    r"|helm\s+(?:upgrade|uninstall|rollback|install|delete)\b"
+    r"|systemctl\s+(?:restart|stop|disable|mask|reload|kill)\b"
+    r"|(?:reboot|shutdown|poweroff|halt|rmmod|kill|pkill|killall)\b"
+    r"|modprobe\s+(?:-r|--remove)\b|rm\s|mv\s|dkms\s+(?:remove|install|build)\b"
+    r"|(?:apt|apt-get|dnf|yum|zypper)\s+(?:-y\s+)?(?:remove|purge|install|upgrade|erase)\b"
+    r"|nvidia-smi\s+.*(?:-r\b|--gpu-reset|-mig\s|--multi-instance-gpu)"
+    r"|mokutil\s+--(?:import|disable-validation)|update-initramfs|nvidia-ctk\s+runtime\s+configure"
+    r"|ctr\s+.*\b(?:rm|delete)\b|crictl\s+(?:rm|rmp|stop|stopp)\b|echo\s.*>\s*/sys/)"
+)
+
+
+def is_destructive(line: str) -> bool:
+    """Whether a remediation line is a command that changes the cluster or a node."""
+    return bool(_DESTRUCTIVE.match(line.strip()))
+
+
+def opens_destructively(remediation: str) -> str | None:
+    """The destructive command a remediation opens with, if any: the first line that is
+    neither a comment, blank, nor prose is checked (a read-first command before it makes
+    the remediation safe to start)."""
+    for line in remediation.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if is_destructive(stripped):
+            return stripped
+        if re.match(r"[a-z/.]", stripped):
+            return None  # a read-first command comes first
+    return None

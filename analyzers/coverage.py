@@ -37,6 +37,9 @@ from bundle.problems import Problem
 from bundle.reader import NODES_JSON
 
 _GLOB = frozenset("*?[")
+# What the collector's manifest says about a JSON list it shortened to fit
+# --max-file-bytes (collectors/collect.py write_json): whole items dropped, still valid.
+SHORTENED = "shortened by the collector to fit --max-file-bytes"
 _NAMED = 3  # damaged files named in a reason; the rest are counted
 
 
@@ -67,6 +70,9 @@ class Coverage:
                 error = " ".join((item.error or "").split())[:200]
                 damaged[item.path] = Problem(item.path, f"not collected: {error}",
                                              kind="collection", lost=True)
+        for path, note in shortened_lists(bundle):
+            # a list that parses but lacks items: what was judged is not the whole
+            damaged.setdefault(path, Problem(path, note, kind="shortened"))
         layout = bundle.layout_report
         for path, note in layout.partial if layout is not None else ():
             # a foreign layout that holds part of what the file stands for
@@ -128,11 +134,25 @@ class Coverage:
         unique = {p.path: p for p in problems}
         return Damage(tuple(sorted(unique.values(), key=lambda p: p.path)), all_lost)
 
+    def fell_back(self, rule: type[Rule]) -> str | None:
+        """What the rule judged instead of its damaged fallback inputs, or None."""
+        said = []
+        for needed in rule.inputs:
+            if needed.fallback is None:
+                continue
+            found = self._problems(needed)
+            if found:
+                named = "; ".join(p.describe() for p in found[:_NAMED])
+                more = f" and {len(found) - _NAMED} more" if len(found) > _NAMED else ""
+                said.append(f"{named}{more}; judged with {needed.fallback} instead")
+        return "; ".join(said) or None
+
     def judge(self, rule: type[Rule], result: RuleResult) -> RuleResult:
         """The result with its status and reason corrected for damaged inputs; what the
         rule itself said it could not judge (``Rule.unjudged``) is kept after it."""
         if result.status not in (RuleStatus.PASSED, RuleStatus.FAILED, RuleStatus.PARTIAL):
             return result
+        result = self._fallen_back(rule, result)
         damage = self.damage(rule)
         if damage is None:
             return result
@@ -145,6 +165,34 @@ class Coverage:
                                              "reason": f"cannot judge: {damage.describe()}"})
         return result.model_copy(update={"status": RuleStatus.PARTIAL,
                                          "reason": f"read in part: {damage.describe()}{own}"})
+
+
+    def _fallen_back(self, rule: type[Rule], result: RuleResult) -> RuleResult:
+        """A rule that judged a fallback in place of an unreadable input says so: passed
+        becomes partial; failed keeps its findings and names it."""
+        fallback = self.fell_back(rule)
+        if fallback is None:
+            return result
+        own = f"; {result.reason}" if result.reason else ""
+        if result.status is RuleStatus.FAILED:
+            return result.model_copy(update={"reason": f"fell back: {fallback}{own}"})
+        return result.model_copy(update={"status": RuleStatus.PARTIAL,
+                                         "reason": f"fell back: {fallback}{own}"})
+
+
+def shortened_lists(bundle: Bundle) -> list[tuple[str, str]]:
+    """(path, note) of each JSON list the collector shortened: the manifest item says
+    ``truncated`` and, from collectors/collect.py, how many items it kept of how many."""
+    found = []
+    for item in bundle.manifest.items:
+        if not item.truncated or not item.path.endswith(".json") or not bundle.has(item.path):
+            continue
+        extra = item.model_extra or {}
+        kept, total = extra.get("items_kept"), extra.get("items_total")
+        counted = (f": {kept:,} of {total:,} items kept"
+                   if isinstance(kept, int) and isinstance(total, int) else "")
+        found.append((item.path, f"{SHORTENED}{counted}"))
+    return found
 
 
 def _alternatives(rule: type[Rule]) -> bool:

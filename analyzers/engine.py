@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from analyzers import __version__, grouping, overview, refs, timeline
-from analyzers.coverage import Coverage
+from analyzers.coverage import Coverage, shortened_lists
 from analyzers.facts import Facts, prefetch
 from analyzers.facts.stream import NodeStream
 from analyzers.models import (
@@ -138,6 +138,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     if stream is not None and not stream.serves(bundle):
         stream.close()  # no worker parsed this bundle's nodes: none may compete below
         stream = None
+    if progress is not None and bundle.node_names:
+        progress(f"the files of {len(bundle.node_names)} node(s)")
     if stream is not None:
         rest = stream.collect(bundle, meanwhile)
         prefetch.preload(bundle, jobs, names=rest)
@@ -193,6 +195,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
                           for path, note in (report.notes if report is not None else ())],
             layout_partial=[LayoutNote(path=path, note=note)
                             for path, note in (report.partial if report is not None else ())],
+            shortened=[LayoutNote(path=path, note=note)
+                       for path, note in shortened_lists(bundle)],
         ),
         summary=Summary(**counts),
         findings=linked,

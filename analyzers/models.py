@@ -30,7 +30,8 @@ from analyzers.overview_models import (
 from bundle.manifest import fresh_list
 
 __all__ = [
-    "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Evidence", "EvidenceMark",
+    "SCHEMA_VERSION", "BundleInfo", "ClusterRef", "CollectionGap", "Confidence", "Evidence",
+    "EvidenceMark",
     "Finding", "FindingGroup", "Glance", "GpuTotals", "Inventory", "InventoryEntry",
     "InventoryFile", "LayoutNote", "NodeRow",
     "ObjectRef", "OperandCell", "OperatorRelease", "Overview", "ParseProblem", "Report",
@@ -63,6 +64,17 @@ class Severity(StrEnum):
 
 _RANK = {Severity.CRITICAL: 4, Severity.HIGH: 3, Severity.MEDIUM: 2, Severity.LOW: 1,
          Severity.INFO: 0}
+
+
+class Confidence(StrEnum):
+    """How a finding knows its cause. ``confirmed``: the bundle quotes it directly (a
+    kernel line, an event, a log line, a configuration value naming it). ``likely``:
+    inferred from an absence or a pattern (a missing file, counts that do not add up, a
+    known shape of failure); a likely cause never opens its remediation with a step
+    that changes the cluster."""
+
+    CONFIRMED = "confirmed"
+    LIKELY = "likely"
 
 
 class RuleStatus(StrEnum):
@@ -106,6 +118,8 @@ class Finding(_Strict):
     remediation: str = ""
     caused_by: list[str] = Field(default_factory=fresh_list)
     causes: list[str] = Field(default_factory=fresh_list)
+    # Added within schema 1: reports written before it read as "confirmed".
+    confidence: Confidence = Confidence.CONFIRMED
 
 
 class FindingGroup(_Strict):
@@ -182,6 +196,9 @@ class BundleInfo(_Strict):
     layout_notes: list[LayoutNote] = Field(default_factory=fresh_list)
     # Format v1 paths a foreign layout provides only in part, and what is left out.
     layout_partial: list[LayoutNote] = Field(default_factory=fresh_list)
+    # JSON lists the collector shortened to fit --max-file-bytes (whole items dropped):
+    # the counts taken from them (nodes, GPU nodes, pods) are lower bounds.
+    shortened: list[LayoutNote] = Field(default_factory=fresh_list)
 
 
 class Summary(_Strict):
@@ -229,6 +246,9 @@ class Report(_Strict):
     # The findings partitioned by cause (analyzers.grouping): an additive view of
     # ``findings``, which still holds every finding. Empty in reports written before it.
     groups: list[FindingGroup] = Field(default_factory=fresh_list)
+    # When the analysis ran (ISO 8601, UTC), as the HTML report shows it: carried so that
+    # `gpu-triage render` remakes any format byte for byte. Absent in older reports.
+    generated_at: str | None = None
 
     def worst(self) -> Severity | None:
         if not self.findings:

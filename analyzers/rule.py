@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from analyzers.commands import opens_destructively
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from bundle.evidence import Locator
 
@@ -29,11 +30,15 @@ SECTIONS = ("Why it matters", "Remediation")
 @dataclass(frozen=True, slots=True)
 class Input:
     """A bundle path a rule reads. ``per_node`` paths are relative to ``nodes/<name>/``;
-    glob patterns are allowed. An ``optional`` input corroborates and never skips."""
+    glob patterns are allowed. An ``optional`` input corroborates and never skips. An
+    optional input with a ``fallback`` is one the rule replaces, when it cannot be read,
+    by what ``fallback`` names: damaged, it makes a rule that found nothing ``partial``
+    with a reason saying what it fell back on."""
 
     path: str
     per_node: bool = False
     optional: bool = False
+    fallback: str | None = None
 
     def describe(self) -> str:
         return f"nodes/*/{self.path}" if self.per_node else self.path
@@ -65,8 +70,9 @@ def cluster(name: str, *, optional: bool = False) -> Input:
     return Input(f"cluster/{name}", optional=optional)
 
 
-def node(path: str, *, optional: bool = False) -> Input:
-    return Input(path, per_node=True, optional=optional)
+def node(path: str, *, optional: bool = False, fallback: str | None = None) -> Input:
+    return Input(path, per_node=True, optional=optional or fallback is not None,
+                 fallback=fallback)
 
 
 def _matches(bundle: Bundle, pattern: str) -> bool:
@@ -117,6 +123,10 @@ class Rule:
     # hold in the bundle, the engine skips the rule with the reason instead of running it.
     needs: ClassVar[tuple[Need, ...]] = ()
     tags: ClassVar[tuple[str, ...]] = ()
+    # How its findings know their cause (a finding may say otherwise): ``CONFIRMED`` when
+    # the rule quotes the cause, ``LIKELY`` when it infers it from an absence or a
+    # pattern. Every built-in rule states it (tests/test_confidence.py).
+    confidence: ClassVar[Confidence] = Confidence.CONFIRMED
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0
@@ -178,9 +188,17 @@ class Rule:
         remediation: str | None = None,
         caused_by: Iterable[Link] = (),
         causes: Iterable[Link] = (),
+        confidence: Confidence | None = None,
     ) -> Finding:
         """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
-        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``)."""
+        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``).
+        A ``likely`` finding whose remediation opens with a command that changes the
+        cluster is a programming error (ValueError): a guess is checked before acted on."""
+        confidence = confidence or cls.confidence
+        remediation = remediation if remediation is not None else as_comments(
+            cls.docs().remediation)
+        if confidence is Confidence.LIKELY and (step := opens_destructively(remediation)):
+            raise ValueError(f"{cls.id}: a likely cause opens with a destructive step: {step}")
         return Finding(
             id=f"{cls.id}:{subject}",
             rule_id=cls.id,
@@ -190,10 +208,10 @@ class Rule:
             nodes=sorted(set(nodes)),
             objects=list(objects),
             evidence=[_evidence(e) for e in evidence],
-            remediation=remediation if remediation is not None else as_comments(
-                cls.docs().remediation),
+            remediation=remediation,
             caused_by=sorted(set(caused_by)),
             causes=sorted(set(causes)),
+            confidence=confidence,
         )
 
 

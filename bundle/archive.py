@@ -1,4 +1,5 @@
-"""Safe, read-only access to the files of a bundle: a directory, a .tar or a .tgz.
+"""Safe, read-only access to the files of a bundle: a directory, a .tar (plain or
+compressed with gzip, xz, bzip2 or zstd) or a .zip.
 
 Archives are read in one streaming pass and never extracted: small members stay in
 memory, large ones are spooled into one anonymous temporary file. Every member that
@@ -19,10 +20,13 @@ import gzip
 import os
 import tarfile
 import tempfile
+import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, BinaryIO, Protocol
 
+from bundle.compressed import GZIP, PLAIN, SNIFF_BYTES, ZIP, sniff
 from bundle.container import (
     MANIFEST,
     Limits,
@@ -34,8 +38,14 @@ from bundle.container import (
     printable,
 )
 from bundle.gzstream import Decompressed, Overrun
+from bundle.portable import read_at
 from bundle.problems import BundleError, ProblemLog
 from bundle.tarstream import Member, TarStream
+from bundle.zipstream import ZipMembers, declared_entries
+
+Members = TarStream | ZipMembers
+# What a file that is no archive gpu-triage reads is called.
+NOT_AN_ARCHIVE = "not a tar, gzip, xz, bzip2, zstd or zip archive"
 
 _SPOOL_THRESHOLD = 64 << 10  # larger members go to the spool file, not to memory
 _MEMORY_BUDGET = 128 << 20   # past this many bytes held in memory, every member is spooled
@@ -65,13 +75,57 @@ class Watcher(Protocol):
     def ended(self, root: str | None) -> None: ...
 
 
+Reading = Callable[[int, int], None]
+"""Told ``(bytes read, file size)`` as the archive file is read."""
+
+
+class _Reported:
+    """The archive file, telling a :data:`Reading` of each read (the file is read front
+    to back, except a zip's central directory)."""
+
+    def __init__(self, raw: BinaryIO, reading: Reading) -> None:
+        self._raw = raw
+        self._reading = reading
+        self.muted = False  # while a zip's directory at the end is read
+        raw.seek(0, os.SEEK_END)
+        self._size = raw.tell()
+        raw.seek(0)
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._raw.read(size)
+        if not self.muted:
+            self._reading(self._raw.tell(), self._size)
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def __enter__(self) -> _Reported:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._raw.close()
+
+
 class ArchiveSource(Refusals):
-    """A .tar or .tgz read in a single streaming pass."""
+    """A .tar (plain or compressed) read in a single streaming pass, or a .zip read
+    member by member (:mod:`bundle.zipstream`), the kind told by its first bytes."""
 
     def __init__(self, path: Path, limits: Limits, problems: ProblemLog,
-                 find_root: RootFinder | None = None, watcher: Watcher | None = None) -> None:
+                 find_root: RootFinder | None = None, watcher: Watcher | None = None,
+                 reading: Reading | None = None) -> None:
         self.display = str(path)
         self._watcher = watcher
+        self._reading = reading
         self._stored_any = False
         self._find_root = find_root or manifest_root
         self._limits = limits
@@ -103,23 +157,20 @@ class ArchiveSource(Refusals):
         except OSError as exc:
             raise BundleError(self.display, f"cannot open: {exc.strerror}") from None
         with raw:
-            if not raw.read(1):
+            if self._reading is not None:
+                raw = _Reported(raw, self._reading)  # type: ignore[assignment]
+            head = raw.read(SNIFF_BYTES)
+            if not head:
                 raise BundleError(self.display, "empty file, not a bundle")
             raw.seek(0)
-            gzipped = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            limits = self._limits
-            # The stream also holds headers and the members skipped over: twice the
-            # content cap is the backstop that bounds the time spent decompressing.
-            tar = TarStream(Decompressed(raw, gzipped=gzipped,
-                                         budget=2 * limits.max_total_bytes + (1 << 20),
-                                         ratio=limits.max_ratio))
+            kind = sniff(head)  # by content: names lie
+            tar = self._members(raw, kind)
             try:
                 first = tar.next()
             except (*_STREAM_ERRORS, Overrun) as exc:
                 what = (f"archive is truncated or corrupt before {MANIFEST}"
-                        if gzipped and not isinstance(exc, tarfile.TarError)
-                        else "not a gzip or tar archive")
+                        if kind != PLAIN and not isinstance(exc, tarfile.TarError)
+                        else NOT_AN_ARCHIVE)
                 raise BundleError(self.display, f"{what} ({_brief(exc)})") from None
             self._consume(tar, first)
             if self.stopped_at is None:
@@ -129,7 +180,32 @@ class ArchiveSource(Refusals):
         if self._spool is not None:
             self._spool.flush()  # once, before any read (and any forked reader)
 
-    def _check_end(self, tar: TarStream) -> None:
+    def _members(self, raw: BinaryIO, kind: str) -> Members:
+        """The members of ``raw``: a zip's through its central directory, any other
+        kind as a tar stream, decompressed as :func:`bundle.compressed.sniff` says."""
+        limits = self._limits
+        if kind == ZIP:
+            reported = raw if isinstance(raw, _Reported) else None
+            if reported is not None:  # progress counts the members' data, front to back
+                reported.muted = True
+            entries = declared_entries(raw)
+            if entries is not None and entries > limits.max_members:
+                raise BundleError(self.display, f"zip archive lists {entries} members, more "
+                                  f"than the {limits.max_members} member cap (--max-members)")
+            try:
+                members = ZipMembers(raw, ratio=limits.max_ratio)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+                raise BundleError(self.display, f"damaged zip archive ({_brief(exc)})") from None
+            if reported is not None:
+                reported.muted = False
+            return members
+        # The stream also holds headers and the members skipped over: twice the
+        # content cap is the backstop that bounds the time spent decompressing.
+        return TarStream(Decompressed(raw, gzipped=kind == GZIP, codec=kind,
+                                      budget=2 * limits.max_total_bytes + (1 << 20),
+                                      ratio=limits.max_ratio))
+
+    def _check_end(self, tar: Members) -> None:
         """Record a truncation when the archive did not end with a zero block."""
         if tar.end is None:
             return
@@ -138,7 +214,7 @@ class ArchiveSource(Refusals):
                            f"{tar.offset} of the tar stream ({tar.end}) "
                            f"{self._where(None)}; analysed what was read", kind="truncated")
 
-    def _check_after_end(self, tar: TarStream) -> None:
+    def _check_after_end(self, tar: Members) -> None:
         """Record data after the end-of-archive marker (zero padding is normal), and a
         compressed stream whose checksum fails or that goes on with garbage."""
         end = tar.offset
@@ -155,7 +231,7 @@ class ArchiveSource(Refusals):
             kind, what = _after_end_failure(failure)
             self._problems.add(self.display, f"{what} ({_brief(failure)})", kind=kind)
 
-    def _consume(self, tar: TarStream, member: Member | None) -> None:
+    def _consume(self, tar: Members, member: Member | None) -> None:
         total = 0
         count = 0
         current: str | None = None  # the member being read
@@ -223,6 +299,9 @@ class ArchiveSource(Refusals):
         if member.type not in tarfile.REGULAR_TYPES:
             self._refuse(name, f"not a regular file ({_member_kind(member)})")
             return None
+        if member.refusal:
+            self._refuse(name, member.refusal)
+            return None
         if member.sparse:
             self._refuse(name, "a sparse file, which bundles never hold; not read")
             return None
@@ -235,7 +314,7 @@ class ArchiveSource(Refusals):
             return None
         return name
 
-    def _store(self, name: str, tar: TarStream, size: int) -> None:
+    def _store(self, name: str, tar: Members, size: int) -> None:
         watcher = self._watcher
         if watcher is not None and not self._stored_any and not watcher.watching(name, self):
             watcher = self._watcher = None
@@ -254,7 +333,7 @@ class ArchiveSource(Refusals):
         self._spool_to(tar, size)
         self._spooled[name] = (offset, size)
 
-    def _spool_to(self, tar: TarStream, size: int) -> None:
+    def _spool_to(self, tar: Members, size: int) -> None:
         if self._spool is None:
             self._spool = tempfile.TemporaryFile(prefix="gpu-triage-")  # noqa: SIM115
         tar.copy_data(size, self._spool.write)
@@ -269,12 +348,13 @@ class ArchiveSource(Refusals):
         """``length`` bytes of the spool from ``offset`` (fewer if it ends before).
 
         A positional read: the spool's file offset is shared with forked workers
-        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs."""
+        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs
+        (:func:`bundle.portable.read_at` falls back to it only where nothing forks)."""
         assert self._spool is not None
         fd = self._spool.fileno()
         pieces = []
         while length > 0:
-            piece = os.pread(fd, length, offset)
+            piece = read_at(fd, length, offset)
             if not piece:
                 break
             pieces.append(piece)

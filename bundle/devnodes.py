@@ -7,6 +7,15 @@
 ``==> /dev/char <==`` section with the ``ls -l /dev/char`` lines that name NVIDIA devices.
 Pure format parsing, with 1-based line numbers kept for evidence.
 
+A file may also hold the plain output of the commands those formats name, pasted or
+written by another collector: the kubelet's own configuration line (``cgroupDriver:
+systemd`` in its YAML, ``"cgroupDriver": "systemd"`` in JSON, ``--cgroup-driver=systemd``
+on its command line), containerd's ``SystemdCgroup = true`` and CRI-O's
+``cgroup_manager = "systemd"`` without the collector's prefix, and GNU ``ls -l
+/dev/nvidia* /dev/char``, which lists the files named first and then each directory
+under a ``/dev/char:`` heading. Those are read too; a file that yields none of them is
+not readable (``CgroupInfo.readable``, ``DevNvidia.readable``), which the caller reports.
+
 Both files are a few dozen lines on a real node (``/dev/nvidia*`` of eight GPUs, their
 ``/dev/char`` links). A file of more than :data:`MAX_LINES` lines is not parsed
 (:func:`over_budget` says why; the caller records it): 64 MiB of ``c n`` lines, which
@@ -20,6 +29,8 @@ from dataclasses import dataclass
 
 _SYSTEMD_CGROUP = re.compile(r"SystemdCgroup\s*=\s*(true|false)", re.IGNORECASE)
 _CGROUP_MANAGER = re.compile(r"cgroup_manager\s*=\s*\"?(\w+)")
+# The kubelet's own setting: KubeletConfiguration YAML/JSON, or its command-line flag.
+_KUBELET_DRIVER = re.compile(r"^\W*cgroupDriver\W*\s*[:=]\s*\W*(\w+)|--cgroup-driver[= ](\w+)")
 MAX_LINES = 100_000
 # what str.splitlines() ends a line at ("\r\n" counts twice: the cap is not exact)
 _BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
@@ -48,6 +59,12 @@ class CgroupInfo:
     kubelet_driver_name: str | None = None  # "systemd", "cgroupfs", or None ("not set")
     systemd_runtime: tuple[Line, ...] = ()  # containerd SystemdCgroup = true / crio systemd
     cgroupfs_runtime: tuple[Line, ...] = ()  # containerd SystemdCgroup = false / crio cgroupfs
+
+    @property
+    def readable(self) -> bool:
+        """Whether any line was one this parser knows."""
+        return bool(self.version or self.kubelet_driver or self.systemd_runtime
+                    or self.cgroupfs_runtime)
 
     @property
     def systemd(self) -> Line | None:
@@ -83,6 +100,14 @@ def parse_cgroup(text: str) -> CgroupInfo:
             found = _CGROUP_MANAGER.search(value)
             if found is not None:
                 (systemd if found[1] == "systemd" else cgroupfs).append(Line(number, line))
+        elif (found := _KUBELET_DRIVER.search(line)) is not None and kubelet is None:
+            name = (found[1] or found[2]).lower()
+            kubelet = Line(number, line)
+            kubelet_name = name if name in ("systemd", "cgroupfs") else None
+        elif (found := _SYSTEMD_CGROUP.search(line)) is not None:
+            (systemd if found[1].lower() == "true" else cgroupfs).append(Line(number, line))
+        elif (found := _CGROUP_MANAGER.match(line)) is not None:
+            (systemd if found[1] == "systemd" else cgroupfs).append(Line(number, line))
     return CgroupInfo(version, kubelet, kubelet_name, tuple(systemd), tuple(cgroupfs))
 
 
@@ -97,6 +122,11 @@ class DevNvidia:
     char_header: int | None = None
     names: tuple[str, ...] = ()
 
+    @property
+    def readable(self) -> bool:
+        """Whether the file showed any NVIDIA device or a /dev/char listing."""
+        return bool(self.devices) or self.char_listed
+
 
 def parse_dev_nvidia(text: str) -> DevNvidia:
     devices: list[Line] = []
@@ -106,16 +136,31 @@ def parse_dev_nvidia(text: str) -> DevNvidia:
     header: int | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.rstrip()
-        if line.startswith("==> ") and line.endswith(" <=="):
-            section = line[4:-4].strip()
+        heading = _heading(line)
+        if heading is not None:
+            section = heading
             if section == "/dev/char":
                 header = number
             continue
         if not line.strip() or line.startswith("total "):
             continue
+        last = line.rsplit(None, 1)[-1] if line.strip() else ""
         if section == "/dev/char" and "nvidia" in line:
             links.append(Line(number, line))
-        elif section is not None and section.startswith("/dev/nvidia") and line[:1] in "cld":
+        elif line[:1] in "cld" and (
+                (section is not None and section.startswith("/dev/nvidia"))
+                or (section is None and last.startswith("/dev/nvidia"))):
+            # the collector's section, or a file ls was named (listed before any heading)
             devices.append(Line(number, line))
-            names.append(line.rsplit(None, 1)[-1])  # one cut, however many fields
+            names.append(last.rsplit("/", 1)[-1])  # one cut, however many fields
     return DevNvidia(tuple(devices), tuple(links), header is not None, header, tuple(names))
+
+
+def _heading(line: str) -> str | None:
+    """The directory a heading line opens: the collector's ``==> DIR <==`` or GNU ls's
+    ``DIR:`` (printed before each directory when ls is given more than one name)."""
+    if line.startswith("==> ") and line.endswith(" <=="):
+        return line[4:-4].strip()
+    if line.startswith("/") and line.endswith(":") and " " not in line:
+        return line[:-1]
+    return None

@@ -37,6 +37,7 @@ from bundle.container import (
     not_a_bundle,
     printable,
 )
+from bundle.portable import Handle, directory_access, marked_sparse, reparse_point
 from bundle.problems import BundleError, ProblemLog
 
 # Path components a listed file may have: deeper directories are refused. Bundles and
@@ -46,10 +47,6 @@ MAX_DEPTH = 32
 # more is taken for sparse (bundle files are written front to back, in one extent or
 # a few).
 _MAX_EXTENTS = 1024
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
-_DIR_FLAGS = _FILE_FLAGS | getattr(os, "O_DIRECTORY", 0)
 
 
 class _Listed(NamedTuple):
@@ -66,7 +63,7 @@ class _Frame(NamedTuple):
     """A directory being listed: its descriptor, its path, and its entries still to
     visit, last first."""
 
-    fd: int
+    fd: Handle
     prefix: str
     names: list[str]
 
@@ -93,9 +90,11 @@ class DirectorySource(Refusals):
         self._total = 0
         self._listed: dict[str, _Listed] = {}
         self._stopped: _Stop | None = None
+        # Directory descriptors where the platform has them, else checked paths
+        # (bundle.portable; docs/security.md says what each keeps).
+        self._access = directory_access()
         try:
-            self._fd: int | None = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-                                           | _CLOEXEC)
+            self._fd: Handle | None = self._access.open_top(path)
         except OSError as exc:
             raise BundleError(self.display, f"cannot open: {exc.strerror}") from None
         try:
@@ -117,7 +116,7 @@ class DirectorySource(Refusals):
 
     # -- listing -----------------------------------------------------------------------
 
-    def _list(self, top: int) -> None:
+    def _list(self, top: Handle) -> None:
         """Visit the tree under ``top`` depth first, in archive order, accepting files."""
         stack: list[_Frame] = []
         try:
@@ -127,7 +126,7 @@ class DirectorySource(Refusals):
                 if not names:
                     stack.pop()
                     if fd != top:
-                        os.close(fd)
+                        self._access.close(fd)
                     continue
                 child = self._visit(fd, prefix, names.pop(), len(stack))
                 if child is not None:
@@ -138,13 +137,13 @@ class DirectorySource(Refusals):
         finally:
             for frame in stack:
                 if frame.fd != top:
-                    os.close(frame.fd)
+                    self._access.close(frame.fd)
 
-    def _entries_of(self, fd: int, prefix: str) -> list[str]:
+    def _entries_of(self, fd: Handle, prefix: str) -> list[str]:
         """The names in directory ``fd``, last to visit first; each counts as a member."""
         found: list[tuple[tuple[bool, str], str]] = []
         cap = self._limits.max_members
-        with os.scandir(fd) as listing:
+        with self._access.entries(fd) as listing:
             for entry in listing:
                 self._entries += 1
                 if self._entries > cap:
@@ -162,19 +161,21 @@ class DirectorySource(Refusals):
         found.sort(reverse=True)
         return [name for _, name in found]
 
-    def _visit(self, fd: int, prefix: str, name: str, depth: int) -> _Frame | None:
+    def _visit(self, fd: Handle, prefix: str, name: str, depth: int) -> _Frame | None:
         """Accept or refuse one entry of directory ``fd``; a directory to list next is
         returned. ``depth`` is the number of components of the entry's path."""
         rel = prefix + name
         clean = clean_name(rel)
         try:
-            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            info = self._access.lstat(fd, name)
         except OSError as exc:
             self._refuse(printable(rel), f"cannot stat: {exc.strerror}")
             return None
         mode = info.st_mode
         if clean is None:
             self._refuse(printable(rel), "unsafe or non-UTF-8 name")
+        elif reparse_point(info):  # a Windows junction lstat calls a directory
+            self._refuse(clean, "not a regular file (symbolic link or junction)")
         elif stat.S_ISDIR(mode):
             return self._enter(fd, name, clean, info, depth)
         elif not stat.S_ISREG(mode):
@@ -182,7 +183,7 @@ class DirectorySource(Refusals):
         elif info.st_nlink > 1:
             # It may be any file on this machine; a bundle never holds one.
             self._refuse(clean, f"a hard link ({info.st_nlink} names for one file); not read")
-        elif _sparse(fd, name, info):
+        elif marked_sparse(info) or self._sparse(fd, name, info):
             self._refuse(clean, "a sparse file, which bundles never hold; not read")
         elif info.st_size > self._limits.max_member_bytes:
             self._refuse(clean, f"{info.st_size} bytes exceeds the "
@@ -196,29 +197,29 @@ class DirectorySource(Refusals):
                                           info.st_size, info.st_mtime_ns)
         return None
 
-    def _enter(self, fd: int, name: str, clean: str, info: os.stat_result,
+    def _enter(self, fd: Handle, name: str, clean: str, info: os.stat_result,
                depth: int) -> _Frame | None:
         if depth >= MAX_DEPTH:
             self._refuse(clean, f"a directory more than {MAX_DEPTH} levels deep; not read")
             return None
         try:
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            child = self._access.open_dir(fd, name)
         except OSError as exc:
             self._refuse(clean, f"cannot list directory: {exc.strerror}")
             return None
         try:
-            now = os.fstat(child)
+            now = self._access.identity(child)
             if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
                 self._refuse(clean, "changed while the directory was listed; not read")
-                os.close(child)
+                self._access.close(child)
                 return None
             return _Frame(child, clean + "/", self._entries_of(child, clean + "/"))
         except OSError as exc:
-            os.close(child)
+            self._access.close(child)
             self._refuse(clean, f"cannot list directory: {exc.strerror}")
             return None
         except BaseException:
-            os.close(child)
+            self._access.close(child)
             raise
 
     # -- reading -----------------------------------------------------------------------
@@ -235,7 +236,7 @@ class DirectorySource(Refusals):
         if listed is None or self._fd is None:
             return None
         try:
-            fd = _open_beneath(self._fd, listed.parts)
+            fd = self._access.open_beneath(self._fd, listed.parts)
         except OSError as exc:
             # ELOOP, ENOTDIR: a link, or a file, where the listing saw a directory or file.
             changed = exc.errno in (errno.ELOOP, errno.ENOTDIR)
@@ -265,23 +266,32 @@ class DirectorySource(Refusals):
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
+            self._access.close(self._fd)
             self._fd = None
 
+    def _sparse(self, directory: Handle, name: str, info: os.stat_result) -> bool:
+        """Whether holes make up at least half of the file.
 
-def _open_beneath(top: int, parts: tuple[str, ...]) -> int:
-    """Open ``parts`` below directory ``top`` without following a symbolic link at any
-    component (``O_NOFOLLOW`` applies to the last one only, so each is opened in turn)."""
-    opened: list[int] = []
-    fd = top
-    try:
-        for part in parts[:-1]:
-            fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            opened.append(fd)
-        return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
-    finally:
-        for directory in opened:
-            os.close(directory)
+        The disk space a file takes (``st_blocks``) is a cheap first test: a file that
+        takes at least half its size is not sparse. Less is not proof, since compressing
+        file systems (ZFS, btrfs with compression) count compressed blocks, so holes are
+        then measured with ``SEEK_DATA``/``SEEK_HOLE``. A file system that cannot tell
+        holes reports none, and the file is read like any other, under the caps.
+        """
+        blocks = getattr(info, "st_blocks", None)
+        if blocks is None or blocks * 512 * 2 >= info.st_size:
+            return False
+        try:
+            fd = self._access.open_file(directory, name)
+        except OSError:
+            return False  # reading it will say why
+        try:
+            now = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+                return False  # swapped since; reading it will refuse it
+            return 2 * _hole_bytes(fd, info.st_size) >= info.st_size
+        finally:
+            os.close(fd)
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:
@@ -296,31 +306,6 @@ def _read_up_to(fd: int, limit: int) -> bytes:
         pieces.append(piece)
         left -= len(piece)
     return b"".join(pieces)
-
-
-def _sparse(directory: int, name: str, info: os.stat_result) -> bool:
-    """Whether holes make up at least half of the file.
-
-    The disk space a file takes (``st_blocks``) is a cheap first test: a file that
-    takes at least half its size is not sparse. Less is not proof, since compressing
-    file systems (ZFS, btrfs with compression) count compressed blocks, so holes are
-    then measured with ``SEEK_DATA``/``SEEK_HOLE``. A file system that cannot tell
-    holes reports none, and the file is read like any other, under the caps.
-    """
-    blocks = getattr(info, "st_blocks", None)
-    if blocks is None or blocks * 512 * 2 >= info.st_size:
-        return False
-    try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=directory)
-    except OSError:
-        return False  # reading it will say why
-    try:
-        now = os.fstat(fd)
-        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-            return False  # swapped since; reading it will refuse it
-        return 2 * _hole_bytes(fd, info.st_size) >= info.st_size
-    finally:
-        os.close(fd)
 
 
 def _hole_bytes(fd: int, size: int) -> int:

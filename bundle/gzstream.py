@@ -8,7 +8,8 @@ members back to back, zero padding between them, the CRC and length of each memb
 checked, and the same exceptions with the same messages (``BadGzipFile``,
 ``EOFError``, ``zlib.error``). Each error is raised only after every byte that came
 before it was handed out, as ``GzipFile`` does, so the reader knows where the archive
-broke. A plain .tar is read in the same pieces.
+broke. A plain .tar is read in the same pieces, and so are the other compressions
+of :mod:`bundle.compressed` (xz, bzip2, zstd), under the same caps.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import gzip
 import struct
 import zlib
 from typing import BinaryIO
+
+from bundle.compressed import GZIP, PLAIN, Counted, Reader, decoder
 
 PIECE = 512 << 10  # decompressed bytes per piece: bounds memory, stays in cache
 _INPUT = 64 << 10  # compressed bytes given to zlib per call
@@ -31,11 +34,19 @@ class Overrun(Exception):
 
 
 class Decompressed:
-    """The decompressed content of ``raw`` (gzip when ``gzipped``, else plain), piece
-    by piece. ``budget`` caps the decompressed bytes; ``ratio`` caps decompressed over
-    compressed bytes once more than :data:`RATIO_FLOOR` came out."""
+    """The decompressed content of ``raw`` (gzip when ``gzipped``, else ``codec``: one
+    of :mod:`bundle.compressed`'s kinds, plain by default), piece by piece. ``budget``
+    caps the decompressed bytes; ``ratio`` caps decompressed over compressed bytes once
+    more than :data:`RATIO_FLOOR` came out."""
 
-    def __init__(self, raw: BinaryIO, *, gzipped: bool, budget: int, ratio: int) -> None:
+    def __init__(self, raw: BinaryIO, *, gzipped: bool, budget: int, ratio: int,
+                 codec: str | None = None) -> None:
+        codec = GZIP if gzipped else codec or PLAIN
+        self._counted: Counted | None = None
+        self._decoder: Reader | None = None
+        if codec not in (GZIP, PLAIN):
+            self._counted = Counted(raw)
+            self._decoder = decoder(codec, self._counted)
         self._raw = raw
         self._gzipped = gzipped
         self._budget = budget
@@ -54,7 +65,12 @@ class Decompressed:
         :class:`Overrun` when this piece would pass a cap."""
         if self._error is not None:
             raise self._error
-        piece = self._next_gzip() if self._gzipped else self._raw.read(PIECE)
+        if self._gzipped:
+            piece = self._next_gzip()
+        elif self._decoder is not None:
+            piece = self._decoder.read1(PIECE)
+        else:
+            piece = self._raw.read(PIECE)
         self.total += len(piece)
         self._check_caps()
         return piece
@@ -62,12 +78,18 @@ class Decompressed:
     def _check_caps(self) -> None:
         if self.total > self._budget:
             raise Overrun(f"the archive expands beyond {self._budget} bytes")
-        if self._gzipped and self.total > RATIO_FLOOR:
-            packed = max(self._read - len(self._input), 1)
-            if self.total > self._ratio * packed:
-                raise Overrun(f"the archive expands more than {self._ratio} times its "
-                              f"compressed size ({self.total} bytes from the first {packed}); "
-                              "a decompression bomb")
+        if self.total <= RATIO_FLOOR:
+            return
+        if self._counted is not None:
+            packed = self._counted.count
+        elif self._gzipped:
+            packed = self._read - len(self._input)
+        else:
+            return
+        if self.total > self._ratio * max(packed, 1):
+            raise Overrun(f"the archive expands more than {self._ratio} times its "
+                          f"compressed size ({self.total} bytes from the first "
+                          f"{max(packed, 1)}); a decompression bomb")
 
     # -- gzip, as GzipFile reads it ----------------------------------------------------
 

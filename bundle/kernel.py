@@ -847,8 +847,18 @@ _PROBE_RE = _Pattern(
     r"|\bnvidia\S*: probe of \S+ failed",
     re.IGNORECASE,
 )
+# The driver refuses a GPU it cannot drive: a branch that does not list it ("not
+# supported by the NVIDIA <v> driver release"), one that moved it to a legacy branch
+# ("supported through the NVIDIA 470.xx Legacy drivers"), the open modules on a GPU
+# without GSP ("not supported by open nvidia.ko"), the proprietary module on a GPU that
+# needs the open ones ("requires use of the NVIDIA open kernel modules", Blackwell), and
+# early open modules on a non-data-center GPU ("Open nvidia.ko is only ready for use on
+# Data Center GPUs").
 _UNSUPPORTED_RE = _Pattern(
-    r"installed in this system is\s+(?:NVRM:\s*)?not supported by|not supported by open",
+    r"installed in this system is\s+(?:NVRM:\s*)?not supported by|not supported by open"
+    r"|installed in this system\s+(?:NVRM:\s*)?(?:is\s+(?:NVRM:\s*)?supported through the"
+    r"\s+(?:NVRM:\s*)?NVIDIA|requires use of the\s+(?:NVRM:\s*)?NVIDIA open)"
+    r"|Open nvidia\.ko is only ready for use on Data Center GPUs",
     re.IGNORECASE,
 )
 _MODULE_VERIFY_RE = _Pattern(r"module verification failed:?\s*(?P<why>.*)", re.DOTALL)

@@ -44,10 +44,12 @@ class Problem:
 
 
 class ProblemMark(NamedTuple):
-    """A point in a :class:`ProblemLog`: problems kept, and counts of those not kept."""
+    """A point in a :class:`ProblemLog`: problems kept, counts of those not kept, and
+    how many times a damaged file's speaker had been set (tracked past ``keep`` too)."""
 
     kept: int
     unkept: dict[str, int]
+    spoken: int = 0
 
 
 class ProblemLog:
@@ -71,6 +73,10 @@ class ProblemLog:
         # the whole file, else the first), kept even past ``keep``: which files are
         # damaged decides which rules could judge (analyzers.engine).
         self._damaged: dict[str, Problem] = {}
+        # Every change of speaker, in order: what ``since`` hands on of the damaged files,
+        # independent of the cap on problems held (a worker past ``keep`` still says
+        # which files it could not read).
+        self._spoken: list[Problem] = []
 
     def add(self, path: str, message: str, *, kind: str = "parse",
             where: str | None = None, lost: bool = False) -> None:
@@ -89,6 +95,7 @@ class ProblemLog:
         speaker = self._damaged.get(problem.path)
         if speaker is None or (problem.lost and not speaker.lost):
             self._damaged[problem.path] = problem
+            self._spoken.append(problem)
 
     def damaged(self) -> dict[str, Problem]:
         """Each file with a recorded problem → the problem that speaks for it: one that
@@ -118,14 +125,17 @@ class ProblemLog:
         return taken
 
     def mark(self) -> ProblemMark:
-        return ProblemMark(len(self._items), dict(self._unkept))
+        return ProblemMark(len(self._items), dict(self._unkept), len(self._spoken))
 
     def since(self, mark: ProblemMark) -> ProblemLog:
-        """A log of what was recorded after ``mark``."""
+        """A log of what was recorded after ``mark``: the problems held, the counts of
+        those not held, and every file damaged since, held or not."""
         later = ProblemLog(self._limit, self._keep)
         later._items = self._items[mark.kept:]
         later._seen = set(later._items)
-        later._damaged = {p.path: self._damaged[p.path] for p in later._items}
+        later._spoken = self._spoken[mark.spoken:]
+        later._damaged = {p.path: speaker for p in later._spoken
+                          if (speaker := self._damaged.get(p.path)) is not None}
         later._unkept = {kind: count - mark.unkept.get(kind, 0)
                          for kind, count in self._unkept.items()
                          if count > mark.unkept.get(kind, 0)}

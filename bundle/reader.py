@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from bundle import kube
-from bundle.archive import Watcher
+from bundle.archive import Reading, Watcher
 from bundle.container import MANIFEST, Limits, Source
 from bundle.crds import CRDS, Crd, parse_crds
 from bundle.evidence import pointer as json_pointer
@@ -594,16 +594,17 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def open_bundle(path: str | Path, limits: Limits | None = None, *,
-                watcher: Watcher | None = None) -> Bundle:
+                watcher: Watcher | None = None, reading: Reading | None = None) -> Bundle:
     """Open a bundle directory, .tar or .tgz -- format v1, or a layout of
     :mod:`bundle.layouts` (must-gather, troubleshoot). BundleError if it cannot be read.
-    ``watcher`` hears an archive's members while it is read (:class:`~bundle.archive.Watcher`)."""
+    ``watcher`` hears an archive's members while it is read (:class:`~bundle.archive.Watcher`);
+    ``reading`` hears how many bytes of the archive file were read, of how many."""
     from bundle import layouts
 
     location = Path(path)
     problems = ProblemLog()
     limits = limits or Limits()
-    source = open_source(location, limits, problems, layouts.find_root, watcher)
+    source = open_source(location, limits, problems, layouts.find_root, watcher, reading)
     try:
         adapted = layouts.adapt(source, problems, limits)
         if adapted is not None:

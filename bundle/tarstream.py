@@ -50,6 +50,7 @@ class Member(NamedTuple):
     size: int
     linkname: str = ""
     sparse: bool = False
+    refusal: str = ""  # why a member that is a regular file is not read (a zip's)
 
 
 class TarStream:

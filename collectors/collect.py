@@ -27,6 +27,7 @@ import concurrent.futures as futures
 import contextlib
 import datetime
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -46,27 +47,17 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+# redact.py travels with this file: imported as collectors.redact from the installed package,
+# as a sibling module when run as `python3 collect.py` from its directory.
+if __package__:
+    from .redact import REDACTED, Redactor  # noqa: F401 (REDACTED: re-exported)
+else:  # pragma: no cover - exercised by running the file itself
+    from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
+
 COLLECTOR_NAME = "gpu-triage-collect"
 COLLECTOR_VERSION = "0.1.0"
 FORMAT_VERSION = 1
 
-REDACTED = "<redacted>"
-SECRET_WORDS = "pass|secret|token|key|credential|auth|cert"
-SECRET_KEY_RE = re.compile(f"({SECRET_WORDS})", re.IGNORECASE)
-_KEY = f"[A-Za-z0-9_.-]{{0,60}}(?:{SECRET_WORDS})[A-Za-z0-9_.-]{{0,60}}"
-# `key: value`, `key = value`, `--key=value` inside free text, where the key looks secret.
-EMBEDDED_SECRET_RE = re.compile(
-    rf"(?<![A-Za-z0-9_.-])(?P<key>{_KEY})(?P<quote>[\"']?)(?P<sep>[ \t]*[:=][ \t]*)"
-    r"(?P<value>(?:(?:Bearer|Basic)[ \t]+)?(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;&{}\[\]]+))",
-    re.IGNORECASE,
-)
-# The same for TOML (containerd configs): whole `key = value` lines only.
-TOML_SECRET_RE = re.compile(
-    rf"^(?P<lead>[ \t]*{_KEY}[ \t]*=[ \t]*)(?P<value>[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE
-)
-NOT_SECRET = frozenset(['""', "''", "true", "false", "null", "none", "~", REDACTED, '"<redacted>"'])
-BASE64_RE = re.compile(r"[A-Za-z0-9+/]+={0,2}")
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 DNS1123_RE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 SAFE_SEGMENT_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -159,6 +150,7 @@ NODE_STEPS = (
     ("host/dev-nvidia.txt", "ls -l /dev/nvidia* /dev/char | grep nvidia", True),
     ("host/gpu-processes.txt", "nvidia-persistenced, nv-hostengine, ... from /proc", True),
     ("cdi/<file>", "cat /var/run/cdi/<file> /etc/cdi/<file>", False),
+    ("links.txt", "readlink <each symbolic link met: recorded as a link, never followed>", False),
 )
 
 _print_lock = threading.Lock()
@@ -250,7 +242,7 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else text
 
 
-# --- Redaction ------------------------------------------------------------------------------
+# --- Redaction: collectors/redact.py (shared with `gpu-triage redact`) -------------------------
 
 
 def _gunzip_limited(data: bytes, limit: int = 16 << 20) -> bytes:
@@ -259,171 +251,6 @@ def _gunzip_limited(data: bytes, limit: int = 16 << 20) -> bytes:
     if len(out) > limit:
         raise ValueError("decompressed data too large")
     return out
-
-
-def decoded_layers(text: str, depth: int = 0) -> str | None:
-    """Text hidden in `text` by base64 (and gzip), up to 3 layers deep; None if not base64 text."""
-    compact = "".join(text.split())
-    if not 16 <= len(compact) <= (4 << 20) or len(compact) % 4 or not BASE64_RE.fullmatch(compact):
-        return None
-    try:
-        raw = base64.b64decode(compact, validate=True)
-        inner = (_gunzip_limited(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
-    except (binascii.Error, ValueError, OSError, EOFError):
-        return None
-    deeper = decoded_layers(inner, depth + 1) if depth < 3 else None
-    return inner if deeper is None else inner + "\n" + deeper
-
-
-def has_embedded_secret(text: str) -> bool:
-    values = (m.group("value").lower() for m in EMBEDDED_SECRET_RE.finditer(text))
-    return any(value not in NOT_SECRET for value in values)
-
-
-class Redactor:
-    """Replaces secret-looking values with "<redacted>", counting per category what it did."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def _hit(self, category: str, n: int = 1) -> None:
-        if n:
-            with self._lock:
-                self.counts[category] = self.counts.get(category, 0) + n
-
-    def scrub(self, value: str, category: str) -> str:
-        """Free text: a base64-wrapped secret goes whole; embedded key=value pairs lose values."""
-        if not self.enabled or not value:
-            return value
-        hidden = decoded_layers(value)
-        if hidden is not None and has_embedded_secret(hidden):
-            self._hit(category)
-            return REDACTED
-        hits = [0]
-
-        def replace(match: re.Match[str]) -> str:
-            found = match.group("value")
-            if found.lower() in NOT_SECRET:
-                return match.group(0)
-            hits[0] += 1
-            wrapped = found[0] + REDACTED + found[0] if found[0] in "\"'" else REDACTED
-            return match.group("key") + match.group("quote") + match.group("sep") + wrapped
-
-        result = EMBEDDED_SECRET_RE.sub(replace, value)
-        self._hit(category, hits[0])
-        return result
-
-    def kubernetes(self, obj: Any, configmaps: bool = False) -> None:
-        """In place, for a kubectl List or one object: env values, container args, ConfigMaps."""
-        if not self.enabled:
-            return
-        items = obj.get("items") if isinstance(obj, dict) else None
-        for item in items if isinstance(items, list) else [obj]:
-            self._walk(item)
-            if isinstance(item, dict) and (configmaps or item.get("kind") == "ConfigMap"):
-                self._configmap(item)
-
-    def _walk(self, node: Any) -> None:
-        if isinstance(node, list):
-            for value in node:
-                self._walk(value)
-        if not isinstance(node, dict):
-            return
-        for key, value in node.items():
-            if key == "env" and isinstance(value, list):
-                self._env_list(value)
-            elif key in ("command", "args") and isinstance(value, list):
-                node[key] = [self._scrub_arg(v) for v in value]
-            elif key == "annotations" and isinstance(value, dict):
-                self._last_applied(value)
-            else:
-                self._walk(value)
-
-    def _scrub_arg(self, arg: Any) -> Any:
-        return self.scrub(arg, "args-values") if isinstance(arg, str) else arg
-
-    def _env_list(self, env: list[Any]) -> None:
-        for entry in env:
-            value = entry.get("value") if isinstance(entry, dict) else None
-            if not isinstance(value, str) or not value:
-                continue
-            if SECRET_KEY_RE.search(str(entry.get("name"))):
-                entry["value"] = REDACTED
-                self._hit("env-values")
-            else:
-                entry["value"] = self.scrub(value, "env-values")
-
-    def _last_applied(self, annotations: dict[str, Any]) -> None:
-        """kubectl apply keeps a full copy of the object, env values included, in an annotation."""
-        text = annotations.get(LAST_APPLIED)
-        if not isinstance(text, str):
-            return
-        inner = load_json(text.encode("utf-8"))
-        if inner is None:
-            annotations[LAST_APPLIED] = self.scrub(text, "annotation-values")
-            return
-        self.kubernetes(inner)
-        annotations[LAST_APPLIED] = json.dumps(inner, separators=(",", ":"))
-
-    def _configmap(self, cm: dict[str, Any]) -> None:
-        helm_record = ((cm.get("metadata") or {}).get("labels") or {}).get("owner") == "helm"
-        for field in ("data", "binaryData"):
-            data = cm.get(field)
-            if not isinstance(data, dict):
-                continue
-            for key, value in list(data.items()):
-                if not isinstance(value, str) or not value:
-                    continue
-                if SECRET_KEY_RE.search(key) or (helm_record and key == "release"):
-                    data[key] = REDACTED
-                    self._hit("configmap-values")
-                else:
-                    data[key] = self.scrub(value, "configmap-values")
-
-    def helm_values(self, values: Any) -> Any:
-        """A copy of Helm user values with secret-looking keys redacted at any depth."""
-        return self._values(values) if self.enabled else values
-
-    def _values(self, node: Any) -> Any:
-        if isinstance(node, list):
-            return [self._values(value) for value in node]
-        if isinstance(node, str):
-            return self.scrub(node, "helm-values")
-        if not isinstance(node, dict):
-            return node
-        out = {}
-        env_like = SECRET_KEY_RE.search(node["name"]) if isinstance(node.get("name"), str) else None
-        for key, value in node.items():
-            secret = SECRET_KEY_RE.search(str(key)) or (env_like and key == "value")
-            empty = value is None or isinstance(value, bool) or value in ("", [], {})
-            if secret and not empty:
-                out[key] = REDACTED
-                self._hit("helm-values")
-            else:
-                out[key] = self._values(value)
-        return out
-
-    def node_file(self, rel: str, data: bytes) -> bytes:
-        """Node files: runtime configs and templates can hold registry credentials
-        (`password = "..."`): containerd's TOML and templates, CRI-O's TOML files."""
-        runtime_config = rel.startswith(("containerd/", "crio/")) and rel.endswith(
-            (".toml", ".tmpl", ".conf")
-        )
-        if not self.enabled or not runtime_config:
-            return data
-        hits = [0]
-
-        def replace(match: re.Match[str]) -> str:
-            if match.group("value").lower() in NOT_SECRET:
-                return match.group(0)
-            hits[0] += 1
-            return match.group("lead") + f'"{REDACTED}"'
-
-        text = TOML_SECRET_RE.sub(replace, data.decode("utf-8", "replace"))
-        self._hit("containerd-values", hits[0])
-        return text.encode("utf-8")
 
 
 # --- Running commands: timeouts, the run deadline, Ctrl-C -----------------------------------
@@ -1023,6 +850,8 @@ class Collector:
         note = " (interrupted: partial bundle)" if self.interrupted else ""
         eprint(f"gpu-triage collect: wrote {path} ({size / 1024:.1f} KiB); "
                f"{failed} of {len(self.bundle.items)} steps failed{note}")  # fmt: skip
+        for line in closing_lines(path, self.redactor):
+            eprint(line)
         return 130 if self.interrupted else 0
 
     def _install_signal_handlers(self) -> dict[int, Any]:
@@ -1337,7 +1166,23 @@ class Collector:
                 lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
             truncated = lines >= tail  # kubectl kept the last `tail` lines: there may be more
             truncated = truncated or (limit > 0 and nbytes >= limit)
+        nbytes = self._redact_staged(path, nbytes)
         self.bundle.add(path, argv, None, result, nbytes, truncated, result.error)
+
+    def _redact_staged(self, rel: str, nbytes: int) -> int:
+        """A file a command wrote straight into the staging area (a log), redacted in place;
+        returns its new size."""
+        path = self.bundle.abspath(rel)
+        if not self.redactor.enabled or not nbytes or not os.path.exists(path):
+            return nbytes
+        with open(path, "rb") as handle:
+            data = handle.read()
+        redacted = self.redactor.file(rel, data, "log-values")
+        if redacted is None or redacted == data:
+            return nbytes
+        with open(path, "wb") as handle:
+            handle.write(redacted)
+        return len(redacted)
 
     # ---- nodes ---------------------------------------------------------------------------
 
@@ -1413,6 +1258,7 @@ class Collector:
     def _ingest_node_tar(self, node: str, tar_path: str, offset: int) -> int:
         """Copy node.sh's files into nodes/<node>/, turn steps.tsv into items; returns #steps."""
         written: dict[str, int] = {}
+        binary: list[str] = []
         rows = None
         with open(tar_path, "rb") as handle:
             handle.seek(offset)
@@ -1428,7 +1274,12 @@ class Collector:
                     if name == "steps.tsv":
                         rows = parse_steps_tsv(stream.read().decode("utf-8", "replace"))
                     elif safe_relpath(name):
-                        data = self.redactor.node_file(name, stream.read())
+                        category = ("containerd-values" if name.startswith(
+                            ("containerd/", "crio/", "docker/")) else "node-values")
+                        data = self.redactor.file(name, stream.read(), category)
+                        if data is None:  # binary: listed in the manifest, never copied
+                            binary.append(name)
+                            continue
                         written[name] = self.bundle.write(f"nodes/{node}/{name}", data)[0]
                     else:
                         eprint(f"gpu-triage collect: {node}: ignored unsafe tar member {name!r}")
@@ -1436,9 +1287,12 @@ class Collector:
             raise ValueError("no steps.tsv in the tar stream")
         for row in rows:
             path = row["path"] if safe_relpath(row["path"]) else ""
+            error = row["error"]
+            if path in binary:
+                error = "not copied: binary content (a NUL byte); only text files are copied"
             item = self.bundle.add(
                 f"nodes/{node}/{path}".rstrip("/"), row["command"], node,
-                nbytes=written.get(path, 0), truncated=row["truncated"], error=row["error"],
+                nbytes=written.get(path, 0), truncated=row["truncated"], error=error,
                 counted=False,
             )  # fmt: skip
             item.update(exit_code=row["exit_code"], started_at=row["started_at"],
@@ -1528,7 +1382,9 @@ class Collector:
             "cluster": {"context": self.context, "server_version": self.server_version},
             "operator_namespace": self.operator_ns,
             "options": options,
-            "redaction": {"enabled": opts.redact, "counts": counts, "pseudonymized": pseudonymized},
+            "redaction": {"enabled": opts.redact, "counts": counts,
+                          "kinds": dict(sorted(self.redactor.kinds.items())),
+                          "pseudonymized": pseudonymized},
             "interrupted": self.interrupted,
             "items": sorted(self.bundle.items, key=lambda i: (i["path"], i["started_at"])),
         }
@@ -1552,7 +1408,7 @@ class Collector:
                     with open(os.path.join(self.bundle.root, *rel.split("/")), "rb") as handle:
                         add_bytes(archive, f"{top}/{rel}", handle.read(), mtime)
 
-        write_new(out_path, pack)
+        write_new(out_path, pack, 0o600)
         if pseudo is not None:
             base = out_path[:-4] if out_path.endswith(".tgz") else out_path
             mapping_path = base + ".pseudonyms.json"
@@ -1560,6 +1416,31 @@ class Collector:
             write_new(mapping_path, lambda out: out.write(mapping), 0o600)
             eprint(f"gpu-triage collect: pseudonym mapping (keep, never send): {mapping_path}")
         return out_path, os.path.getsize(out_path)
+
+
+def closing_lines(path: str, redactor: Redactor) -> list[str]:
+    """What was redacted (counts by kind, never a value), the bundle's SHA-256, and how to
+    check it before sending."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    if not redactor.enabled:
+        said = "redaction was OFF (--no-redact): secret values are in the bundle"
+    elif redactor.kinds:
+        total = sum(redactor.kinds.values())
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(redactor.kinds.items()))
+        said = f"redacted {total} values ({kinds}); values are never shown"
+    else:
+        said = "redacted 0 values: nothing secret-looking was found"
+    return [
+        f"gpu-triage collect: {said}",
+        f"gpu-triage collect: bundle {path} (mode 0600)",
+        f"gpu-triage collect: sha256 {digest.hexdigest()}",
+        "gpu-triage collect: you may open it and check it before sending "
+        f"(tar -tzvf {shlex.quote(path)}; tar -xzf it to read every file); to remove more, "
+        "`gpu-triage redact BUNDLE -o OUT --redact-file FILE`",
+    ]
 
 
 def write_new(path: str, fill: Any, mode: int = 0o666) -> None:
@@ -1647,7 +1528,7 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         say(shlex.join(argv) + (f"   > {target}" if target else "") + note)
 
     say("# gpu-triage collect --dry-run: nothing is run. A real run would use these commands.")
-    say("# cluster (cluster/*.json; env values and ConfigMap data redacted)")
+    say("# cluster (cluster/*.json; secrets redacted by key and by shape: collectors/redact.py)")
     for path, args in (VERSION_STEP, *CLUSTER_LISTS):
         show(kubectl.argv(*args), path)
     show(kubectl.argv(*CRDS_STEP[1]), CRDS_STEP[0], "absent CRDs are left out")

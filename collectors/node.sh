@@ -262,9 +262,12 @@ procs_named() {
     awk -F "$TAB" -v re="^($1)\$" '$2 ~ re' "$work/procs"
 }
 
-# Flags whose value is a secret on a command line: k3s/RKE2 `--token`, `--agent-token`,
-# k3s' `--datastore-endpoint` (a database URL with its password), any password or secret.
-SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint)'
+# Flags whose value is a secret on a command line: k3s/RKE2 `--token` and its short form
+# `-t`, `--agent-token`, `--vpn-auth`, `--etcd-s3-access-key`/`--etcd-s3-secret-key`,
+# `--datastore-endpoint` (a database URL with its password; https://docs.k3s.io/cli/server),
+# kubeadm's `--certificate-key`, any password or secret. collect.py redacts the same and more
+# (collectors/redact.py); this is for node.sh run by hand.
+SECRET_FLAG_RE='(token|passw|secret|credential|datastore-endpoint|vpn-auth|access-key|certificate-key|^-t$)'
 
 # cmdline_of PID: the process's arguments joined by single spaces, the values of
 # secret-looking flags (--token=X, --token X) replaced by <redacted>.
@@ -357,6 +360,10 @@ collect_kubelet() {
     done <"$work/kubelet-procs"
     kubelet_config_files | awk '!seen[$0]++' >"$work/kubelet-configs"
     while IFS= read -r b_file; do
+        if [ -L "$R$b_file" ]; then
+            note_link "$b_file" >/dev/null
+            continue
+        fi
         [ -f "$R$b_file" ] || continue
         printf '==> %s <==\n' "$b_file" >>"$b_dest"
         exec_capture "$b_dest" cat "$R$b_file"
@@ -593,11 +600,18 @@ json_or_null() {
 
 : >"$work/copied"
 
-# copy_file PREFIX HOSTPATH: PREFIX/files/<host path> from $R<host path>, once.
+# copy_file PREFIX HOSTPATH: PREFIX/files/<host path> from $R<host path>, once. A symbolic
+# link is recorded (links.txt), never followed: only a target that is itself a file read
+# anyway is copied, as itself.
 copy_file() {
     o_rel=${2#/}
     if grep -qxF "$1/$o_rel" "$work/copied"; then return 0; fi
     printf '%s\n' "$1/$o_rel" >>"$work/copied"
+    if [ -L "$R$2" ]; then
+        o_target=$(note_link "$2")
+        if [ -n "$o_target" ]; then copy_file "$1" "$o_target"; fi
+        return 0
+    fi
     if safe_rel "$o_rel"; then
         run_step "$1/files/$o_rel" cat "$R$2"
     else
@@ -605,12 +619,58 @@ copy_file() {
     fi
 }
 
+# Symbolic links met on the way: "host path -> target" lines for links.txt.
+: >"$work/links"
+: >"$work/link-paths"
+
+# read_anyway HOSTPATH: true for the files this script reads in any case.
+read_anyway() {
+    case $1 in
+    /etc/containerd/config.toml | /etc/containerd/conf.d/* | /etc/k0s/containerd.toml | \
+        /etc/k0s/containerd.d/* | /var/lib/rancher/k3s/agent/etc/containerd/* | \
+        /var/lib/rancher/rke2/agent/etc/containerd/* | /var/snap/microk8s/*/args/containerd* | \
+        /etc/crio/crio.conf | /etc/crio/crio.conf.d/* | /usr/share/containers/oci/hooks.d/* | \
+        /etc/containers/oci/hooks.d/* | /etc/docker/daemon.json | /etc/cdi/* | /var/run/cdi/* | \
+        /run/cdi/* | /usr/lib/os-release)
+        return 0
+        ;;
+    esac
+    [ -n "$RT_CONFIG" ] && [ "$1" = "$RT_CONFIG" ]
+}
+
+# note_link HOSTPATH: record the link at HOSTPATH; print the host path of its final target
+# when that is a regular file this script reads anyway (below the host root), else nothing.
+note_link() {
+    n_target=$(readlink "$R$1" 2>/dev/null)
+    printf '%s -> %s\n' "$1" "$n_target" >>"$work/links"
+    printf '%s\n' "$1" >>"$work/link-paths"
+    log "$1: a symbolic link to $n_target: recorded, not followed"
+    n_real=$(readlink -f "$R$1" 2>/dev/null) || return 0
+    case $n_real in "$R"/*) n_real=${n_real#"$R"} ;; *) return 0 ;; esac
+    if read_anyway "$n_real" && [ -f "$R$n_real" ] && [ ! -L "$R$n_real" ]; then
+        printf '%s' "$n_real"
+    fi
+}
+
+# finish_links: links.txt, when any link was met.
+finish_links() {
+    [ -s "$work/links" ] || return 0
+    cp "$work/links" "$out/links.txt"
+    set -- readlink
+    while IFS= read -r l_path; do set -- "$@" "$R$l_path"; done <"$work/link-paths"
+    record links.txt 0 "$(now_iso)" 0 "$(wc -c <"$out/links.txt" | tr -d ' ')" 0 '' "$@"
+}
+
 # copy_dir PREFIX HOSTDIR: every file under $R<hostdir>.
 copy_dir() {
+    if [ -L "$R$2" ]; then
+        note_link "$2" >/dev/null
+        return 0
+    fi
     [ -d "$R$2" ] || return 0
     find "$R$2" \( -type f -o -type l \) 2>/dev/null | sort >"$work/dir-list"
     while IFS= read -r y_file; do
-        [ -f "$y_file" ] || continue
+        [ -f "$y_file" ] || [ -L "$y_file" ] || continue
         copy_file "$1" "${y_file#"$R"}"
     done <"$work/dir-list"
 }
@@ -643,7 +703,9 @@ copy_imports() {
         # shellcheck disable=SC2086 # the import may be a glob: expanded on purpose
         for m_file in $R$m_path; do
             IFS=$m_old_ifs
-            [ -f "$m_file" ] && copy_file containerd "$(host_path "$m_file")"
+            if [ -f "$m_file" ] || [ -L "$m_file" ]; then
+                copy_file containerd "$(host_path "$m_file")"
+            fi
         done
         IFS=$m_old_ifs
     done <"$work/imports"
@@ -670,7 +732,9 @@ collect_containerd() {
     fi
     copy_imports "$R$RT_CONFIG"
     copy_dir containerd /etc/containerd/conf.d
-    if [ -n "$RT_LOG" ] && [ -f "$R$RT_LOG" ]; then
+    if [ -n "$RT_LOG" ] && [ -L "$R$RT_LOG" ]; then
+        note_link "$RT_LOG" >/dev/null
+    elif [ -n "$RT_LOG" ] && [ -f "$R$RT_LOG" ]; then
         run_step containerd/log.txt tail -n "$LOG_TAIL_LINES" "$R$RT_LOG"
     fi
 }
@@ -803,6 +867,10 @@ collect_unattended_upgrades() {
     rc=0
     truncated=0
     for a_file in /etc/apt/apt.conf.d/20auto-upgrades /etc/apt/apt.conf.d/50unattended-upgrades; do
+        if [ -L "$R$a_file" ]; then
+            note_link "$a_file" >/dev/null
+            continue
+        fi
         [ -f "$R$a_file" ] || continue
         printf '==> %s <==\n' "$a_file" >>"$a_dest"
         exec_capture "$a_dest" cat "$R$a_file"
@@ -894,7 +962,14 @@ done'
 
 collect_host() {
     run_step host/uname.txt uname -a
-    run_step host/os-release cat "$R/etc/os-release"
+    # os-release(5): /etc/os-release is often a link to /usr/lib/os-release, read anyway.
+    h_file=/etc/os-release
+    if [ -L "$R$h_file" ]; then h_file=$(note_link "$h_file"); fi
+    if [ -n "$h_file" ]; then
+        run_step host/os-release cat "$R$h_file"
+    else
+        fail_step host/os-release "not read: /etc/os-release is a symbolic link to a file the collector does not read (see links.txt)" cat "$R/etc/os-release"
+    fi
     run_step host/cmdline cat "$R/proc/cmdline"
     run_step host/modules.txt cat "$R/proc/modules"
     [ "$LSPCI_DONE" = 1 ] || run_step host/lspci.txt lspci -nnk -d 10de:
@@ -912,6 +987,10 @@ collect_cdi() {
     # /var/run/cdi has the higher priority in CDI, so it goes first and wins a name clash.
     for i_dir in /var/run/cdi /etc/cdi; do
         for i_file in "$R$i_dir"/*; do
+            if [ -L "$i_file" ]; then
+                note_link "${i_file#"$R"}" >/dev/null
+                continue
+            fi
             [ -f "$i_file" ] || continue
             i_name=${i_file##*/}
             if ! safe_rel "$i_name"; then
@@ -951,6 +1030,7 @@ main() {
     collect_nvidia_smi
     collect_host
     collect_cdi
+    finish_links
     log "writing the tar stream"
     tar -cf - -C "$out" . >&3 || die "tar failed"
 }

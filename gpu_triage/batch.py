@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from analyzers.batch_models import IndexRecord
-from analyzers.models import Report, RuleStatus, Severity
+from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from analyzers.selection import Selection
 from analyzers.suppress import Suppression
@@ -30,10 +30,11 @@ from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, analysis_exit
+from gpu_triage.termination import unwind_on_termination
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
-            "text": ".report.txt"}
+            "text": ".report.txt", "jira": ".report.jira.txt", "zendesk": ".report.zendesk.md"}
 INDEX = "index.jsonl"
 
 
@@ -108,7 +109,17 @@ def _load(rule_dirs: Sequence[Path]) -> list[LoadedRule]:
     return discover_all(rule_dirs).rules
 
 
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C or ``SIGTERM`` in this process: drop the queued bundles and stop the
+    workers now (each unwinds and removes its spool) instead of finishing every job."""
+    running = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in running:
+        process.terminate()
+
+
 def _init_worker(rule_dirs: tuple[Path, ...]) -> None:
+    unwind_on_termination()  # stopped by the parent: remove this analysis's spool first
     _RULES[:] = _load(rule_dirs)
 
 
@@ -143,16 +154,16 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
         with open_bundle(job.path, options.limits) as opened:
             report = analyze(opened, rules, selection=options.selection or None)
         applied = apply(report, options.suppressions, options.today)
-        report = applied.report
+        moment = options.generated_at or datetime.now(UTC)
+        report = applied.report.model_copy(
+            update={"generated_at": moment.isoformat(timespec="seconds")})
         written = []
         for fmt in options.formats:
             target = options.out_dir / f"{job.stem}{SUFFIXES[fmt]}"
             outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
                                          generated_at=options.generated_at))
             written.append(str(target))
-        threshold = Severity(options.fail_on)
-        failing = any(f.severity.at_least(threshold) for f in report.findings)
-        code = int(Exit.FINDINGS) if failing else int(Exit.OK)
+        code = int(analysis_exit(report, options.fail_on))
         notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
         return Outcome(_record(job, report, code, written), notes)
     except BundleError as exc:
@@ -205,18 +216,22 @@ def run(jobs: Sequence[Job], options: Options, *, jobs_limit: int | None = None,
                                  initargs=(options.rule_dirs,)) as pool:
             futures = {pool.submit(_analyse_in_worker, job, options): index
                        for index, job in enumerate(jobs)}
-            for future in as_completed(futures):
-                index = futures[future]
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # noqa: BLE001 - a worker that died (BrokenProcessPool)
-                    outcome = Outcome(IndexRecord(
-                        bundle=str(jobs[index].path), exit_code=int(Exit.INTERNAL),
-                        error=f"worker failed: {type(exc).__name__}: {exc}"))
-                outcomes[index] = outcome
-                done += 1
-                if progress is not None:
-                    progress(done, len(jobs), outcome)
+            try:
+                for future in as_completed(futures):
+                    index = futures[future]
+                    try:
+                        outcome = future.result()
+                    except Exception as exc:  # noqa: BLE001 - a worker that died (BrokenProcessPool)
+                        outcome = Outcome(IndexRecord(
+                            bundle=str(jobs[index].path), exit_code=int(Exit.INTERNAL),
+                            error=f"worker failed: {type(exc).__name__}: {exc}"))
+                    outcomes[index] = outcome
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(jobs), outcome)
+            except BaseException:
+                _stop(pool)
+                raise
     result = Result(outcomes=[o for o in outcomes if o is not None], index=index_path)
     outputs.write(index_path, "".join(o.record.model_dump_json() + "\n" for o in result.outcomes))
     return result

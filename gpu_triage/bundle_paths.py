@@ -12,7 +12,9 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-ARCHIVES = (".tgz", ".tar.gz", ".tar")
+# Longest first: the suffix taken off a bundle's name for its reports' names.
+ARCHIVES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz", ".txz", ".tbz2", ".tzst",
+            ".tar", ".zip")
 
 
 def report_stem(path: Path) -> str:

@@ -24,14 +24,21 @@ from gpu_triage.cli_common import (
     colour,
     load_rules,
     one_line,
+    parse_formats,
     shown,
     stderr,
+    text_width,
+    timestamp,
     unreadable,
     write_output,
 )
 from gpu_triage.cli_diff import diff as diff_command
+from gpu_triage.cli_redact import redact as redact_command
+from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
-from gpu_triage.exitcodes import Exit
+from gpu_triage.cli_serve import serve as serve_command
+from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
+from gpu_triage.termination import Terminated, unwind_on_termination
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
 
@@ -66,11 +73,16 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @cli.command(epilog=EPILOG)
 @click.argument("bundle_paths", metavar="BUNDLE...", nargs=-1, required=True,
                 type=click.Path(path_type=Path))
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS),
-              help="Output format. Default: a terminal summary on stdout plus "
-                   "<bundle>.report.html in the current directory (several bundles: "
-                   "<stem>.report.html and .json in --out-dir).")
+@click.option("-f", "--format", "formats", multiple=True, callback=parse_formats,
+              metavar="FORMAT[,FORMAT...]",
+              help=f"Output format, one of {', '.join(FORMATS)}. Default: a terminal summary "
+                   "on stdout plus <bundle>.report.html in the current directory. Several "
+                   "(-f html,json,md or -f repeated): each written to <bundle>.report.<ext> "
+                   "(in --out-dir if given) from one analysis.")
 @click.option("-o", "--output", type=str, help="Write the report to FILE ('-' for stdout).")
+@click.option("--progress/--no-progress", "show_progress", default=None,
+              help="Progress on stderr (default: only when stderr is a terminal).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default="high", show_default=True,
               help="Exit 1 when a finding is at or above this severity.")
 @click.option("--max-member-mib", type=click.IntRange(1), default=512, show_default=True,
@@ -93,18 +105,24 @@ def cli(ctx: click.Context, verbose: bool) -> None:
                    "the CPUs). One bundle of many nodes: processes that parse node files "
                    "(default: the CPUs, at most 4; cap: the CPUs; 1 parses everything in "
                    "one process).")
+@click.option("--inspect", is_flag=True,
+              help="Text and HTML: add to each finding the kubectl command that shows its "
+                   "object against `gpu-triage serve BUNDLE`.")
 @selection_options
 @click.pass_context
-def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
-            output: str | None, fail_on: str, max_member_mib: int, max_total_gib: int,
+def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[str, ...],
+            output: str | None, show_progress: bool | None, quiet: bool, fail_on: str,
+            max_member_mib: int, max_total_gib: int,
             max_members: int, max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
-            jobs: int | None,
+            jobs: int | None, inspect: bool,
             rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
             suppress_files: tuple[Path, ...]) -> None:
     """Analyse support bundles and report root causes.
 
-    BUNDLE is a directory, .tgz or .tar: a gpu-triage bundle, the output of the GPU
-    Operator's must-gather.sh, or a Replicated troubleshoot support bundle. Several
+    BUNDLE is a directory or an archive (.tgz, .tar, .zip, .tar.xz, .tar.bz2,
+    .tar.zst, told by content): a gpu-triage bundle, node.sh's own tar, one or more
+    nvidia-bug-report.log.gz, the output of the GPU Operator's must-gather.sh, or a
+    Replicated troubleshoot support bundle. Several
     BUNDLEs, or a directory of bundles, are analysed in parallel (see --out-dir).
     """
     # Analysis builds millions of long-lived objects (pods, events, parsed node files)
@@ -114,14 +132,16 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
     from analyzers.facts.stream import NodeStream
-    from analyzers.models import Severity
     from analyzers.suppress import apply
     from bundle import BundleError, Limits, open_bundle
+    from bundle.spooldir import remove_stale
     from gpu_triage.bundle_paths import expand, report_stem
     from gpu_triage.cli_rules import notes, today
     from gpu_triage.cpus import usable_cpus
+    from gpu_triage.progress import Progress
     from reports import render
 
+    remove_stale()  # what runs killed outright left behind (provably dead ones only)
     choice = resolve(load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
                     max_members=max_members, max_ratio=max_ratio, max_yaml_nodes=max_yaml_nodes)
@@ -132,51 +152,71 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], fmt: str | None,
         if output is not None:
             raise Failure("-o/--output takes one bundle; several bundles are written to "
                           "--out-dir", Exit.USAGE)
-        ctx.exit(analyze_many(bundles, fmt=fmt, fail_on=fail_on, limits=limits,
+        ctx.exit(analyze_many(bundles, formats=formats, fail_on=fail_on, limits=limits,
                               rule_dirs=rule_dirs, selection=choice.selection,
                               suppressions=choice.suppressions, today=today(),
                               out_dir=out_dir, jobs=jobs))
     bundle_path = bundles[0]
-    html_name = f"{report_stem(bundle_path)}.report.html"
-    target = html_name if fmt is None and output in (None, "-") else output
-    if target not in (None, "-"):  # refuse a link before the analysis, not after it
-        check_output(Path(target))
-    show_progress = sys.stderr.isatty() or ctx.obj["verbose"]
+    stem = report_stem(bundle_path)
+    html_name = f"{stem}.report.html"
+    files = _planned_files(formats, output, stem, html_name)
+    for target in files.values():  # refuse a link before the analysis, not after it
+        check_output(target)
+    progress = None
+    if not quiet and (show_progress or (show_progress is None
+                                        and (sys.stderr.isatty() or ctx.obj["verbose"]))):
+        progress = Progress(sys.stderr, terminal=sys.stderr.isatty())
     try:
         jobs = min(jobs or 4, usable_cpus())
-        with NodeStream(jobs) as stream, open_bundle(bundle_path, limits,
-                                                     watcher=stream) as opened:
-            report = run(opened, choice.rules, progress=_progress if show_progress else None,
+        with NodeStream(jobs) as stream, open_bundle(
+                bundle_path, limits, watcher=stream,
+                reading=progress.reading if progress else None) as opened:
+            report = run(opened, choice.rules, progress=progress.step if progress else None,
                          selection=choice.selection or None, jobs=jobs, stream=stream)
     except BundleError as exc:
+        if progress is not None:
+            progress.clear()
         raise unreadable(exc) from None
-    if show_progress:
-        stderr("")
+    if progress is not None:
+        progress.done()
     suppressed = apply(report, choice.suppressions, today())
-    report = suppressed.report
+    report = suppressed.report.model_copy(update={"generated_at": timestamp()})
     for line in notes(suppressed):
         stderr(one_line(line, None))
-    if fmt is None and output not in (None, "-"):
-        fmt = SUFFIXES.get(Path(output).suffix.lower(), "text")
-    if fmt is None:
-        click.echo(render(report, "text", color=colour()), nl=False)
-        write_output(Path(html_name), render(report, "html"))
-        stderr(f"HTML report: {shown(html_name)}")
-    else:
-        text = render(report, fmt, color=fmt == "text" and output in (None, "-") and colour(),
-                      html_name=html_name)
+    to_stdout = output in (None, "-") and len(formats) <= 1
+    if to_stdout and formats in ((), ("text",)):
+        click.echo(render(report, "text", color=colour(), width=text_width(),
+                          inspect=inspect), nl=False)
+    elif to_stdout:
+        click.echo(render(report, formats[0], html_name=html_name, inspect=inspect), nl=False)
+    for fmt, target in files.items():  # one analysis, each format to its own file
+        write_output(target, render(report, fmt, html_name=html_name, inspect=inspect))
+        stderr(f"{'HTML' if fmt == 'html' and not formats else fmt} report: {shown(target)}")
+    code = analysis_exit(report, fail_on)
+    if code is Exit.INCOMPLETE:
+        stderr(f"analysis incomplete: {one_line(', '.join(errored_rules(report)), None)} "
+               f"ended in error (exit {int(code)}; rerun with --verbose for the tracebacks)")
+    if code is not Exit.OK:
+        ctx.exit(int(code))
+
+
+def _planned_files(formats: tuple[str, ...], output: str | None, stem: str,
+                   html_name: str) -> dict[str, Path]:
+    """Format → the file it is written to: none for one format on stdout; ``-o``'s
+    suffix picks the format when -f is not given; several formats each get their own
+    ``<stem>.report.<ext>``; nothing asked for: the terminal summary and the HTML file."""
+    if not formats:
         if output in (None, "-"):
-            click.echo(text, nl=False)
-        else:
-            write_output(Path(output), text)
-            stderr(f"{fmt} report: {shown(output)}")
-    threshold = Severity(fail_on)
-    if any(f.severity.at_least(threshold) for f in report.findings):
-        ctx.exit(int(Exit.FINDINGS))
+            return {"html": Path(html_name)}
+        return {SUFFIXES.get(Path(output).suffix.lower(), "text"): Path(output)}
+    if len(formats) == 1:
+        return {} if output in (None, "-") else {formats[0]: Path(output)}
+    if output is not None:
+        raise Failure("-o/--output takes one format; several formats are written to "
+                      "<bundle>.report.<ext> here (or in --out-dir)", Exit.USAGE)
+    from gpu_triage.batch import SUFFIXES as NAMED  # only here: batch loads much more
 
-
-def _progress(message: str) -> None:
-    click.echo(f"\ranalysing {one_line(message, 200):<40}", err=True, nl=False)
+    return {fmt: Path(f"{stem}{NAMED[fmt]}") for fmt in formats}
 
 
 @cli.group("rules", invoke_without_command=True)
@@ -195,6 +235,9 @@ def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
 
 list_rules.add_command(rules_test)
 cli.add_command(diff_command)
+cli.add_command(serve_command)
+cli.add_command(render_command)
+cli.add_command(redact_command)
 
 
 @cli.command()
@@ -265,6 +308,10 @@ def collect(args: tuple[str, ...]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn every outcome into an exit code."""
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    from gpu_triage.console import prepare
+
+    prepare()  # UTF-8 when redirected, ASCII fallbacks on a terminal that lacks a character
+    unwind_on_termination()
     try:
         result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -284,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         stderr("interrupted")
         return 130
+    except Terminated as exc:
+        stderr("terminated")
+        return 128 + exc.signum
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - last line of defence: no traceback to users

@@ -20,13 +20,13 @@ from reports.terminal import line, name
 DEFAULT_FORMATS = ("html", "json")
 
 
-def analyze_many(bundles: list[Path], *, fmt: str | None, fail_on: str, limits: Limits,
+def analyze_many(bundles: list[Path], *, formats: tuple[str, ...], fail_on: str, limits: Limits,
                  rule_dirs: tuple[Path, ...], selection: Selection,
                  suppressions: tuple[Suppression, ...], today: date, out_dir: Path | None,
                  jobs: int | None) -> int:
     """Analyse ``bundles`` in parallel; print the summary; return the worst exit code."""
     options = batch.Options(out_dir=out_dir or Path("."),
-                            formats=(fmt,) if fmt else DEFAULT_FORMATS, fail_on=fail_on,
+                            formats=formats or DEFAULT_FORMATS, fail_on=fail_on,
                             limits=limits, rule_dirs=rule_dirs, selection=selection,
                             suppressions=suppressions, today=today)
     planned = batch.jobs_for(bundles)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gpu_triage.outputs import OutputError
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
-FORMATS = ("text", "json", "md", "html")
+FORMATS = ("text", "json", "md", "html", "jira", "zendesk")
 # The format an output file's suffix asks for, when -f is not given.
 SUFFIXES = {".json": "json", ".html": "html", ".htm": "html", ".md": "md", ".txt": "text"}
 
@@ -105,3 +105,30 @@ def load_rules(rule_dirs: tuple[Path, ...] = ()) -> list[LoadedRule]:
         raise Failure("no rules are installed (is gpu-triage installed with pip install -e .?)",
                       Exit.INTERNAL)
     return discovery.rules
+
+
+def parse_formats(_ctx: click.Context, _param: click.Parameter,
+                  values: tuple[str, ...]) -> tuple[str, ...]:
+    """``-f html,json -f md``: the formats asked for, in order, each once."""
+    chosen: list[str] = []
+    for value in values:
+        for name in (part.strip().lower() for part in value.split(",")):
+            if name not in FORMATS:
+                raise click.BadParameter(f"{name!r} is not one of {', '.join(FORMATS)}")
+            if name not in chosen:
+                chosen.append(name)
+    return tuple(chosen)
+
+
+def timestamp() -> str:
+    """Now, as a report records when it was made (``Report.generated_at``)."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def text_width() -> int:
+    """The terminal summary's width: the terminal's on a terminal, else 80."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80

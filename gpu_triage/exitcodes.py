@@ -1,6 +1,12 @@
 """Exit codes of gpu-triage, listed in ``--help``."""
 
+from __future__ import annotations
+
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from analyzers.models import Report
 
 
 class Exit(IntEnum):
@@ -9,6 +15,7 @@ class Exit(IntEnum):
     USAGE = 2           # bad command line (or the collector could not reach the cluster)
     UNREADABLE = 3      # the bundle cannot be read at all
     INTERNAL = 4        # an unexpected error outside a rule; rerun with --verbose
+    INCOMPLETE = 5      # analysed, but rules ended in `error`: the findings may be incomplete
 
     @classmethod
     def help_text(cls) -> str:
@@ -18,5 +25,28 @@ class Exit(IntEnum):
             cls.USAGE: "usage error",
             cls.UNREADABLE: "the bundle cannot be read at all",
             cls.INTERNAL: "unexpected internal error (rerun with --verbose)",
+            cls.INCOMPLETE: "the analysis is incomplete: rules ended in error (rerun with "
+                            "--verbose); the findings may not be all there are",
         }
         return "\n".join(f"  {code.value}  {meanings[code]}" for code in cls)
+
+
+def analysis_exit(report: Report, fail_on: str) -> Exit:
+    """The exit code of one analysed bundle: :attr:`Exit.INCOMPLETE` when any rule ended
+    in ``error`` (an incomplete analysis must never look clean, nor merely "findings"),
+    else :attr:`Exit.FINDINGS` when a finding is at or above ``fail_on``, else OK."""
+    from analyzers.models import RuleStatus, Severity
+
+    if any(r.status is RuleStatus.ERROR for r in report.rules):
+        return Exit.INCOMPLETE
+    threshold = Severity(fail_on)
+    if any(f.severity.at_least(threshold) for f in report.findings):
+        return Exit.FINDINGS
+    return Exit.OK
+
+
+def errored_rules(report: Report) -> list[str]:
+    """The IDs of the rules that ended in ``error``, in report order."""
+    from analyzers.models import RuleStatus
+
+    return [r.rule_id for r in report.rules if r.status is RuleStatus.ERROR]

@@ -62,11 +62,12 @@ def check(path: Path) -> None:
         raise OutputError(path, "it exists and is not a regular file")
 
 
-def write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` (text is UTF-8) to ``path``: see the module docstring."""
+def write(path: Path, data: str | bytes, mode: int = 0o666) -> None:
+    """Write ``data`` (text is UTF-8) to ``path``: see the module docstring. ``mode`` is the
+    new file's permission before the umask (0o600 for a redacted bundle: the owner's only)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     check(path)
-    temporary, fd = _create_beside(path)
+    temporary, fd = _create_beside(path, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -80,12 +81,12 @@ def write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _create_beside(path: Path) -> tuple[Path, int]:
+def _create_beside(path: Path, mode: int = 0o666) -> tuple[Path, int]:
     """A new, empty temporary file in ``path``'s directory, opened for writing."""
     for _ in range(_ATTEMPTS):
         temporary = path.parent / f".gpu-triage-{secrets.token_hex(8)}.tmp"
         try:
-            return temporary, os.open(temporary, _FLAGS, 0o666)
+            return temporary, os.open(temporary, _FLAGS, mode)
         except FileExistsError:
             continue
         except OSError as exc:

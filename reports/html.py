@@ -39,7 +39,15 @@ from reports.html_overview import (
     matrix_view,
     timeline_view,
 )
-from reports.view import NOT_CHECKED, SEVERITY_ORDER, build, clean, family
+from reports.view import (
+    NOT_CHECKED,
+    SEVERITY_ORDER,
+    build,
+    cause_label,
+    clean,
+    family,
+    lower_bounds,
+)
 
 NODE_FILTER_CAP = 5000
 OTHERS_SHOWN = 8
@@ -122,6 +130,7 @@ class VerdictView:
     not_checked: int
     same_cause: int = 0         # > 1: the verdict is one cause on this many findings
     outliers: list[Outlier] = field(default_factory=list)
+    cause: str = ""             # "cause" or "likely cause" (reports.view.cause_label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +144,10 @@ class Page:
     generated_at: str
     nodes: int
     gpu_nodes: int
+    lower_bounds: str           # counts taken from lists the collector shortened
     severity_counts: list[tuple[str, int]]
     verdict: VerdictView
+    incomplete: str             # rules ended in error: said before the verdict; "" if none
     glance: GlanceView | None
     chain_groups: list[GroupView]
     standalone_groups: list[GroupView]
@@ -209,7 +220,7 @@ def _verdict(report: Report, verdict: Finding | None, roots: list[Finding],
                                       else verdict.id),
         summary=_c(item.group.summary if item is not None and grouped else verdict.summary,
                    1200),
-        nodes=_node_text(nodes), node_count=len(nodes),
+        nodes=_node_text(nodes), node_count=len(nodes), cause=cause_label(verdict, True),
         explains=explains, explains_total=len(symptoms), command=verdict_command(verdict),
         others=others[:OTHERS_SHOWN], others_more=max(len(others) - OTHERS_SHOWN, 0),
         checked=checked, not_checked=not_checked,
@@ -243,8 +254,10 @@ def view_model(report: Report, generated_at: datetime) -> Page:
         generated_at=generated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         nodes=info.nodes,
         gpu_nodes=info.gpu_nodes,
+        lower_bounds=lower_bounds(report),
         severity_counts=[(s, n) for s, n in report.summary.model_dump().items() if n],
         verdict=verdict,
+        incomplete=view.incomplete() or "",
         glance=glance_view(report, overview.glance) if overview else None,
         chain_groups=chain_groups,
         standalone_groups=standalone_groups,
@@ -264,10 +277,17 @@ def view_model(report: Report, generated_at: datetime) -> Page:
     )
 
 
-def render(report: Report, *, generated_at: datetime | None = None) -> str:
+def render(report: Report, *, generated_at: datetime | None = None,
+           inspect: bool = False) -> str:
+    """``inspect``: each finding card shows the kubectl command for ``serve``
+    (:mod:`reports.inspect`), outside the view model."""
+    from reports.inspect import command, preamble
+
     moment = generated_at or datetime.now(UTC)
     template = _environment().get_template("report.html.j2")
-    return template.render(page=view_model(report, moment))
+    commands = {f.id: c for f in report.findings if (c := command(f))} if inspect else {}
+    return template.render(page=view_model(report, moment), inspect=commands,
+                           inspect_note=preamble(report.bundle.path) if inspect else "")
 
 
 __all__ = ["anchor", "render", "view_model"]

@@ -15,7 +15,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from analyzers.models import Evidence, Finding, Report, RuleDoc
-from reports.view import CauseGroup, Chain, View, clean, family, first_command, group_by_rule
+from reports.view import (
+    CauseGroup,
+    Chain,
+    View,
+    cause_label,
+    clean,
+    family,
+    first_command,
+    group_by_rule,
+)
 
 FULL_PER_GROUP = 5          # findings of one rule shown as full cards
 SYMPTOMS_FULL = 8           # symptoms of one root shown as full cards
@@ -112,6 +121,7 @@ class FindingView:
     doc: RuleDocView | None
     group: MemberTable | None = None
     filter_nodes: str = ""      # every node the card stands for (data-nodes)
+    cause: str = ""             # "cause", "likely cause", "likely" or "" (view.cause_label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +367,7 @@ class Builder:
             title=_cap(finding.title, TITLE_CAP),
             severity=finding.severity.value,
             summary=_cap(finding.summary, SUMMARY_CAP),
+            cause=cause_label(finding, not finding.caused_by),
             why=prose(doc.why) if doc else [],
             nodes=[_cap(n, 253) for n in nodes[:NODES_SHOWN]],
             nodes_more=max(len(nodes) - NODES_SHOWN, 0),

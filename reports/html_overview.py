@@ -23,7 +23,7 @@ from analyzers.models import (
     ValueSpread,
 )
 from reports.html_findings import Anchors, Link, anchor
-from reports.view import clean
+from reports.view import at_least, clean
 
 MATRIX_ROWS = 200           # nodes with every column (operand chips, GPU bar)
 MATRIX_BRIEF = 5000         # nodes after those, one brief row each (filter, sort, search)
@@ -105,8 +105,10 @@ def glance_view(report: Report, glance: Glance) -> GlanceView:
         Stat("GPU Operator", op_value, tones.get(operator.status, "none"), op_note),
         Stat("containerd", containerd, c_tone, c_note),
         Stat("NVIDIA driver", drivers, d_tone, d_note),
-        Stat("GPU nodes", f"{glance.gpu_nodes} of {glance.nodes} nodes",
-             "bad" if glance.nodes and not glance.gpu_nodes else "none", ""),
+        Stat("GPU nodes", f"{glance.gpu_nodes} of {at_least(report)}{glance.nodes} nodes",
+             "bad" if glance.nodes and not glance.gpu_nodes and not report.bundle.shortened
+             else "none", "lower bounds: a list was shortened" if report.bundle.shortened
+             else ""),
     ]
     for resource in glance.resources:
         rows.append(Stat(_c(resource.resource), f"capacity {resource.capacity} · allocatable "

@@ -14,7 +14,17 @@ import re
 from collections import Counter
 
 from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
-from reports.view import NOT_CHECKED, CauseGroup, View, build, clean, first_command
+from reports.view import (
+    NOT_CHECKED,
+    CauseGroup,
+    View,
+    at_least,
+    build,
+    cause_label,
+    clean,
+    first_command,
+    lower_bounds,
+)
 
 TOP = 5
 EVIDENCE = 2
@@ -76,7 +86,9 @@ def _remedy(text: str) -> str:
 
 def _glance(report: Report, overview: Overview | None) -> list[str]:
     info = report.bundle
-    head = f"{info.gpu_nodes} GPU node(s) of {info.nodes}"
+    head = f"{info.gpu_nodes} GPU node(s) of {at_least(report)}{info.nodes}"
+    if lower_bounds(report):
+        head = f"{lower_bounds(report)} {head}"
     if overview is None:
         return [head + "."]
     glance = overview.glance
@@ -119,7 +131,7 @@ def _verdict(view: View, report: Report) -> list[str]:
         out.append("**No critical, high or medium problem found.** The most notable of the "
                    "minor findings:")
     out.append(f"**Verdict — {verdict.severity.value.upper()} {verdict.rule_id}{where}:** "
-               f"{_inline(verdict.summary)}")
+               f"{cause_label(verdict, True)}: {_inline(verdict.summary)}")
     if symptoms:
         counts = Counter(s.rule_id for s in symptoms.values())
         out.append(f"It explains {len(symptoms)} other finding(s): "
@@ -139,7 +151,8 @@ def _group(item: CauseGroup) -> list[str]:
     nodes = group.nodes
     count = f" ×{len(item.members)}" if many else ""
     out = [f"#### {group.severity.value.upper()} · {group.rule_id}{count} · "
-           f"{_inline(group.title)}", _line(group.summary if many else first.summary)]
+           f"{_inline(group.title)}",
+           f"*{cause_label(first, True)}:* " + _line(group.summary if many else first.summary)]
     if many and nodes:
         out.append(f"- The same cause on {len(nodes)} nodes: {_nodes(nodes)} "
                    f"(shown: {_inline(first.nodes[0])})")
@@ -190,6 +203,9 @@ def render(report: Report, *, html_name: str | None = None) -> str:
     cluster = report.bundle.cluster
     out = [f"### gpu-triage: {_inline(cluster.context or 'cluster')} "
            f"(Kubernetes {_inline(cluster.server_version or 'unknown')})", ""]
+    incomplete = view.incomplete()
+    if incomplete is not None:
+        out += [f"**{incomplete}**", ""]
     out += _verdict(view, report)
     out.append("")
     out += _glance(report, report.overview)

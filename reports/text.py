@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 import click
 
 from analyzers.models import Finding, Report, Severity
 from reports import terminal
-from reports.view import CauseGroup, View, build, first_command
+from reports.inspect import command as inspect_command
+from reports.inspect import preamble
+from reports.view import (
+    CauseGroup,
+    View,
+    at_least,
+    build,
+    cause_label,
+    first_command,
+    lower_bounds,
+)
 
 NODES_SHOWN = 6
 
@@ -27,9 +40,15 @@ def _sev(severity: Severity, color: bool) -> str:
     return click.style(label, fg=_COLOURS[severity], bold=bold) if color else label
 
 
-def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]:
+def _labelled(f: Finding, root: bool, summary: str) -> str:
+    label = cause_label(f, root)
+    return f"{label}: {summary}" if label else summary
+
+
+def _finding(f: Finding, view: View, color: bool, indent: str = "",
+             root: bool = False, inspect: bool = False) -> list[str]:
     lines = [f"{indent}{_sev(f.severity, color)} {_one(f.rule_id)}  {_one(f.title)}",
-             f"{indent}         {_one(f.summary)}"]
+             f"{indent}         {_labelled(f, root, _one(f.summary))}"]
     symptoms = view.explained_by(f)
     if len(symptoms) > 8:  # many: counted per rule
         lines.append(f"{indent}         explains: {_rules(symptoms)}")
@@ -42,7 +61,12 @@ def _finding(f: Finding, view: View, color: bool, indent: str = "") -> list[str]
     command = first_command(f.remediation)
     if command:
         lines.append(f"{indent}         first step: {_one(command)}")
-    return lines
+    return lines + _inspect(f, f"{indent}         ", inspect)
+
+
+def _inspect(f: Finding, pad: str, inspect: bool) -> list[str]:
+    shown = inspect_command(f) if inspect else None
+    return [f"{pad}inspect: {_one(shown)}"] if shown else []
 
 
 def _rules(findings: tuple[Finding, ...]) -> str:
@@ -52,12 +76,13 @@ def _rules(findings: tuple[Finding, ...]) -> str:
     return ", ".join(f"{_one(rule)} ×{n}" if n > 1 else _one(rule) for rule, n in counts.items())
 
 
-def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> list[str]:
+def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ",
+           root: bool = False, inspect: bool = False) -> list[str]:
     """A cause group: one finding as before; several as one entry with its node count,
     the shared summary (``<node>`` standing for each node), the nodes, and the first
     node's evidence and first step."""
     if len(item.members) == 1:
-        lines = _finding(item.first, view, color, indent)
+        lines = _finding(item.first, view, color, indent, root, inspect)
         if item.outlier:
             lines.insert(2, f"{indent}         differs from the largest "
                          f"{_one(item.group.rule_id)} group ({item.others} findings)")
@@ -69,7 +94,7 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> lis
     more = f" and {len(nodes) - NODES_SHOWN} more" if len(nodes) > NODES_SHOWN else ""
     lines = [f"{indent}{_sev(group.severity, color)} {_one(group.rule_id)}  {_one(group.title)}"
              f"  · {len(item.members)} findings, the same cause",
-             f"{pad}{_one(group.summary)}",
+             f"{pad}{_labelled(first, root, _one(group.summary))}",
              f"{pad}on {len(nodes)} node(s): {shown}{more}"]
     if item.outlier:
         lines.append(f"{pad}differs from the largest {_one(group.rule_id)} group "
@@ -84,46 +109,99 @@ def _group(item: CauseGroup, view: View, color: bool, indent: str = "  ") -> lis
     command = first_command(first.remediation)
     if command:
         lines.append(f"{pad}first step ({_one(first.nodes[0])}): {_one(command)}")
-    return lines
+    return lines + _inspect(first, pad, inspect)
 
 
-def render(report: Report, *, color: bool = False) -> str:
-    view = build(report)
+def render(report: Report, *, color: bool = False, width: int | None = None,
+           inspect: bool = False) -> str:
+    """The summary, each line wrapped to ``width`` columns (80 by default) at spaces only,
+    so that a path or a command is never cut; coloured after wrapping."""
+    lines = _lines(report, build(report), inspect)
+    wrapped = [piece for text in lines for piece in _wrap(text, width or WIDTH)]
+    if color:
+        wrapped = [_colour(text) for text in wrapped]
+    return "\n".join(wrapped) + "\n"
+
+
+WIDTH = 80
+_TITLES = ("ROOT CAUSES", "OTHER FINDINGS")
+_LABEL = re.compile(r"^(\s*)(CRITICAL|HIGH|MEDIUM|LOW|INFO)( +)")
+_STEP = re.compile(r"^((\s*)(?:first step(?: \([^)]*\))?|inspect):) (.*)$")
+_QUOTED = re.compile(r"`[^`\n]+`")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, broken at spaces only; a word
+    longer than the line (a path, a command) stands whole on a line of its own. Lines
+    after the first keep the indentation of the text under its label."""
+    if len(text) <= width:
+        return [text]
+    step = _STEP.match(text)
+    if step is not None:  # a command to copy: on a line of its own, never broken
+        return [step[1].rstrip(), " " * len(step[2]) + step[3]]
+    label = _LABEL.match(text)
+    indent = " " * (label.end() if label else len(text) - len(text.lstrip(" ")))
+    if len(indent) > width // 2:
+        indent = indent[: width // 2]
+    wrapper = textwrap.TextWrapper(width=width, subsequent_indent=indent,
+                                   break_long_words=False, break_on_hyphens=False,
+                                   drop_whitespace=True)
+    # A `quoted command` is one word: its spaces are held while wrapping (bundle text
+    # reaches here without control characters, so NUL cannot stand in the text).
+    held = _QUOTED.sub(lambda m: m[0].replace(" ", "\0"), text)
+    return [line.replace("\0", " ") for line in wrapper.wrap(held)] or [text]
+
+
+def _colour(text: str) -> str:
+    if text in _TITLES:
+        return click.style(text, bold=True)
+    if text.startswith("INCOMPLETE ANALYSIS"):
+        return click.style(text, fg="red", bold=True)
+    label = _LABEL.match(text)
+    if label is None or len(label[1]) > 4:  # an entry's first line, not a wrapped one
+        return text
+    return f"{label[1]}{_sev(Severity(label[2].lower()), True)} {text[label.end():]}"
+
+
+def _lines(report: Report, view: View, inspect: bool) -> list[str]:
     info = report.bundle
     cluster = info.cluster
     out = [
         f"gpu-triage {report.tool.version} · {_one(cluster.context or 'cluster')} "
         f"{_one(cluster.server_version or '')} · bundle created "
         f"{_one(info.created_at or 'unknown')}",
-        f"{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
+        f"{at_least(report)}{info.nodes} nodes, {info.gpu_nodes} GPU nodes · "
         + ", ".join(f"{n} {s}" for s, n in report.summary.model_dump().items() if n),
-        "",
     ]
+    incomplete = view.incomplete()
+    if incomplete is not None:
+        out.append(incomplete)
+    if lower_bounds(report):
+        out.append(lower_bounds(report))
     if info.layout != "gpu-triage v1":  # a foreign layout (bundle.layouts) read as format v1
-        out.insert(2, f"layout: {_one(info.layout)}; what it does not collect is skipped, "
+        out.append(f"layout: {_one(info.layout)}; what it does not collect is skipped, "
                    "see Rules below")
     if report.suppressed:
-        out.insert(-1, f"{len(report.suppressed)} finding(s) suppressed with a recorded "
+        out.append(f"{len(report.suppressed)} finding(s) suppressed with a recorded "
                    "reason (see the JSON or HTML report)")
-    if view.outliers:
-        out.insert(-1, "different from the rest: " + "; ".join(
-            f"{_one(g.group.rule_id)} on {', '.join(_one(n) for n in g.group.nodes[:3])}"
-            + (f" and {len(g.group.nodes) - 3} more" if len(g.group.nodes) > 3 else "")
-            + f" ({len(g.members)} finding(s); {g.others} others of the rule share another cause)"
-            for g in view.outliers[:4]))
-    verdict = view.verdict
-    if verdict is None:
-        out.append("No problems found. Checked: "
+    if inspect and report.findings:
+        out.append(_one(preamble(info.path)))
+    out.append("")
+    if view.verdict is None:
+        out.append(("No problems found by the rules that completed. Checked: "
+                    if incomplete else "No problems found. Checked: ")
                    + ", ".join(_one(r.rule_id) for r in report.rules
                                if r.status.value == "passed"))
     for title, items in (("ROOT CAUSES", view.root_groups),
                          ("OTHER FINDINGS", view.standalone_groups)):
         if not items:
             continue
-        out.append(click.style(title, bold=True) if color else title)
+        out.append(title)
         for item in items:
-            out.extend(_group(item, view, color))
+            out.extend(_group(item, view, False, root=title == "ROOT CAUSES", inspect=inspect))
         out.append("")
+    # An outlier says so in its own entry ("differs from the largest ... group"), after
+    # the root causes: no separate line names it a second time.
     symptoms = sum(len(c.symptoms) for c in view.chains)
     if symptoms:
         out.append(f"{symptoms} symptom finding(s) are folded under their root causes; "
@@ -134,4 +212,4 @@ def render(report: Report, *, color: bool = False) -> str:
                + f" · unreadable: {len(report.problems)}")
     for line in view.problem_rules():
         out.append(f"  {_one(line)}")
-    return "\n".join(out) + "\n"
+    return out

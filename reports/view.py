@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers.models import Finding, FindingGroup, Report, RuleStatus, Severity
+from analyzers.models import Confidence, Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
 
@@ -137,6 +137,17 @@ class View:
             counts[result.status.value] += 1
         return counts
 
+    def incomplete(self) -> str | None:
+        """The sentence every format shows first when rules ended in ``error``: such an
+        analysis is incomplete and must never look clean (exit code 5)."""
+        errored = [r.rule_id for r in self.report.rules if r.status is RuleStatus.ERROR]
+        if not errored:
+            return None
+        shown = ", ".join(errored[:8]) + (f" and {len(errored) - 8} more"
+                                          if len(errored) > 8 else "")
+        return (f"INCOMPLETE ANALYSIS: {len(errored)} rule(s) ended in error ({shown}); "
+                "what they check was not judged, so findings may be missing.")
+
     def problem_rules(self) -> list[str]:
         return [f"{r.rule_id} ({r.status.value}: {r.reason})" for r in self.report.rules
                 if r.status in NOT_CHECKED]
@@ -233,6 +244,32 @@ def _rank(finding: Finding, symptoms_of: dict[str, tuple[Finding, ...]],
 
 
 _COMMAND = re.compile(r"^(?:[a-z][a-z0-9_.-]*|/[\w./-]+|\./[\w./-]+)(?:\s|$)")
+
+
+def lower_bounds(report: Report) -> str:
+    """The sentence saying the counts are lower bounds (lists the collector shortened to
+    fit --max-file-bytes), or "" when every list was read whole."""
+    shortened = report.bundle.shortened
+    if not shortened:
+        return ""
+    named = "; ".join(f"{plain(n.path)} ({plain(n.note)})" for n in shortened[:3])
+    more = f"; and {len(shortened) - 3} more" if len(shortened) > 3 else ""
+    return f"Counts are lower bounds: the collector shortened {named}{more}."
+
+
+def at_least(report: Report) -> str:
+    """"at least " before a count taken from a shortened list, else ""."""
+    return "at least " if report.bundle.shortened else ""
+
+
+def cause_label(finding: Finding, root: bool) -> str:
+    """The words a report puts before a finding's summary: a root cause is a "cause"
+    (confirmed by direct evidence) or a "likely cause" (inferred from an absence or a
+    pattern); another finding is marked only when it is inferred."""
+    likely = finding.confidence is Confidence.LIKELY
+    if root:
+        return "likely cause" if likely else "cause"
+    return "likely" if likely else ""
 
 
 def first_command(remediation: str) -> str | None:

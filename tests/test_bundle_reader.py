@@ -50,7 +50,7 @@ def test_unknown_format_version_is_refused_clearly(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("content", "message"), [
     (b"", "empty file"),
-    (b"hello, this is a text file\n" * 20, "not a gzip or tar archive"),
+    (b"hello, this is a text file\n" * 20, "not a tar, gzip, xz, bzip2, zstd or zip archive"),
 ])
 def test_garbage_is_a_bundle_error(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "x.tgz"

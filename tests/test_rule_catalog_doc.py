@@ -77,9 +77,9 @@ def test_a_rule_section_carries_its_docstring_and_metadata() -> None:
     section = text[start:text.index("\n### ", start + 1)]
     assert ("**A later containerd drop-in replaced the CRI plugin table and dropped the "
             "nvidia runtime**") in section
-    assert ("Severity **critical** · slug `dropin-clobber` · inputs: "
-            "`nodes/*/containerd/files/*`, `nodes/*/containerd/config-dump.toml` (optional), "
-            "`nodes/*/containerd/version.txt` (optional)") in section
+    assert ("Severity **critical** · confidence **confirmed** · slug `dropin-clobber` · "
+            "inputs: `nodes/*/containerd/files/*`, `nodes/*/containerd/config-dump.toml` "
+            "(optional), `nodes/*/containerd/version.txt` (optional)") in section
     assert "containerd 1.x merges ``imports`` in sorted order" in section
     assert "**Why it matters.**\n\n``cat 99-nvidia.toml`` looks right" in section
     assert "**Remediation.**\n\nReplace the two files with one drop-in" in section
@@ -115,7 +115,8 @@ def test_a_made_up_family_renders_commands_as_code_and_marks_optional_inputs() -
             in text)
     assert text.endswith(
         "## ZZ: samples\n\n### ZZ001\n\n**A sample rule for the catalog**\n\n"
-        "Severity **low** · slug `sample` · inputs: `nodes/*/x.json`, `cluster/y.json` "
+        "Severity **low** · confidence **confirmed** · slug `sample` · inputs: "
+        "`nodes/*/x.json`, `cluster/y.json` "
         f"(optional)\n\nDefined in [`{here}`](../{here}).\n\n"
         "It looks at one file.\n\n**Why it matters.**\n\nBecause the file "
         "matters.\n\n**Remediation.**\n\nLook first, then change one node at a time:\n\n"

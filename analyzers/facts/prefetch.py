@@ -20,7 +20,6 @@ from __future__ import annotations
 import pickle
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from bundle import Bundle
 from bundle.kernel import KernelLine
 from bundle.nvsmi import NvidiaSmi
 from bundle.problems import ProblemLog
+from bundle.spooldir import spool_dir
 
 MIN_NODES = 32  # below this a worker costs more to start than it saves
 CHUNK = 16  # nodes per task: large enough to amortize pickling, small enough to balance
@@ -132,7 +132,7 @@ def preload(bundle: Bundle, jobs: int, meanwhile: Sequence[Callable[[], object]]
         read_here(bundle, names)
         return
     chunks = [names[start:start + CHUNK] for start in range(0, len(names), CHUNK)]
-    with tempfile.TemporaryDirectory(prefix="gpu-triage-") as results:
+    with spool_dir() as results:
         try:
             work = Work(multiprocessing.get_context("fork"), len(chunks))
             started = work.start(workers, bundle, chunks, Path(results))
@@ -190,9 +190,17 @@ class Work:
 def _work(work: Work, bundle: Bundle, chunks: list[list[str]], results: Path) -> None:
     """A worker: read chunks until none is left, each into its result file. Ctrl-C is
     for the parent: it stops, and daemon workers end with it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_signals()
     while (index := work.claim_first()) is not None:
         write_result(results, index, [parse_here(bundle, name) for name in chunks[index]])
+
+
+def worker_signals() -> None:
+    """In a forked worker: Ctrl-C is for the parent, and ``SIGTERM`` (the parent stopping
+    it) ends it at once, without the parent's handler that unwinds to remove the spool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def read_here(bundle: Bundle, names: Sequence[str]) -> None:

@@ -71,6 +71,13 @@ CONTAINER_STAGE: Mapping[str, Stage] = {
     "plugin-validation": Stage.PLUGIN,
     "nvidia-device-plugin": Stage.PLUGIN,
     "nvidia-device-plugin-ctr": Stage.PLUGIN,
+    # A sidecar of the driver pod that loads an add-on module after the driver: the
+    # driver itself runs in nvidia-driver-ctr, and no validator waits for the add-on.
+    "nvidia-peermem-ctr": Stage.OPERANDS,
+}
+# What a driver pod's sidecar loads (for the sentence that says it is not the driver).
+SIDECARS: Mapping[str, str] = {
+    "nvidia-peermem-ctr": "the GPUDirect RDMA module (nvidia-peermem)",
 }
 COMPONENT_STAGE: Mapping[str, Stage] = {
     "driver": Stage.DRIVER,

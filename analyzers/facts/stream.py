@@ -22,9 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import shutil
-import signal
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +34,7 @@ from bundle.container import MANIFEST, manifest_root
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
 from bundle.reader import is_k8s_name
+from bundle.spooldir import spool_dir
 
 Place = tuple[int, int]  # (offset, size) of a member in the spool file
 
@@ -59,6 +57,7 @@ class NodeStream:
         self._work: _StreamWork | None = None
         self._processes: list[Any] = []
         self._results: Path | None = None
+        self._spool = contextlib.ExitStack()
         self._stopped = False  # nothing more is handed over (failure, or a wrong root)
         self._ended = False
 
@@ -167,7 +166,7 @@ class NodeStream:
 
         assert self._source is not None and self._manifest is not None
         try:
-            self._results = Path(tempfile.mkdtemp(prefix="gpu-triage-"))
+            self._results = self._spool.enter_context(spool_dir())
             context = multiprocessing.get_context("fork")
             self._work = _StreamWork(context)
             for _ in range(self._jobs - 1):
@@ -192,9 +191,8 @@ class NodeStream:
                 process.terminate()
             process.join()
         self._processes.clear()
-        if self._results is not None:
-            shutil.rmtree(self._results, ignore_errors=True)
-            self._results = None
+        self._spool.close()
+        self._results = None
 
     def __enter__(self) -> NodeStream:
         return self
@@ -260,7 +258,7 @@ def _work(work: _StreamWork, source: ArchiveSource, manifest_at: Place, results:
     (:func:`~analyzers.facts.prefetch.write_result`), until the archive has ended and
     none is left. It leaves when its parent is gone. Ctrl-C is for the parent, which
     stops it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    prefetch.worker_signals()
     # Whatever ends it (a manifest the parent refuses, a full disk), its chunks are
     # read by the parent instead, and nothing is printed.
     with contextlib.suppress(Exception):

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 
 from analyzers import refs
 from analyzers.gaps import MEANINGS, kind_of
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
 from analyzers.rules.drv_smifail import recognised as smi_failed
 from bundle.manifest import ManifestItem
@@ -106,6 +106,7 @@ class CollectionGaps(Rule):
     id = "BND001"
     slug = "collection-gaps"
     severity = Severity.LOW
+    confidence = Confidence.CONFIRMED
     inputs = (Input("manifest.json"),)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -159,6 +160,7 @@ class UnreadableBundleParts(Rule):
     id = "BND002"
     slug = "unreadable-bundle-parts"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     phase = 1
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
 from analyzers.products import UNLISTED, classify
@@ -56,6 +56,7 @@ class ToolkitDisabledHostNotConfigured(Rule):
     id = "CFG004"
     slug = "toolkit-disabled-host-not-configured"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         cluster("clusterpolicies.json"),
         node("containerd/config-dump.toml"),
@@ -204,6 +205,7 @@ class OperatorSupportStatus(Rule):
     id = "CFG001"
     slug = "operator-support-status"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (
         cluster("deployments.json"),
         cluster("pods.json", optional=True),
@@ -291,6 +293,7 @@ class UnsupportedGpuProduct(Rule):
     id = "CFG002"
     slug = "unsupported-gpu-product"
     severity = Severity.LOW
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), node("nvidia-smi.xml", optional=True))
     tags = ("support",)
 
@@ -394,6 +397,7 @@ class TimeSlicingExplained(Rule):
     id = "CFG003"
     slug = "time-slicing-explained"
     severity = Severity.INFO
+    confidence = Confidence.CONFIRMED
     inputs = (
         cluster("nodes.json"),
         cluster("configmaps.json", optional=True),

@@ -21,8 +21,10 @@ LOGS = Input("logs/*", optional=True)
 LOGS_REQUIRED = Input("logs/*")
 # What the container-runtime facts read of a node (ctx.facts.runtime, .node_runtime,
 # .runtime_gate): the runtime's copied config files, loaded config and version, runtime.json
+RUNTIME_FILE = node("runtime.json", fallback="the runtime and distribution the Node "
+                   "objects report (nodeInfo, labels)")
 RUNTIME_FILES = (node("containerd/*", optional=True), node("crio/*", optional=True),
-                 node("runtime.json", optional=True))
+                 RUNTIME_FILE)
 # A node's kernel lines as facts.kernel_events reads them: dmesg and the journals
 KERNEL_LINES = (node("dmesg.txt", optional=True), node("journal/*.jsonl", optional=True))
 # The operator's settings as facts.cluster_policy and facts.toolkit_enabled read them

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.stages import Stage
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_driver import DriverNotUsable, read_modules
@@ -79,6 +79,7 @@ class GpuBoundToOtherDriver(Rule):
     id = "DRV010"
     slug = "gpu-bound-to-other-driver"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("host/lspci.txt"),
         node("host/modules.txt", optional=True),

@@ -10,7 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules import drv_smifail as smifail
 from analyzers.rules.common import LOGS, event_evidence, node_ref
@@ -133,6 +133,7 @@ class DriverNotUsable(Rule):
     id = "DRV003"
     slug = "driver-not-usable"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("dmesg.txt"),
         node("host/modules.txt", optional=True),
@@ -301,6 +302,7 @@ class SecureBootRefusedModule(Rule):
     id = "DRV004"
     slug = "secure-boot-refused-module"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("host/secureboot.txt"),
         node("dmesg.txt", optional=True),
@@ -351,6 +353,8 @@ class SecureBootRefusedModule(Rule):
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
             evidence=evidence, causes=causes, remediation=_secure_boot_remediation(name),
+            # an unsigned module that loaded: the refusal is predicted, not seen
+            confidence=None if refused or absent else Confidence.LIKELY,
         )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.kernel_events import GpuIdentity
-from analyzers.models import Finding, Severity
+from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv_common import smi_evidence
@@ -116,6 +116,7 @@ class GpuHealth(Rule):
     id = "DRV006"
     slug = "gpu-health"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (node("nvidia-smi.xml"), *KERNEL_LINES)
     tags = ("gpu", "hardware", "ecc")
 

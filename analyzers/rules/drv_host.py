@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import field, names, node_ref
 from bundle.evidence import clip
@@ -142,6 +142,7 @@ class AutomaticKernelUpgrades(Rule):
     id = "DRV005"
     slug = "automatic-kernel-upgrades"
     severity = Severity.MEDIUM
+    confidence = Confidence.LIKELY
     inputs = (
         node("host/uname.txt"),
         node("host/unattended-upgrades.txt", optional=True),

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.usage import HELD_MIB, IDLE_UTIL_PERCENT, IdleGPU
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import names, node_ref
 from bundle.evidence import first_line
@@ -40,6 +40,7 @@ class IdleButNotEmpty(Rule):
     id = "DRV007"
     slug = "idle-but-not-empty"
     severity = Severity.LOW
+    confidence = Confidence.LIKELY
     inputs = (node("nvidia-smi.xml"), cluster("pods.json"))
     tags = ("capacity",)
 

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
-from analyzers.models import Finding, Severity
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import (
@@ -21,6 +22,7 @@ from analyzers.rules.drv_common import (
     node_logs,
     when,
 )
+from analyzers.rules.drv_support import DriverCannotDriveGpu
 from bundle.kernel import KernelSignal, scan_signals
 
 LOSS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed", "device_handle")
@@ -38,13 +40,31 @@ def _aer_level(signal: KernelSignal) -> str:
     return signal.detail.split(":", 1)[0]
 
 
+# What a GPU the driver refused (DRV008) shows as a consequence, never hardware: it
+# never initialises (RmInitAdapter), NVML has no handle for it, RM calls it lost.
+_REFUSAL_CONSEQUENCES = ("rm_init_adapter_failed", "device_handle", "gpu_lost")
+
+
+def _deferred(signal: KernelSignal, key: str, refused: tuple[frozenset[str], bool] | None
+              ) -> bool:
+    """Whether DRV008's refusal explains this signal: an initialisation failure of a GPU
+    the driver refused by address, or of any GPU when a refusal named no address."""
+    if refused is None or signal.kind not in _REFUSAL_CONSEQUENCES:
+        return False
+    keys, unaddressed = refused
+    return key in keys or unaddressed
+
+
 def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[KernelSignal]]:
-    """GPU key → loss signals (kernel and container logs) and AER errors on its address."""
+    """GPU key → loss signals (kernel and container logs) and AER errors on its address,
+    less what a driver refusal (DRV008) explains."""
     groups: dict[str, list[KernelSignal]] = defaultdict(list)
     signals = kernel.signals_of(*LOSS)
     for path, _container, text in node_logs(ctx, name):
         for line in log_lines(path, text, "device handle", "gpu is lost"):
             signals += [s for s in scan_signals(line) if s.kind in ("device_handle", "gpu_lost")]
+    refused = DriverCannotDriveGpu.refused_gpus(ctx, name)
+    signals = [s for s in signals if not _deferred(s, kernel.key(s.pci), refused)]
     for signal in signals:
         groups[kernel.key(signal.pci)].append(signal)
     known = {g.pci for g in kernel.gpus} | set(groups)
@@ -70,7 +90,10 @@ class GpuLost(Rule):
     NV_STATUS code decoded), NVML's ``Unable to determine the device handle`` in
     container logs, and uncorrected PCIe AER errors on the GPU's own address. Each
     address yields one finding. Lines that name no address join the node's only
-    lost GPU.
+    lost GPU. A GPU the driver refused (DRV008: an unsupported branch, a legacy GPU, the
+    wrong module flavour) is not lost hardware: its ``RmInitAdapter``, device-handle and
+    ``GPU is lost`` lines are left to DRV008, and what remains on its address (AER) links
+    to it as the cause. A finding with only AER errors on the address is a likely loss.
 
     Why it matters:
     A lost GPU is gone until the node reboots (often until the hardware is fixed).
@@ -90,17 +113,20 @@ class GpuLost(Rule):
     id = "DRV002"
     slug = "gpu-lost"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
     tags = ("gpu", "kernel", "pcie")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name, kernel in sorted(ctx.facts.kernel_events.items()):
             groups = _groups(ctx, name, kernel)
+            refused = DriverCannotDriveGpu.refused_gpus(ctx, name)
             for key, signals in sorted(groups.items()):
-                yield self._finding(ctx, name, key, kernel, signals)
+                cause = [refs.DRV008(name)] if refused and key in refused[0] else []
+                yield self._finding(ctx, name, key, kernel, signals, cause)
 
     def _finding(self, ctx: Context, name: str, key: str, kernel: NodeKernel,
-                 signals: list[KernelSignal]) -> Finding:
+                 signals: list[KernelSignal], caused_by: list[Link]) -> Finding:
         gpu = kernel.gpu(key)
         loss = [s for s in signals if s.kind != "aer" or _aer_level(s) in _AER_SERIOUS]
         severity = Severity.CRITICAL if loss else Severity.HIGH
@@ -129,7 +155,9 @@ class GpuLost(Rule):
             refs.DRV002.subject(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key),
-            causes=[refs.DRV001(name, key)],
+            causes=[refs.DRV001(name, key)], caused_by=caused_by,
+            # only PCIe AER errors on its address: a pattern that often precedes a loss
+            confidence=None if loss else Confidence.LIKELY,
         )
 
 

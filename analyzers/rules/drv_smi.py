@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.stages import Stage
-from analyzers.models import Finding, Severity
+from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
-from analyzers.rules.drv_smifail import SMI_FILE, SmiFailure, smi_failure
+from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule, read_modules
+from analyzers.rules.drv_smifail import NOT_LOADED, SMI_FILE, SmiFailure, smi_failure
 from bundle.evidence import clip
 
 
@@ -73,8 +73,10 @@ class NvidiaSmiFailed(Rule):
     id = "DRV009"
     slug = "nvidia-smi-failed"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
-              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
+              node("host/modules.txt", optional=True), cluster("pods.json", optional=True),
+              cluster("clusterpolicies.json", optional=True),
               cluster("events.json", optional=True))  # the operand stages' evidence
     tags = ("driver", "nvidia-smi")
 
@@ -99,7 +101,15 @@ class NvidiaSmiFailed(Rule):
         name = failure.node
         links = _explanations(ctx, name)
         code = f" (exit code {failure.exit_code})" if failure.exit_code is not None else ""
-        summary = (f"On {name}, nvidia-smi failed{code}: {failure.meaning}. It said: "
+        meaning, evidence = failure.meaning, list(failure.evidence)
+        modules = read_modules(ctx, name) if meaning == NOT_LOADED else None
+        if modules is not None and modules.loaded("nvidia"):
+            # nvidia-smi's words say "no module"; the node's own list says otherwise.
+            meaning = ("nvidia-smi cannot communicate with the driver, although "
+                       "host/modules.txt lists the nvidia module as loaded (its device nodes, "
+                       "a GPU it did not initialise or a version mismatch remain)")
+            evidence.append(modules.evidence("nvidia"))
+        summary = (f"On {name}, nvidia-smi failed{code}: {meaning}. It said: "
                    f"{clip(failure.said, 160).rstrip(' .') or '(nothing)'}.")
         if links:
             summary += " Why: " + "; ".join(text for _, text in links) + "."
@@ -120,6 +130,6 @@ class NvidiaSmiFailed(Rule):
         severity = Severity.LOW if links else self.severity
         return self.finding(name, summary, severity=severity, nodes=[name],
                             objects=[node_ref(name)],
-                            evidence=list(failure.evidence), remediation=remediation,
+                            evidence=evidence, remediation=remediation,
                             caused_by=[finding for finding, _ in links])
 

@@ -24,16 +24,22 @@ NO_DRIVER = "nvidia-smi-no-driver"
 MISMATCH = "nvml-driver-library-mismatch"
 MISMATCH_MEANING = "the driver's libraries and kernel module differ in version"
 # nvidia-smi's documented return values (nvidia-smi(1), "RETURN VALUE";
-# https://docs.nvidia.com/deploy/nvidia-smi/index.html) that say the driver or GPU is
-# not usable. 127 (not installed), 124 (timed out) and 126 are the collector's business.
+# https://docs.nvidia.com/deploy/nvidia-smi/index.html; NVML's nvmlReturn_t for 17 and 18,
+# https://nvidia.github.io/cuda-python/cuda-bindings/latest/module/generated/cuda.bindings.nvml.Return.html)
+# that say the driver or GPU is not usable. 127 (not installed), 124 (timed out) and 126
+# are the collector's business.
 EXIT_MEANINGS = {
     6: "no GPU was found (exit code 6)",
     9: "the NVIDIA driver is not loaded (exit code 9)",
     12: "the NVML library could not be found or loaded (exit code 12)",
     14: "a GPU's infoROM is corrupted (exit code 14)",
     15: "a GPU has fallen off the bus or is otherwise inaccessible (exit code 15)",
+    17: "the operating system or a cgroup blocks the GPU control device (exit code 17)",
+    # nvidia-smi exits with NVML's return code: 18 is NVML_ERROR_LIB_RM_VERSION_MISMATCH
+    18: MISMATCH_MEANING,
 }
 NOT_RUN = frozenset({0, 124, 126, 127})
+NOT_LOADED = "nvidia-smi cannot communicate with the driver: no NVIDIA kernel module is loaded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +60,7 @@ def _meaning(text: str, exit_code: int | None) -> str | None:
         if hit.signature.id == MISMATCH:
             return MISMATCH_MEANING
         if "communicate" in hit.text.lower():
-            return "nvidia-smi cannot communicate with the driver: no NVIDIA kernel module " \
-                   "is loaded"
+            return NOT_LOADED
         return "the driver is loaded but found no GPU"
     if exit_code is not None:
         return EXIT_MEANINGS.get(exit_code)

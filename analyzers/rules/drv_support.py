@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.stages import Stage
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv_common import line_evidence, node_logs
@@ -19,6 +19,11 @@ from bundle.lspci import PciDevice, parse_lspci
 
 SIGNATURE = "kernel-gpu-unsupported-by-driver"
 _OPEN = re.compile(r"not supported by\s+(?:NVRM:\s*)?open", re.IGNORECASE)
+_NEEDS_OPEN = re.compile(r"requires use of the\s+(?:NVRM:\s*)?NVIDIA open", re.IGNORECASE)
+_OPEN_DATACENTER = re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs",
+                              re.IGNORECASE)
+_LEGACY = re.compile(r"supported through the\s+(?:NVRM:\s*)?NVIDIA\s+(?:NVRM:\s*)?"
+                     r"(?P<branch>[\w.-]+)\s+(?:NVRM:\s*)?Legacy", re.IGNORECASE)
 _VERSION = re.compile(r"NVIDIA (?P<a>\d+\.\d+(?:\.\d+)?) driver release"
                       r"|the (?P<b>\d+\.\d+(?:\.\d+)?) NVIDIA", re.IGNORECASE)
 _PCI_ID = re.compile(r"PCI ID:\s*(?P<id>10de:[0-9a-fA-F]{4})")
@@ -30,16 +35,26 @@ EVIDENCE_CAP = 4
 class _Refusal:
     """What the node's kernel (and the driver container's log) said about its GPUs."""
 
-    open_flavour: bool = False
+    open_flavour: bool = False      # open modules on a GPU without GSP
+    needs_open: bool = False        # proprietary module on a GPU that needs the open ones
+    open_datacenter: bool = False   # early open modules on a non-data-center GPU
     branch: bool = False
+    legacy: str = ""                # the legacy branch the kernel names ("470.xx")
     version: str = ""
     pci_ids: set[str] = field(default_factory=set)
     addresses: set[str] = field(default_factory=set)
     evidence: list[Evidence] = field(default_factory=list)
 
     def read(self, text: str, evidence: Evidence) -> None:
+        legacy = _LEGACY.search(text)
         if _OPEN.search(text):
             self.open_flavour = True
+        elif _NEEDS_OPEN.search(text):
+            self.needs_open = True
+        elif _OPEN_DATACENTER.search(text):
+            self.open_datacenter = True
+        elif legacy is not None:
+            self.legacy = self.legacy or legacy["branch"]
         else:
             self.branch = True
         version = _VERSION.search(text)
@@ -85,14 +100,20 @@ def _devices(ctx: Context, name: str, refusal: _Refusal) -> list[PciDevice]:
 class DriverCannotDriveGpu(Rule):
     """The loaded NVIDIA driver cannot drive this GPU.
 
-    Per node, the kernel's probe refusal — ``NVRM: The NVIDIA GPU <bdf> (PCI ID:
-    10de:<id>) installed in this system is not supported by the NVIDIA <version> driver
-    release`` (a GPU newer than the branch, or one the branch dropped) or ``... is not
+    Per node, the kernel's refusal — ``NVRM: The NVIDIA GPU <bdf> (PCI ID: 10de:<id>)
+    installed in this system is not supported by the NVIDIA <version> driver release``
+    (a GPU newer than the branch, or one the branch dropped), ``... is supported through
+    the NVIDIA 470.xx Legacy drivers`` (a GPU only a legacy branch drives), ``... is not
     supported by open nvidia.ko because it does not include the required GPU System
-    Processor (GSP)`` (the open kernel modules on a pre-Turing GPU) — from ``dmesg.txt``
-    and the kernel journal, or repeated in the driver container's log. The GPU's
-    ``host/lspci.txt`` line names the model. The finding causes DRV003's "driver not
-    usable" finding and OP001's driver stage on the same node when those fire.
+    Processor (GSP)`` (the open kernel modules on a pre-Turing GPU), ``... requires use
+    of the NVIDIA open kernel modules`` (the proprietary module on a Blackwell GPU) or
+    ``Open nvidia.ko is only ready for use on Data Center GPUs`` — from ``dmesg.txt`` and
+    the kernel journal (dmesg with or without timestamps, ``-T``, syslog and journalctl
+    prefixes), or repeated in the driver container's log. The GPU's ``host/lspci.txt``
+    line names the model. The ``RmInitAdapter failed`` lines that follow a refusal are
+    its consequence, not a lost GPU: DRV002 leaves them to this finding. It causes
+    DRV003's "driver not usable" finding and OP001's driver stage on the same node when
+    those fire.
 
     Why it matters:
     The module loads, refuses the GPU and leaves the node without one: nvidia-smi finds
@@ -102,7 +123,8 @@ class DriverCannotDriveGpu(Rule):
     Remediation:
     Open modules on a pre-Turing GPU (Maxwell, Pascal, Volta): install the proprietary
     flavour (GPU Operator: ``driver.kernelModuleType=proprietary``; older releases
-    ``driver.useOpenKernelModules=false``). A branch that does not list the GPU: choose
+    ``driver.useOpenKernelModules=false``). A GPU that requires the open modules: the
+    open flavour (``driver.kernelModuleType=open``). A branch that does not list the GPU: choose
     a driver version whose README (Appendix A, supported products) lists its PCI ID —
     newer for a new GPU, a legacy branch for one the current branch dropped.
     """
@@ -110,6 +132,7 @@ class DriverCannotDriveGpu(Rule):
     id = "DRV008"
     slug = "driver-cannot-drive-gpu"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("dmesg.txt"),
         node("journal/*.jsonl", optional=True),
@@ -136,6 +159,19 @@ class DriverCannotDriveGpu(Rule):
             return False
         return _refusal(ctx, name) is not None
 
+    @classmethod
+    def refused_gpus(cls, ctx: Context, name: str) -> tuple[frozenset[str], bool] | None:
+        """When this rule fires on ``name``: the kernel keys (``NodeKernel.key``) of the
+        GPUs the driver refused by address, and whether a refusal named no address (the
+        node-wide open-module line, the driver container's copy). DRV002 defers to it:
+        a GPU the driver refused is not lost hardware."""
+        if cls.skip_reason(ctx.bundle) is not None or _refusal(ctx, name) is None:
+            return None
+        kernel = ctx.facts.kernel_events.get(name)
+        signals = kernel.signals_of("unsupported_gpu") if kernel is not None else []
+        keys = frozenset(kernel.key(s.pci) for s in signals if s.pci and kernel is not None)
+        return keys, not signals or any(not s.pci for s in signals)
+
     def _finding(self, ctx: Context, name: str, refusal: _Refusal) -> Finding:
         devices = _devices(ctx, name, refusal)
         evidence = list(refusal.evidence)
@@ -148,6 +184,16 @@ class DriverCannotDriveGpu(Rule):
         if refusal.open_flavour:
             reasons.append("the open kernel modules were loaded, and this GPU has no GSP "
                            "(it predates Turing): it needs the proprietary flavour")
+        if refusal.needs_open:
+            reasons.append(f"the proprietary NVIDIA{version} kernel module was loaded, and "
+                           "this GPU requires the open kernel modules (Blackwell and newer)")
+        if refusal.open_datacenter:
+            reasons.append("the open kernel modules of this release are only ready for use "
+                           "on Data Center GPUs, and this GPU is not one: it needs the "
+                           "proprietary flavour or a newer release")
+        if refusal.legacy:
+            reasons.append(f"the NVIDIA{version} driver no longer supports this GPU: the "
+                           f"kernel names the {refusal.legacy} legacy branch for it")
         if refusal.branch:
             reasons.append(f"the NVIDIA{version} driver branch does not list this GPU: it "
                            "needs a branch that supports it")
@@ -169,12 +215,20 @@ def _remediation(name: str, refusal: _Refusal) -> str:
     lines = [
         sh.node_shell(node_arg),
         "lspci -nnk -d 10de:; cat /proc/driver/nvidia/version",
-        "dmesg --time-format iso | grep -A3 'not supported by' | head -20",
+        "dmesg --time-format iso | grep -A3 -E 'not supported by|requires use of|supported "
+        "through|only ready for' | head -20",
         "kubectl get clusterpolicies.nvidia.com -o jsonpath='{.items[*].spec.driver}'; echo",
     ]
-    if refusal.open_flavour:
+    if refusal.open_flavour or refusal.open_datacenter:
         lines.append("# pre-Turing GPU: set driver.kernelModuleType=proprietary in the "
                      "ClusterPolicy (older operators: driver.useOpenKernelModules=false)")
+    if refusal.needs_open:
+        lines.append("# this GPU needs the open kernel modules: set driver.kernelModuleType=open"
+                     " in the ClusterPolicy (older operators: driver.useOpenKernelModules=true)"
+                     "; on a host driver install the -open package flavour")
+    if refusal.legacy:
+        lines.append(f"# the kernel names the {refusal.legacy} legacy branch: set driver.version "
+                     "to a release of that branch (or replace the GPU)")
     if refusal.branch:
         lines.append("# set driver.version to a branch whose README (Appendix A) lists this "
                      "GPU's PCI ID, then let the driver pod on this node restart")

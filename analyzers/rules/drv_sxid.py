@@ -11,7 +11,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers import sxid as catalog
 from analyzers.facts.kernel_events import NodeKernel
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import KERNEL_INPUTS, capped, line_evidence, when
@@ -124,6 +124,7 @@ class NvswitchSXid(Rule):
     id = "DRV011"
     slug = "nvswitch-sxid"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (*KERNEL_INPUTS, node("journal/nvidia-fabricmanager.jsonl", optional=True))
     tags = ("gpu", "kernel", "nvswitch", "sxid")
 

@@ -10,7 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers import xid as catalog
 from analyzers.facts.kernel_events import UNKNOWN_GPU, GpuIdentity, NodeKernel
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv_common import (
@@ -114,6 +114,7 @@ class XidEvents(Rule):
     id = "DRV001"
     slug = "xid-events"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
     tags = ("gpu", "kernel", "xid")
 

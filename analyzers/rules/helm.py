@@ -8,7 +8,7 @@ from typing import Any
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from bundle.evidence import Locator, at_pointer, clip
@@ -88,6 +88,7 @@ class ValuesDroppedByUpgrade(Rule):
     id = "HELM001"
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
     needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
@@ -183,6 +184,7 @@ class ReleaseStuck(Rule):
     id = "HELM002"
     slug = "release-stuck"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"),)
     needs = (Need.OPERATOR,)
     tags = ("helm",)

@@ -113,8 +113,8 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     found = []
     driver = ctx.facts.driver_kernel.get(node)
     if driver is not None and driver.broken:
-        found.append(Cause(refs.OP010(node), "The driver container cannot match the node's "
-                                             "kernel (see OP010)."))
+        found.append(Cause(refs.OP010(node), "The driver container cannot install on the "
+                                             "node (see OP010)."))
     found += [Cause(ref(node), text) for rule, ref, text in _DRIVER_CAUSES
               if rule.explains(ctx, node)]
     if not found and NvidiaSmiFailed.explains(ctx, node):

@@ -16,11 +16,13 @@ from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need, stack_component
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.facts.stages import Stage
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, LOGS, names, node_ref
 from analyzers.rules.common import field as object_field
+from analyzers.rules.drv_driver import DriverNotUsable, SecureBootRefusedModule
+from analyzers.rules.drv_support import DriverCannotDriveGpu
 from analyzers.rules.op_common import (
     HOSTENGINE_ENV,
     blocked_evidence,
@@ -89,6 +91,7 @@ class DcgmExporterNoDcgm(Rule):
     id = "OP004"
     slug = "dcgm-exporter-no-dcgm"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring")
@@ -170,6 +173,7 @@ class FabricManagerNotWorking(Rule):
     id = "OP005"
     slug = "fabric-manager-not-working"
     severity = Severity.CRITICAL
+    confidence = Confidence.LIKELY
     inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True),
               node(FM_JOURNAL, optional=True))
     tags = ("operator", "nvswitch", "fabric-manager")
@@ -267,6 +271,10 @@ class PluginPicture:
     """What one node's device plugin pod and logs say."""
 
     reasons: list[str] = field(default_factory=list)
+    # NVML missing because the driver cannot serve the GPU (not an injection problem),
+    # and whether the cause named is only inferred (injection, with nothing linked).
+    driver_down: bool = False
+    inferred: bool = False
     evidence: list[Evidence] = field(default_factory=list)
     causes: list[Link] = field(default_factory=list)
     logs: list[ContainerLog] = field(default_factory=list)
@@ -315,6 +323,7 @@ class DevicePluginUnhealthy(Rule):
     id = "OP008"
     slug = "device-plugin-unhealthy"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
               cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
               node("nvidia-smi.xml", optional=True), *KERNEL_LINES,
@@ -450,12 +459,30 @@ class DevicePluginUnhealthy(Rule):
             if ctx.facts.node_cri(name).containerd_possible and \
                     ctx.facts.runtime(name).has_nvidia is False:
                 picture.causes.append(refs.RT001(name))
+        if _NVML_MISSING in seen:
+            self._nvml_missing(ctx, name, picture)
         if unhealthy:
             uuids = sorted({m[0] for _, text in unhealthy if (m := _UUID.search(text))})
             listed = f" ({names(uuids, 3)})" if uuids else ""
             picture.reasons.append(f"it marked {len(uuids) or 'all'} GPU(s) unhealthy{listed}")
             picture.causes += self._gpu_links(ctx, name, [text for _, text in unhealthy])
         picture.evidence = _dedupe(picture.evidence)
+
+    @staticmethod
+    def _nvml_missing(ctx: Context, name: str, picture: PluginPicture) -> None:
+        """No libnvidia-ml in the container: the runtime did not inject it — unless the
+        driver itself cannot load or drive the GPU, which leaves nothing to inject."""
+        down = _driver_down(ctx, name)
+        if not down:
+            picture.inferred = not picture.causes
+            return
+        ids = ", ".join(sorted(link.split(":", 1)[0] for link in down))
+        index = picture.reasons.index(_TEXT[_NVML_MISSING])
+        picture.reasons[index] = (
+            "it cannot load NVML (libnvidia-ml.so.1): the driver on the node cannot serve "
+            f"the GPU (see {ids}), so there are no driver libraries to inject")
+        picture.causes += down
+        picture.driver_down = True
 
     @staticmethod
     def _gpu_links(ctx: Context, name: str, lines: list[str]) -> list[Link]:
@@ -502,7 +529,7 @@ class DevicePluginUnhealthy(Rule):
         lines.append(sh.cmd("kubectl", "get", "node", sh.node(name), "-o",
                             sh.raw("jsonpath='{.status.capacity}{\"\\n\"}"
                                    "{.status.allocatable}{\"\\n\"}'")))
-        if any("NVML" in r for r in picture.reasons):
+        if any("NVML" in r for r in picture.reasons) and not picture.driver_down:
             lines += ["# on the node: the driver is usually fine; check the injection:",
                       "docker info --format '{{json .Runtimes}} {{.DefaultRuntime}}'"
                       if ctx.facts.node_cri(name).cri == DOCKER else
@@ -521,7 +548,20 @@ class DevicePluginUnhealthy(Rule):
             objects.append(ObjectRef(kind="Pod", namespace=plugin.pod.namespace,
                                      name=plugin.pod.name))
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation=sh.lines(lines), caused_by=picture.causes)
+                            remediation=sh.lines(lines), caused_by=picture.causes,
+                            confidence=Confidence.LIKELY if picture.inferred else None)
+
+
+def _driver_down(ctx: Context, name: str) -> list[Link]:
+    """The findings saying the node's driver cannot load or drive its GPU."""
+    found = [ref(name) for rule, ref in ((SecureBootRefusedModule, refs.DRV004),
+                                         (DriverNotUsable, refs.DRV003),
+                                         (DriverCannotDriveGpu, refs.DRV008))
+             if rule.explains(ctx, name)]
+    driver = ctx.facts.driver_kernel.get(name)
+    if driver is not None and driver.broken:
+        found.append(refs.OP010(name))
+    return found
 
 
 _HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"

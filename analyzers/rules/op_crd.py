@@ -18,7 +18,7 @@ from functools import cache
 from analyzers import commands as sh
 from analyzers import packaged, refs, signatures
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, event_evidence, running_operator
 from analyzers.rules.common import field as object_field
@@ -233,6 +233,7 @@ class ClusterPolicySchemaRejected(Rule):
     id = "OP016"
     slug = "clusterpolicy-schema-rejected"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
               cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
               cluster("crds.json", optional=True), cluster("deployments.json", optional=True))

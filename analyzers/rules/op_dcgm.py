@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op_common import (
@@ -79,6 +79,7 @@ class DcgmProfilingUnavailable(Rule):
     id = "OP013"
     slug = "dcgm-profiling-unavailable"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring", "dcgm")

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import Stage
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.drv_common import node_logs
@@ -73,6 +73,7 @@ class DriverBuildFails(Rule):
     id = "OP015"
     slug = "driver-build-fails"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (
         LOGS_REQUIRED,
         node(SELINUX_FILE, optional=True),

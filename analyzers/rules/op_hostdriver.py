@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
@@ -127,6 +127,7 @@ class HostDriverConflict(Rule):
     id = "OP012"
     slug = "host-driver-conflict"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (
         cluster("clusterpolicies.json"),
         node("host/modules.txt", optional=True),

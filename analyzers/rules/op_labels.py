@@ -12,7 +12,7 @@ from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.preconditions import Need
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
@@ -137,6 +137,7 @@ class OperandsNotScheduled(Rule):
     id = "OP002"
     slug = "operands-not-scheduled"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (cluster("daemonsets.json"), cluster("nodes.json"))
     needs = (Need.OPERATOR,)
     tags = ("operator", "scheduling")
@@ -362,6 +363,7 @@ class NfdNotLabelling(Rule):
     id = "OP003"
     slug = "nfd-not-labelling"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
               cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True),
               node("host/lspci.txt", optional=True), cluster("clusterpolicies.json", optional=True),

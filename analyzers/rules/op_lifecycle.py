@@ -13,11 +13,11 @@ from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
-from analyzers.rules.drv_driver import SecureBootRefusedModule
+from analyzers.rules.drv_driver import SecureBootRefusedModule, secure_boot
 from analyzers.rules.op_common import (
     as_evidence,
     capped,
@@ -29,6 +29,7 @@ from analyzers.rules.op_common import (
     operand_evidence,
     quote,
 )
+from analyzers.rules.op_driverfit import named_error
 from bundle import Bundle
 from bundle.evidence import Locator, clip
 from bundle.kube import ClusterPolicy, Node
@@ -88,6 +89,7 @@ class ClusterPolicyNotReady(Rule):
     id = "OP006"
     slug = "clusterpolicy-not-ready"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (PolicyList(POLICIES), LOGS)
     tags = ("operator", "clusterpolicy")
 
@@ -290,6 +292,7 @@ class DriverUpgradeStuck(Rule):
     id = "OP007"
     slug = "driver-upgrade-stuck"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
@@ -344,7 +347,7 @@ class DriverUpgradeStuck(Rule):
                                        and not log.previous], None, cap=2)
             kernel = ctx.facts.driver_kernel.get(name)
             if kernel is not None and kernel.broken:
-                summary += " — the new driver cannot match the node's kernel (see OP010)"
+                summary += " — the new driver cannot install on the node (see OP010)"
                 causes.append(refs.OP010(name))
         events = [e for key in (("Node", "", name), ("Node", "default", name))
                   for e in ctx.facts.events_by_object.get(key, [])
@@ -377,16 +380,48 @@ class DriverUpgradeStuck(Rule):
 
 # ----------------------------------------------------------------------------- OP010
 
+# What to look at next for the error the driver container's log names.
+_BUILD_NEXT = {
+    "signing": "# the kernel enforces module signatures: check 'mokutil --sb-state' and the "
+               "kernel command line (lockdown=, module.sig_enforce=1) on the node; sign the "
+               "module or use a signed precompiled driver image",
+    "dkms": "# read the DKMS error in the driver container's log (and its make.log); the "
+            "kernel is not shown to be the problem",
+    "compiler": "# the container's compiler differs from the kernel's ('cat /proc/version' on "
+                "the node): use a driver image for this OS release",
+    "kernel": "# the build needs headers for the running kernel: check the repository access "
+              "(driver.repoConfig, proxy) or use a precompiled image that exists for this "
+              "kernel",
+    "other": "# fix the error the driver container's log names (quoted above)",
+    "generic": "# read the lines before the installer's message: 'Kernel module load error' and "
+               "'Kernel messages' name the reason",
+}
+
+
+def _signing_without_secure_boot(ctx: Context, name: str) -> str:
+    """OP010's sentence for a signature refusal that DRV004 (Secure Boot) does not own."""
+    enabled, line = secure_boot(ctx, name)
+    if line is not None and not enabled:
+        return ("Secure Boot is off, so the kernel enforces module signatures by itself "
+                "(lockdown= or module.sig_enforce=1 on its command line): the module needs "
+                "a signature the kernel trusts; the kernel version is not the problem.")
+    return ("The module needs a signature the kernel trusts; the kernel version is not the "
+            "problem.")
+
 
 class DriverKernelMismatch(Rule):
-    """Driver container cannot match the node's kernel.
+    """Driver container cannot install: no image for the node's kernel, or its module fails.
 
     The operator's driver pod either cannot get its image — a precompiled driver is
     tagged ``<branch>-<kernel>-<os>``, and no image exists for the node's kernel
     (``manifest unknown`` / ``not found``, pod in ``ImagePullBackOff``) — or builds the
-    kernel module at start and fails (no headers for the running kernel, no package
-    repository, module load refused). The kernel comes from ``host/uname.txt``, else
-    from the Node's ``status.nodeInfo.kernelVersion``.
+    kernel module at start and fails. For a failed build the finding quotes the most
+    specific error the container's log names, before the installer's generic hint: the
+    kernel refusing the module's signature (with Secure Boot off too: ``lockdown=`` or
+    ``module.sig_enforce=1``), the module's DKMS configuration, a compiler other than
+    the kernel's (both versions named), no kernel packages for the running kernel. It
+    says the kernel does not fit only where versions show it. The kernel comes from
+    ``host/uname.txt``, else from the Node's ``status.nodeInfo.kernelVersion``.
 
     Why it matters:
     Without a driver every other operand on the node waits in Init; it typically
@@ -403,8 +438,10 @@ class DriverKernelMismatch(Rule):
     id = "OP010"
     slug = "driver-kernel-mismatch"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True))
+              node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True),
+              node("host/secureboot.txt", optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "kernel")
 
@@ -434,9 +471,12 @@ class DriverKernelMismatch(Rule):
             elif driver.precompiled:
                 parts.append(f"precompiled drivers are enabled and the node runs kernel "
                              f"{kernel}")
+        named = None
         if driver.build_errors:
-            parts.append(f"the driver container fails to build or load the module for kernel "
-                         f"{kernel}: {quote(driver.build_errors[-1].excerpt, 160)}")
+            logs = [(log.path, log.text) for log in ctx.facts.pod_logs.of(pod)
+                    if log.container == DRIVER_CONTAINER]
+            named = named_error(driver.build_errors, logs, kernel)
+            parts.append(named.text)
         summary = f"On {name}, the driver pod {pod.name}{state} cannot install: " \
                   f"{'; '.join(parts)}. Every other operand on the node waits for it."
         causes: list[Link] = []
@@ -444,6 +484,8 @@ class DriverKernelMismatch(Rule):
             summary += (" Secure Boot refuses the module for its signature: that is the "
                         "cause, not the kernel match (see DRV004).")
             causes.append(refs.DRV004(name))
+        elif named is not None and named.kind == "signing":
+            summary += (" " + _signing_without_secure_boot(ctx, name))
         evidence: list[Evidence] = capped([p.where for p in driver.pulls], 2)
         image_index = next((i for i, c in enumerate(pod.spec.containers)
                             if c.image == driver.image), None)
@@ -452,7 +494,8 @@ class DriverKernelMismatch(Rule):
                                   image_index, "image"))
         if driver.kernel_where is not None:
             evidence.append(as_evidence(driver.kernel_where))
-        evidence += capped(driver.build_errors, 4)
+        evidence += capped(list(dict.fromkeys([*(named.where if named else ()),
+                                               *driver.build_errors])), 4)
         lines = [
             sh.cmd("kubectl", "get", "node", sh.node(name), "-o",
                    sh.raw("jsonpath='{.status.nodeInfo.kernelVersion} "
@@ -468,10 +511,8 @@ class DriverKernelMismatch(Rule):
             lines.append("# pin the node to a kernel that has a published image (hold kernel "
                          "upgrades), pick a driver version/OS that is published, or set "
                          "driver.usePrecompiled=false (helm upgrade --reuse-values)")
-        if driver.build_errors:
-            lines.append("# the build needs headers for the running kernel: check the "
-                         "repository access (driver.repoConfig, proxy) or use a precompiled "
-                         "image that exists for this kernel")
+        if named is not None:
+            lines.append(_BUILD_NEXT[named.kind])
         others = sorted(n for n, d in ctx.facts.driver_kernel.items()
                         if d.broken and n != name)
         if others:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from analyzers import commands as sh
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, device_id, model_for
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op_common import capped, logs_cmd, logs_evidence, namespace
@@ -105,6 +105,7 @@ class MigMisconfigured(Rule):
     id = "OP009"
     slug = "mig-misconfigured"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), cluster("configmaps.json", optional=True),
               node("nvidia-smi.xml", optional=True), LOGS, cluster("pods.json", optional=True),
               cluster("clusterpolicies.json", optional=True))

@@ -10,7 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref, ref
 from analyzers.rules.common import field as object_field
@@ -109,6 +109,7 @@ class MigChangeBlocked(Rule):
     id = "OP014"
     slug = "mig-change-blocked"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (
         LOGS_REQUIRED,
         node(PROCESSES_FILE, optional=True),

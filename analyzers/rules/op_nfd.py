@@ -18,7 +18,7 @@ from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, event_evidence, node_ref
 from analyzers.rules.common import field as object_field
@@ -182,6 +182,7 @@ class NodeLabellingBroken(Rule):
     id = "OP011"
     slug = "node-labelling-broken"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True),
               node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True),

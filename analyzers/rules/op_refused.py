@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts.preconditions import operator_made, stack_component
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, field
 from analyzers.rules.op_common import quote
@@ -66,6 +66,7 @@ class DaemonSetRefused(Rule):
     id = "OP017"
     slug = "daemonset-refused"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("daemonsets.json"), cluster("events.json"))
     tags = ("operator", "admission")
 

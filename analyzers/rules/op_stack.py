@@ -8,8 +8,8 @@ from analyzers import commands as sh
 from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
-from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.facts.stages import SIDECARS, STAGE_LOGS, Blocked, NodeStages, Stage
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
@@ -77,6 +77,10 @@ def _describe(blocked: Blocked) -> str:
     pod = blocked.pod
     if blocked.container and blocked.init:
         return f"{pod.name} is {blocked.operand.state} in init container {blocked.container}"
+    sidecar = SIDECARS.get(blocked.container or "")
+    if sidecar is not None:
+        return (f"{pod.name} is {blocked.operand.state} ({blocked.container}: only "
+                f"{sidecar} fails to load; the driver itself runs in nvidia-driver-ctr)")
     if blocked.container:
         return f"{pod.name} is {blocked.operand.state} ({blocked.container})"
     if not pod.spec.node_name:
@@ -122,6 +126,7 @@ class OperandsStuck(Rule):
     id = "OP001"
     slug = "operands-stuck"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
               node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
               cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,

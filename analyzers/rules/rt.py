@@ -10,7 +10,7 @@ from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
@@ -137,6 +137,7 @@ class NoNvidiaRuntime(Rule):
     id = "RT001"
     slug = "no-nvidia-runtime"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (
         node("containerd/config-dump.toml"),
         cluster("runtimeclasses.json", optional=True),

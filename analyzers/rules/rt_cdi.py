@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.cdi import CdiSpec, is_uuid, node_specs, requested
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
 from bundle.kube import Event, Pod
@@ -56,6 +56,7 @@ class CdiDeviceUnresolvable(Rule):
     id = "RT013"
     slug = "cdi-device-unresolvable"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("events.json", optional=True),
               node("cdi/*", optional=True),
               node("nvidia-smi.xml", optional=True))

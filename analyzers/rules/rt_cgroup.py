@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.signatures import SignatureMatch
@@ -56,7 +56,9 @@ class GpuLostOnSystemdReload(Rule):
     while the host's ``nvidia-smi`` works. Fires on a node where a Running GPU pod logs
     that line, ``host/cgroup.txt`` shows the systemd driver (kubelet, containerd's
     ``SystemdCgroup`` or CRI-O's ``cgroup_manager``), and ``host/dev-nvidia.txt`` shows no
-    ``/dev/char`` link to an NVIDIA device.
+    ``/dev/char`` link to an NVIDIA device. Both files are read in the collector's format
+    or as the plain output of their commands (``cgroupDriver: systemd``, ``ls -l
+    /dev/nvidia* /dev/char``); a file that yields neither leaves the rule ``partial``.
 
     Why it matters:
     Long-running jobs fail hours into their run, on any node where something reloads
@@ -74,6 +76,7 @@ class GpuLostOnSystemdReload(Rule):
     id = "RT014"
     slug = "gpu-lost-on-systemd-reload"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"),
               LOGS_REQUIRED)
     tags = ("runtime", "cgroup")
@@ -104,8 +107,18 @@ class GpuLostOnSystemdReload(Rule):
                                    lost=True)
             if refused:
                 continue
-            systemd = parse_cgroup(cgroup_text).systemd
+            cgroup = parse_cgroup(cgroup_text)
             dev = parse_dev_nvidia(dev_text)
+            unread = [name for name, readable in (("host/cgroup.txt", cgroup.readable),
+                                                  ("host/dev-nvidia.txt", dev.readable))
+                      if not readable]
+            if unread:
+                self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
+                              f"Unknown Error', but its {' and '.join(unread)} held no line "
+                              "this rule can read (neither the collector's format nor the "
+                              "plain output of its commands)")
+                continue
+            systemd = cgroup.systemd
             if systemd is not None and not dev.char_listed:
                 self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
                               "Unknown Error', but its host/dev-nvidia.txt has no /dev/char "
@@ -114,7 +127,7 @@ class GpuLostOnSystemdReload(Rule):
             if systemd is None or dev.char_links:
                 continue
             yield self._finding(ctx, node_name, hits, systemd.number, systemd.text,
-                                dev.char_header, dev.devices[0].text if dev.devices else None)
+                                dev.char_header, dev.names[0] if dev.names else None)
 
     def _finding(self, ctx: Context, node_name: str,
                  hits: list[tuple[ContainerLog, SignatureMatch]], cgroup_line: int,
@@ -128,9 +141,8 @@ class GpuLostOnSystemdReload(Rule):
         evidence.append(Evidence(path=artifacts.path("host/cgroup.txt"), line=cgroup_line,
                                  excerpt=cgroup_text))
         evidence.append(Evidence(path=artifacts.path("host/dev-nvidia.txt"), line=char_line,
-                                 excerpt="==> /dev/char <== (no link to an NVIDIA device)"))
-        devices = f" although {device.rsplit(None, 1)[-1]} and the other NVIDIA devices exist" \
-            if device else ""
+                                 excerpt="/dev/char (no link to an NVIDIA device)"))
+        devices = f" although {device} and the other NVIDIA devices exist" if device else ""
         summary = (f"On {node_name}, Running GPU pod(s) {names(p.name for p in pods)} lost "
                    "their GPUs (Failed to initialize NVML: Unknown Error): systemd manages "
                    f"the containers' cgroups ({cgroup_text}) and /dev/char has no NVIDIA "

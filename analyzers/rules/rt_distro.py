@@ -10,12 +10,13 @@ from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
     LOGS,
     OPERATOR_SETTINGS,
+    RUNTIME_FILE,
     RUNTIME_FILES,
     event_evidence,
     field,
@@ -78,8 +79,9 @@ class ToolkitMisdirected(Rule):
     id = "RT008"
     slug = "toolkit-misdirected"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
-              cluster("helm/*.json", optional=True), node("runtime.json", optional=True),
+              cluster("helm/*.json", optional=True), RUNTIME_FILE,
               *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("runtime", "containerd", "distribution")
@@ -163,7 +165,8 @@ class TemplateLostRuntime(Rule):
     id = "RT009"
     slug = "template-lost-runtime"
     severity = Severity.HIGH
-    inputs = (node("containerd/files/*"), node("runtime.json", optional=True),
+    confidence = Confidence.LIKELY
+    inputs = (node("containerd/files/*"), RUNTIME_FILE,
               cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     needs = (Need.OPERATOR, Need.CONTAINERD,)
     tags = ("runtime", "containerd", "distribution")
@@ -276,6 +279,7 @@ class CrioNoNvidiaHandler(Rule):
     id = "RT010"
     slug = "crio-no-nvidia-handler"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), node("crio/*", optional=True),
               cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)

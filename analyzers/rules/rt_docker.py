@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers.facts.preconditions import DOCKERSHIM, Need, NodeCri
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, node_ref
 from bundle.kube import Event, Pod
@@ -115,6 +115,7 @@ class DockerNoNvidiaRuntime(Rule):
     id = "RT015"
     slug = "docker-no-nvidia-runtime"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("nodes.json"), node(DAEMON_JSON, optional=True),
               node("host/kubelet.txt", optional=True), node("runtime.json", optional=True),
               cluster("pods.json", optional=True), cluster("events.json", optional=True))

@@ -12,9 +12,9 @@ from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
+from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILE, RUNTIME_FILES, node_ref
 from bundle.evidence import first_line
 from bundle.tomlsafe import loads as toml_loads
 
@@ -53,8 +53,9 @@ class DropInClobber(Rule):
     id = "RT002"
     slug = "dropin-clobber"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
-              node("containerd/version.txt", optional=True), node("runtime.json", optional=True))
+              node("containerd/version.txt", optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -162,6 +163,7 @@ class DropInNotImported(Rule):
     id = "RT003"
     slug = "dropin-not-imported"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
               *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
     needs = (Need.CONTAINERD,)

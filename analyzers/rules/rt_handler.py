@@ -13,7 +13,7 @@ from analyzers.facts import Facts
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes, RuntimeEntry, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
 from analyzers.signatures import SignatureMatch
@@ -128,6 +128,7 @@ class NvidiaHandlerBroken(Rule):
     id = "RT011"
     slug = "nvidia-handler-broken"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (node("containerd/config-dump.toml"), cluster("events.json", optional=True),
               cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
               LOGS, *RUNTIME_FILES)
@@ -333,6 +334,7 @@ class NvidiaNotDefault(Rule):
     id = "RT012"
     slug = "nvidia-not-default"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
               cluster("events.json", optional=True), LOGS,
               cluster("runtimeclasses.json", optional=True), *RUNTIME_FILES)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
@@ -114,6 +114,7 @@ class CdiSpecMissing(Rule):
     id = "RT006"
     slug = "cdi-spec-missing"
     severity = Severity.HIGH
+    confidence = Confidence.LIKELY
     inputs = (cluster("clusterpolicies.json"), node("nvidia-smi.xml", optional=True),
               node("cdi/*", optional=True), cluster("helm/*.json", optional=True),
               cluster("pods.json", optional=True), *RUNTIME_FILES, LOGS)
@@ -186,6 +187,7 @@ class BrokenRuntimeReference(Rule):
     id = "RT007"
     slug = "broken-runtime-reference"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
               node("containerd/config-dump.toml", optional=True), *RUNTIME_FILES,
               *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS,

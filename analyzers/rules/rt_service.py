@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import RUNTIME_FILE, node_ref
 from bundle.textfiles import JournalEntry, parse_key_values
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
@@ -128,8 +128,9 @@ class ContainerdRestarts(Rule):
     id = "RT004"
     slug = "containerd-restarts"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
-              node("systemd/*", optional=True), node("runtime.json", optional=True))
+              node("systemd/*", optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -311,6 +312,7 @@ class CriPluginDisabled(Rule):
     id = "RT005"
     slug = "cri-plugin-disabled"
     severity = Severity.CRITICAL
+    confidence = Confidence.CONFIRMED
     inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
@@ -351,7 +353,8 @@ class CriPluginDisabled(Rule):
                     node_name, f"On {node_name}, containerd runs without its CRI plugin: "
                     f"{why}. Whether containerd is this node's CRI is not known ({cri.basis}): "
                     "if it is, kubelet cannot create pods through it; Docker's own containerd "
-                    "runs like this normally.", severity=Severity.MEDIUM, nodes=[node_name],
+                    "runs like this normally.", severity=Severity.MEDIUM,
+                    confidence=Confidence.LIKELY, nodes=[node_name],
                     objects=[node_ref(node_name)], evidence=evidence,
                     remediation=_cri_remediation(node_name))
                 continue

@@ -10,7 +10,7 @@ from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.operands import component_of
 from analyzers.facts.preconditions import stack_component
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
 from analyzers.rules.common import field as obj_field
@@ -78,6 +78,7 @@ class GpuAccessOutsideScheduler(Rule):
     id = "SC003"
     slug = "gpu-access-outside-scheduler"
     severity = Severity.MEDIUM
+    confidence = Confidence.LIKELY
     inputs = (cluster("pods.json"), LOGS)
     tags = ("scheduling", "isolation")
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, event_evidence, names, node_ref
@@ -85,6 +85,7 @@ class AdmissionAllocateFailed(Rule):
     id = "SC005"
     slug = "admission-allocate-failed"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("events.json", optional=True),
               cluster("nodes.json", optional=True), node("nvidia-smi.xml", optional=True),
               *KERNEL_LINES)

@@ -10,7 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch, NodeRow, PodVerdict, ResourceVerdict
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, RUNTIME_FILES, names, node_ref
@@ -283,6 +283,7 @@ class InsufficientGPU(Rule):
     id = "SC001"
     slug = "insufficient-gpu"
     severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True),
               cluster("clusterpolicies.json", optional=True),
               cluster("configmaps.json", optional=True), node("nvidia-smi.xml", optional=True),

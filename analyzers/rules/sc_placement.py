@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.scheduling import Branch, ResourceVerdict
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names, node_ref
@@ -41,6 +41,7 @@ class PlacementBlocked(Rule):
     id = "SC002"
     slug = "gpu-placement-blocked"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True))
     tags = ("scheduling",)
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
@@ -50,6 +50,7 @@ class GpuQuotaExhausted(Rule):
     id = "SC004"
     slug = "gpu-quota-exhausted"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True),
               cluster("pods.json", optional=True))
     tags = ("admission",)

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
-from analyzers.models import Evidence, Finding, ObjectRef, Severity
+from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
@@ -59,6 +59,7 @@ class SharedGpuMisuse(Rule):
     id = "SC006"
     slug = "shared-gpu-misuse"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (
         cluster("pods.json"),
         cluster("configmaps.json", optional=True),

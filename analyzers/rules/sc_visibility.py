@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from analyzers import commands as sh
-from analyzers.models import Evidence, Finding, Severity
+from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names, node_ref
@@ -97,6 +97,7 @@ class GpusSeenNotAllocated(Rule):
     id = "SC007"
     slug = "gpus-seen-not-allocated"
     severity = Severity.MEDIUM
+    confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("nodes.json", optional=True))
     tags = ("scheduling", "isolation")
 

@@ -31,10 +31,11 @@ Adapt = Callable[[Source, ProblemLog, Limits], "Adapted"]
 def layouts() -> tuple[tuple[RootFinder, Detect, Adapt], ...]:
     """(root finder, detector, adapter) of each foreign layout, in the order they are
     tried."""
-    from bundle.layouts import mustgather, troubleshoot
+    from bundle.layouts import mustgather, nodefiles, troubleshoot
 
     return ((mustgather.root, mustgather.detect, mustgather.adapt),
-            (troubleshoot.root, troubleshoot.detect, troubleshoot.adapt))
+            (troubleshoot.root, troubleshoot.detect, troubleshoot.adapt),
+            (nodefiles.root, nodefiles.detect, nodefiles.adapt))
 
 
 def find_root(names: list[str]) -> str | None:

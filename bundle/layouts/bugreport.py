@@ -11,7 +11,19 @@ host's, and are not mapped.
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bundle.layouts.base import Maker, VirtualSource
+
 SEPARATOR = "_" * 44
+# The prologue's first words: nvidia-bug-report.sh has opened every report with them
+# since its first versions ("Start of NVIDIA bug report log file.  Please include
+# this file, along with a detailed description of your problem, ...").
+START = "Start of NVIDIA bug report log file"
+# The node files a report provides (see :func:`sections`).
+NODE_FILES = ("dmesg.txt", "host/cmdline", "host/modules.txt", "host/uname.txt")
 _MODULES = ("nvidia", "nouveau")
 
 
@@ -58,3 +70,37 @@ def _trimmed(lines: list[str], *, tail: bool = False) -> list[str]:
 
 def _body(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in _trimmed(lines, tail=True))
+
+
+def hostname(sections_found: dict[str, str]) -> str | None:
+    """The host name ``uname -a`` printed in the prologue (its second word)."""
+    words = sections_found.get("host/uname.txt", "").split()
+    return words[1] if len(words) > 1 else None
+
+
+class BugReport:
+    """One ``nvidia-bug-report.log.gz`` (or plain ``.log``) of a layout, decompressed and
+    split once, presented as a node's files."""
+
+    def __init__(self, source: VirtualSource, name: str) -> None:
+        self._source = source
+        self._name = name
+
+    @cached_property
+    def sections(self) -> dict[str, str]:
+        if self._name.endswith(".gz"):
+            data = self._source.gunzip(self._name)
+        else:
+            data = self._source.original(self._name)
+        return sections(data.decode("utf-8", "replace")) if data is not None else {}
+
+    def present(self, node: str) -> None:
+        """Present the report's sections as ``nodes/<node>/...``."""
+        for relative in NODE_FILES:
+            self._source.derived(f"nodes/{node}/{relative}", [self._name], self._maker(relative))
+
+    def _maker(self, relative: str) -> Maker:
+        def make() -> bytes | None:
+            text = self.sections.get(relative)
+            return None if text is None else text.encode()
+        return make

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from functools import cached_property
 from typing import Any
 
 from bundle.container import Limits, Source
@@ -302,30 +301,8 @@ def _bug_reports(source: VirtualSource, paths: set[str]) -> set[str]:
         if match is None or not _K8S_NAME.match(match["node"]):
             continue
         used.add(name)
-        report = _BugReport(source, name)
-        for relative in ("dmesg.txt", "host/cmdline", "host/modules.txt", "host/uname.txt"):
-            source.derived(f"nodes/{match['node']}/{relative}", [name],
-                           report.maker(relative))
+        bugreport.BugReport(source, name).present(match["node"])
     return used
-
-
-class _BugReport:
-    """One ``nvidia-bug-report_<node>.log.gz``, decompressed and split once."""
-
-    def __init__(self, source: VirtualSource, name: str) -> None:
-        self._source = source
-        self._name = name
-
-    @cached_property
-    def sections(self) -> dict[str, str]:
-        data = self._source.gunzip(self._name)
-        return bugreport.sections(data.decode("utf-8", "replace")) if data is not None else {}
-
-    def maker(self, relative: str) -> Maker:
-        def make() -> bytes | None:
-            text = self.sections.get(relative)
-            return None if text is None else text.encode()
-        return make
 
 
 def _constant(data: bytes) -> Maker:

@@ -396,15 +396,25 @@ def _exit_code(info: Any) -> tuple[bool, int | None]:
     return code == 0, code
 
 
-def _failure(info: Any, code: int | None) -> str:
+def _failure(info: Any, code: int | None, output: str | None = None) -> str:
     """Why a host collector failed, in one line: the last line of its stderr (where
-    programs print their error) after the exit status."""
+    programs print their error) after the exit status; with an empty stderr, the first
+    lines of its output (nvidia-smi prints its failure on stdout)."""
     status = f"exited with status {code}" if code is not None else \
         f"failed ({_one_line(info.get('exitCode'))[:80]})"
     error = info.get("error") if isinstance(info, dict) else None
     lines = [line.strip() for line in error.splitlines() if line.strip()] \
         if isinstance(error, str) else []
-    return f"{status}: {lines[-1][:300]}" if lines else status
+    if lines:
+        return f"{status}: {lines[-1][:300]}"
+    said = [line.strip() for line in (output or "").splitlines()[:20] if line.strip()][:2]
+    return f"{status}: {' / '.join(said)[:300]}" if said else status
+
+
+def _head(source: VirtualSource, name: str) -> str | None:
+    """The first few KiB of a collector's output, for the words of a failed command."""
+    data = source.original(name)
+    return data[:4096].decode("utf-8", "replace") if data is not None else None
 
 
 def _target(kind: str, command: str) -> str | None:
@@ -453,7 +463,7 @@ def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> list[Mani
         if not succeeded:
             failed.setdefault(path, ManifestItem(
                 path=path, node=node, command=["troubleshoot", info_name], exit_code=code,
-                error=_failure(info, code)))
+                error=_failure(info, code, _head(source, name))))
             continue
         used.update({name, info_name})
         source.passthrough(path, name)

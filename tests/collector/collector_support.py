@@ -126,9 +126,12 @@ def helm_release_record(revision: int) -> dict:
     }
 
 
-def helm_secret(revision: int) -> dict:
-    """A Secret of type helm.sh/release.v1: .data.release = base64(base64(gzip(JSON)))."""
+def helm_secret(revision: int, config: dict | None = None) -> dict:
+    """A Secret of type helm.sh/release.v1: .data.release = base64(base64(gzip(JSON)));
+    `config` replaces the fixture's user-supplied values."""
     record = helm_release_record(revision)
+    if config is not None:
+        record["config"] = config
     helm_layer = base64.b64encode(gzip.compress(json.dumps(record).encode()))
     status = HELM_META[revision][0]
     return {

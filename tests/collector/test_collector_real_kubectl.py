@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,31 +18,12 @@ from pathlib import Path
 import pytest
 from apiserver import IDENTITY, ApiServer, have_openssl
 from collector_support import COLLECT_PY, by_path, read_bundle, secrets_list
+from kubectl_kit import kubectl_binaries
 
 from analyzers.engine import analyze
 from analyzers.plugins import discover
 from bundle import open_bundle
 from collectors.collect import Bundle, dump_json, error_kind, error_tail
-
-CLOUD_SDK_BIN = Path("/usr/lib/google-cloud-sdk/bin")
-
-
-def _version(path: Path) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", path.name.split("kubectl")[-1]))
-
-
-def kubectl_binaries() -> list[Path]:
-    """GPU_TRIAGE_TEST_KUBECTLS (paths joined by ':') if set; else the Cloud SDK's versioned
-    kubectl binaries; else the kubectl on PATH (Debian's kubernetes-client, say)."""
-    chosen = os.environ.get("GPU_TRIAGE_TEST_KUBECTLS")
-    if chosen:
-        return [Path(p) for p in chosen.split(os.pathsep) if p]
-    versioned = sorted(CLOUD_SDK_BIN.glob("kubectl.1.*"), key=_version)
-    if versioned:
-        return versioned
-    plain = shutil.which("kubectl")
-    return [Path(plain)] if plain else []
-
 
 KUBECTLS = kubectl_binaries()
 NEEDS = pytest.mark.skipif(
@@ -68,7 +48,8 @@ PREVIOUS_LOST = (
 
 
 def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
-                  token: str | None = None, url: str | None = None) -> tuple[int, str, Path | None]:
+                  token: str | None = None, url: str | None = None,
+                  env_extra: dict[str, str] | None = None) -> tuple[int, str, Path | None]:
     """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH."""
     bin_dir, out = tmp / "bin", tmp / "out"
     bin_dir.mkdir(exist_ok=True)
@@ -85,7 +66,7 @@ def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
     keep = [d for d in os.environ.get("PATH", "").split(os.pathsep)
             if d and not os.path.exists(os.path.join(d, "helm"))]
     env = {"PATH": os.pathsep.join([str(bin_dir), *keep]), "HOME": str(tmp / "home"),
-           "KUBECONFIG": str(config), "LANG": "C.UTF-8"}
+           "KUBECONFIG": str(config), "LANG": "C.UTF-8", **(env_extra or {})}
     proc = subprocess.run([sys.executable, str(COLLECT_PY), "-o", str(out), "--node-mode",
                            "none", "--step-timeout", "60", *args],
                           env=env, capture_output=True, timeout=300)

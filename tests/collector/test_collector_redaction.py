@@ -3,7 +3,9 @@
 import base64
 import copy
 import gzip
+import hashlib
 import json
+import stat
 
 import pytest
 from collector_support import (
@@ -47,10 +49,11 @@ def test_env_values_by_name_in_containers_and_init_containers():
     redactor = Redactor(True)
     redactor.kubernetes({"kind": "List", "items": [pod]})
     env = pod["spec"]["containers"][0]["env"]
+    # A name that ends in FILE, PATH or DIR names a place, not a secret: the path stays.
     assert [e.get("value") for e in env] == [
         REDACTED,
         REDACTED,
-        REDACTED,
+        "/etc/ssl/x",
         REDACTED,
         "all",
         "",
@@ -58,7 +61,7 @@ def test_env_values_by_name_in_containers_and_init_containers():
     ]
     assert env[6]["valueFrom"]["secretKeyRef"] == {"name": "s", "key": "k"}
     assert pod["spec"]["initContainers"][0]["env"][0]["value"] == REDACTED
-    assert redactor.counts == {"env-values": 5}
+    assert redactor.counts == {"env-values": 4}
 
 
 def test_env_in_templates_custom_resources_and_last_applied():
@@ -217,7 +220,7 @@ def test_containerd_toml_registry_credentials():
         '  BinaryName = "/usr/bin/nvidia-container-runtime"\n'
     )
     redactor = Redactor(True)
-    out = redactor.node_file("containerd/config-dump.toml", toml.encode()).decode()
+    out = redactor.file("containerd/config-dump.toml", toml.encode(), "containerd-values").decode()
     assert 'password = "<redacted>"' in out and 'identitytoken = "<redacted>"' in out
     assert (
         'auth = ""' in out
@@ -225,7 +228,9 @@ def test_containerd_toml_registry_credentials():
         and "BinaryName" in out
     )
     assert redactor.counts == {"containerd-values": 2}
-    assert redactor.node_file("dmesg.txt", b"password = x") == b"password = x"
+    # Every file by content, whatever its name: a kernel log too, where the Xid line survives.
+    xid = b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    assert redactor.file("dmesg.txt", xid + b"password = x\n") == xid + b"password = <redacted>\n"
 
 
 def test_disabled_redactor_changes_nothing():
@@ -307,9 +312,37 @@ def test_no_redact_keeps_values_and_says_so(cluster):
     code, path = cluster.collect("--no-redact", "--node-mode", "none")
     assert code == 0
     _names, files, manifest = read_bundle(path)
-    assert manifest["redaction"] == {"enabled": False, "counts": {}, "pseudonymized": False}
+    assert manifest["redaction"] == {"enabled": False, "counts": {}, "kinds": {},
+                                     "pseudonymized": False}
     assert any(b"hf_PLANTEDtoken0001" in data for data in files.values())
     # Secrets are still reduced to history and values: never the chart defaults or manifests.
     assert not any(
         b"PLANTED-helm-manifest" in data or b"PLANTED-opaque" in data for data in files.values()
     )
+
+
+@needs_containerd
+def test_the_bundle_is_0600_and_the_last_lines_say_what_was_redacted(cluster, capsys):
+    code, path = cluster.collect("--node-mode", "none")
+    assert code == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    _names, _files, manifest = read_bundle(path)
+    kinds = manifest["redaction"]["kinds"]
+    lines = capsys.readouterr().err.splitlines()[-4:]
+    total = sum(kinds.values())
+    shown = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+    assert lines[0] == (f"gpu-triage collect: redacted {total} values ({shown}); "
+                        "values are never shown")
+    assert lines[1] == f"gpu-triage collect: bundle {path} (mode 0600)"
+    assert lines[2] == "gpu-triage collect: sha256 " + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert lines[3].startswith("gpu-triage collect: you may open it and check it before sending")
+    assert "PLANTED" not in "\n".join(lines)
+
+
+@needs_containerd
+def test_no_redact_says_so_at_the_end(cluster, capsys):
+    code, _path = cluster.collect("--no-redact", "--node-mode", "none")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "gpu-triage collect: redaction was OFF (--no-redact): secret values are in the bundle" \
+        in err

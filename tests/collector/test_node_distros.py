@@ -783,22 +783,23 @@ def test_a_bad_gate_value_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "rel, redacted",
+    "rel",
     [
-        ("containerd/files/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl", True),
-        ("containerd/files/var/snap/microk8s/current/args/containerd-template.toml", True),
-        ("crio/files/etc/crio/crio.conf.d/10-registry.conf", True),
-        ("crio/config-dump.toml", True),
-        ("containerd/log.txt", False),
-        ("host/kubelet.txt", False),
+        "containerd/files/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
+        "containerd/files/var/snap/microk8s/current/args/containerd-template.toml",
+        "containerd/files/etc/containerd/conf.d/99-nvidia.toml.dpkg-old",
+        "crio/files/etc/crio/crio.conf.d/10-registry.conf",
+        "crio/config-dump.toml",
+        "containerd/log.txt",
+        "host/kubelet.txt",
     ],
 )
-def test_registry_passwords_in_templates_and_crio_files_are_redacted(rel, redacted):
-    from collectors.collect import Redactor
+def test_registry_passwords_are_redacted_whatever_the_file_name(rel):
+    from collectors.redact import Redactor
 
     text = b'[plugins.x.registry.configs."r.example".auth]\n  password = "PLANTED-tmpl-pass"\n'
-    out = Redactor(True).node_file(rel, text)
-    assert (b"PLANTED-tmpl-pass" not in out) == redacted
+    out = Redactor(True).file(rel, text)
+    assert out is not None and b"PLANTED-tmpl-pass" not in out and b"[plugins.x" in out
 
 
 def test_docker_node(runs):

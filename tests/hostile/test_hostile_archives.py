@@ -33,6 +33,7 @@ from hostile_kit import (
 from kit import write_tar
 
 from bundle import BundleError, Limits, open_bundle
+from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import main
 
 NODES = b'{"apiVersion": "v1", "kind": "List", "items": []}'
@@ -276,10 +277,10 @@ CASES: dict[str, Case] = {
         ((ARCHIVE, "truncated", "at byte 2048 of the tar stream (an unreadable member header) "
                    "after cluster/nodes.json"),), exit_code=1),
     "empty file": Case(raw(lambda: b""), error="empty file, not a bundle", exit_code=3),
-    "random bytes": Case(raw(lambda: bytes(range(256)) * 8), error="not a gzip or tar archive",
+    "random bytes": Case(raw(lambda: bytes(range(256)) * 8), error=NOT_AN_ARCHIVE,
                          exit_code=3),
     "gzip of something that is not a tar": Case(
-        raw(lambda: gzip.compress(b"plain text " * 100)), error="not a gzip or tar archive",
+        raw(lambda: gzip.compress(b"plain text " * 100)), error=NOT_AN_ARCHIVE,
         exit_code=3),
     "no manifest": Case(
         raw(lambda: gz(tar_bytes([Member("b/cluster/nodes.json", NODES)]))),

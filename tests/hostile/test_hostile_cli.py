@@ -19,6 +19,7 @@ import reports
 from analyzers.models import Finding, Severity
 from analyzers.plugins import LoadedRule
 from analyzers.rule import Context, Rule
+from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import main
 
 HOSTILE = "bad \x1b[2J\x1b]0;pwned\x07 value\nsecond line"
@@ -122,7 +123,9 @@ def test_a_raising_rule_is_an_error_status_and_the_run_goes_on(
     assert statuses["TST901"][1].startswith("KeyError: ")
     assert statuses["BND001"][0] == "passed"
     assert len(statuses) == len(real.rules) + 1
-    assert code == 1  # the valid bundle has critical findings; the run was not cut short
+    # the run was not cut short, and an analysis with a rule in error is incomplete
+    assert code == 5
+    assert "analysis incomplete: TST901 ended in error" in err
 
 
 def test_unreadable_bundle_is_exit_3_with_one_clean_line(
@@ -131,5 +134,5 @@ def test_unreadable_bundle_is_exit_3_with_one_clean_line(
     path.write_bytes(b"\x1b[2J not an archive" * 50)
     assert main(["analyze", str(path), "-f", "json"]) == 3
     assert _own_lines(capsys.readouterr().err) == [
-        f"Error: cannot read bundle {tmp_path}/x?[31m.tgz: not a gzip or tar archive "
+        f"Error: cannot read bundle {tmp_path}/x?[31m.tgz: {NOT_AN_ARCHIVE} "
         "(invalid header)"]

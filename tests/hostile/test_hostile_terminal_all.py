@@ -18,6 +18,7 @@ from analyzers.diff_models import DiffReport
 from analyzers.facts import Facts
 from analyzers.models import Evidence, Finding, RuleResult, RuleStatus, Severity
 from bundle import open_bundle
+from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import cli
 from reports import terminal
 from reports.diff_render import render as render_diff
@@ -129,8 +130,8 @@ def test_analyze_unreadable_bundle_names_the_file_ls_style(tmp_path: Path) -> No
     code, out, err = _run(["analyze", str(path), "-f", "json"])
     assert (code, out) == (3, "")
     assert err.splitlines() == [
-        f"Error: cannot read bundle {tmp_path}/x?]52;c;ZXZpbA==??.tgz: not a gzip or tar "
-        "archive (invalid header)"]
+        f"Error: cannot read bundle {tmp_path}/x?]52;c;ZXZpbA==??.tgz: {NOT_AN_ARCHIVE} "
+        "(invalid header)"]
 
 
 def test_batch_summary_shows_names_ls_style(tmp_path: Path) -> None:

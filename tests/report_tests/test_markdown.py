@@ -22,7 +22,10 @@ def test_markdown_leads_with_the_verdict_and_the_cluster(bundle_dirs: dict[str, 
     text = render(golden_report(bundle_dirs["incident"]), "md", html_name="x.report.html")
     lines = text.splitlines()
     assert lines[0] == "### gpu-triage: prod-east (Kubernetes v1.37.1)"
-    assert lines[2].startswith("**Verdict — CRITICAL RT002 on gpu-a, gpu-b:**")
+    # its SC009 ended in error: the comment says first that the analysis is incomplete
+    assert lines[2] == ("**INCOMPLETE ANALYSIS: 1 rule(s) ended in error (SC009); what they "
+                        "check was not judged, so findings may be missing.**")
+    assert lines[4].startswith("**Verdict — CRITICAL RT002 on gpu-a, gpu-b:**")
     assert "It explains 5 other finding(s): OP008 ×2, RT001 ×2, SC001." in lines
     assert ("4 GPU node(s) of 5 · GPUs: 4 physical, 2 advertised, 1 allocatable, "
             "1 assigned.") in lines

@@ -211,8 +211,8 @@ def test_kernel_from_node_info_and_build_failure(tmp_path: Path) -> None:
         "Could not resolve Linux kernel version",
     ], previous=True)
     op = of_rule(cluster.analyze(tmp_path), "OP010")["OP010:gpu-b"]
-    assert "module for kernel 6.8.0-31-generic: Could not resolve Linux kernel version" \
-        in op.summary
+    assert ("no kernel packages for the node's kernel 6.8.0-31-generic: 'Could not resolve "
+            "Linux kernel version'") in op.summary
     assert (log, 2) in paths(op)
     assert ("cluster/nodes.json", "/items/2/status/nodeInfo/kernelVersion") in \
         [(e.path, e.pointer) for e in op.evidence]
