@@ -72,10 +72,13 @@ def test_containerd_rules_are_skipped_on_docker_nodes(tmp_path: Path, name: str)
         assert reason is not None
         if rule_id == "RT009":  # the toolkit's template: the operator's absence is named first
             continue
-        assert reason.startswith("no GPU node runs containerd as its CRI: gpu-a docker ("
-                                 "cri-dockerd" if name.endswith("cri-dockerd") else
-                                 "no GPU node runs containerd as its CRI: gpu-a docker ("
-                                 "dockershim"), reason
+        shim, basis = (("cri-dockerd", "kubelet --container-runtime-endpoint=unix:///var/"
+                        "run/cri-dockerd.sock (nodes/gpu-a/host/kubelet.txt)")
+                       if name.endswith("cri-dockerd") else
+                       ("dockershim", "kubelet --container-runtime=docker (nodes/gpu-a/host/"
+                        "kubelet.txt)"))
+        assert reason == (f"no GPU node runs containerd as its CRI: docker ({shim}) on 4 "
+                          f"node(s) (gpu-a: {basis})"), reason
     assert found["RT010"][0] == "skipped"          # no CRI-O either
     assert found["RT015"][0] == "passed"           # daemon.json has nvidia as the default
 

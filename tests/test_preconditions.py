@@ -74,8 +74,13 @@ def test_each_source_of_a_nodes_cri(tmp_path: Path) -> None:
         assert facts.node_runtime("gpu-c").containerd
         assert facts.unmet(Need.CONTAINERD) is None       # gpu-c runs containerd
         assert facts.unmet(Need.DOCKER) is None
-        assert facts.unmet(Need.CRIO) is not None and facts.unmet(Need.CRIO).startswith(
-            "no node is known to run cri-o as its CRI: gpu-a docker (cri-dockerd)")
+        crio = facts.unmet(Need.CRIO) or ""
+        assert crio.startswith(
+            "no node is known to run cri-o as its CRI: containerd on 1 node(s) (gpu-c: "
+            "runtime.json: runtime=containerd, distribution=kubeadm); docker on 1 node(s) "
+            "(gpu-d: an event about a pod on gpu-d says")
+        assert crio.endswith("docker (dockershim) on 1 node(s) (gpu-b: containerRuntimeVersion:"
+                             " docker://19.3.15)")
 
 
 def test_a_node_nothing_names_is_unknown(tmp_path: Path) -> None:

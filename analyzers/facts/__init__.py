@@ -47,9 +47,13 @@ ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
 
 
-def _listed(cris: list[preconditions.NodeCri], cap: int = 4) -> str:
-    shown = ", ".join(f"{c.node} {c.describe()} ({c.basis})" for c in cris[:cap])
-    return shown + (f" and {len(cris) - cap} more" if len(cris) > cap else "")
+def _listed(cris: list[preconditions.NodeCri]) -> str:
+    """The nodes' CRIs, grouped: ``docker (cri-dockerd) on 4 node(s) (gpu-a: <basis>)``."""
+    groups: dict[str, list[preconditions.NodeCri]] = defaultdict(list)
+    for cri in cris:
+        groups[cri.describe()].append(cri)
+    return "; ".join(f"{what} on {len(found)} node(s) ({found[0].node}: {found[0].basis})"
+                     for what, found in sorted(groups.items()))
 
 
 class Facts:
