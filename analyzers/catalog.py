@@ -48,7 +48,10 @@ node directory), what it checks, why it matters and what to do. A rule whose req
 input is absent or unusable is reported `skipped`, and one whose input was damaged in
 part is `partial`, never silently `passed` ([findings-schema.md](findings-schema.md#rules)).
 An *optional* input only corroborates: without it the rule still runs (a rule whose
-inputs are all optional needs at least one of them).
+inputs are all optional needs at least one of them). A rule's *needs* are what its claim
+rests on (the GPU Operator running, a node whose CRI is containerd, CRI-O or Docker),
+derived once from the bundle (`analyzers/facts/preconditions.py`): where a need does not
+hold, the rule is `skipped` with the reason, never run on a world it was not written for.
 
 `gpu-triage rules` lists the rules installed in your environment (plugins included) and
 `gpu-triage explain ID` prints one rule's documentation.
@@ -153,6 +156,11 @@ def _rule_section(rule: type[Rule]) -> Iterator[str]:
     yield (f"Severity **{rule.severity.value}** · confidence **{rule.confidence.value}** · "
            f"slug `{rule.slug}` · inputs: {_inputs(rule)}")
     yield ""
+    if rule.needs:
+        # preconditions: where one does not hold the rule is skipped with the reason
+        yield "Needs (skipped where it does not hold): " + "; ".join(
+            need.value for need in rule.needs) + "."
+        yield ""
     yield f"Defined in {_source_link(rule)}."
     about = description(rule)
     if about:

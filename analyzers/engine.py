@@ -53,6 +53,11 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
                             title=rule.title(), origin=origin)
         return Outcome(result, found, time.perf_counter() - start)
 
+    for need in rule.needs:
+        # a claim whose precondition is false is not made, whatever the bundle holds
+        unmet = ctx.facts.unmet(need)
+        if unmet is not None:
+            return outcome(RuleStatus.SKIPPED, unmet, [])
     absent = rule.skip_reason(ctx.bundle)
     if absent is not None:
         return outcome(RuleStatus.SKIPPED, absent, [])

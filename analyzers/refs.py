@@ -115,6 +115,20 @@ class SharingRef(Ref):
 
 
 @dataclass(frozen=True, slots=True)
+class DaemonSetRef(Ref):
+    """OP017: a finding per DaemonSet, ``<namespace>/<name>``."""
+
+    shape: str = "<namespace>/<DaemonSet>"
+
+    def __call__(self, key: str) -> Link:
+        return self._link(key)
+
+    def accepts(self, subject: str) -> bool:
+        namespace, slash, name = subject.partition("/")
+        return bool(namespace and slash and name)
+
+
+@dataclass(frozen=True, slots=True)
 class RevisionRef(Ref):
     """HELM001: a finding per Helm release revision, ``<release>/<revision>``."""
 
@@ -187,12 +201,14 @@ OP010 = NodeRef("OP010")          # DriverKernelMismatch
 OP012 = NodeRef("OP012")          # HostDriverConflict
 OP013 = NodeRef("OP013")          # DcgmProfilingUnavailable
 OP015 = NodeRef("OP015")          # DriverBuildFails
+OP017 = DaemonSetRef("OP017")     # DaemonSetRefused
 RT001 = NodeRef("RT001")          # NoNvidiaRuntime
 RT002 = NodeRef("RT002")          # DropInClobber
 RT003 = NodeRef("RT003")          # DropInNotImported
 RT006 = NodeRef("RT006")          # CdiSpecMissing
 RT008 = NodeRef("RT008")          # ToolkitMisdirected
 RT009 = NodeRef("RT009")          # TemplateLostRuntime
+RT015 = NodeRef("RT015")          # DockerNoNvidiaRuntime
 SC001 = PodRef("SC001")           # InsufficientGPU
 SC006 = SharingRef("SC006")       # SharedGpuMisuse
 

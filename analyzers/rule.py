@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from analyzers.commands import opens_destructively
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from bundle.evidence import Locator
@@ -118,6 +119,9 @@ class Rule:
     slug: ClassVar[str]
     severity: ClassVar[Severity]
     inputs: ClassVar[tuple[Input, ...]] = ()
+    # What the rule's claim rests on (``facts.preconditions.Need``): where one does not
+    # hold in the bundle, the engine skips the rule with the reason instead of running it.
+    needs: ClassVar[tuple[Need, ...]] = ()
     tags: ClassVar[tuple[str, ...]] = ()
     # How its findings know their cause (a finding may say otherwise): ``CONFIRMED`` when
     # the rule quotes the cause, ``LIKELY`` when it infers it from an absence or a

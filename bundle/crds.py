@@ -29,6 +29,18 @@ class CrdVersion:
     fields: frozenset[str]
     open_schema: bool   # spec keeps unknown fields: nothing is pruned or refused
     pointer: str
+    # sections under spec whose schema keeps unknown fields
+    # (x-kubernetes-preserve-unknown-fields): no field below them is pruned
+    open_sections: frozenset[str] = frozenset()
+
+    def prunes(self, field: str) -> bool:
+        """Whether the API server drops ``field`` (``section`` or ``section.name`` under
+        spec) from an object stored in this version: it is not in the schema and no
+        enclosing level keeps unknown fields."""
+        if self.open_schema or field in self.fields:
+            return False
+        section, dot, _ = field.partition(".")
+        return not (dot and section in self.open_sections)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +81,12 @@ def _version(item: dict[str, Any], index: int, base: str) -> CrdVersion | None:
     if spec:
         pointer += "/schema/openAPIV3Schema/properties/spec"
     open_schema = not spec or spec.get("x-kubernetes-preserve-unknown-fields") is True
+    open_sections = frozenset(
+        str(section) for section, schema in _dict(spec.get("properties")).items()
+        if _dict(schema).get("x-kubernetes-preserve-unknown-fields") is True)
     return CrdVersion(name=name, served=item.get("served") is not False,
                       storage=item.get("storage") is True, fields=_fields(spec),
-                      open_schema=open_schema, pointer=pointer)
+                      open_schema=open_schema, pointer=pointer, open_sections=open_sections)
 
 
 def parse_crds(data: Any) -> list[Crd] | None:

@@ -13,8 +13,9 @@ parsed cluster list or node file, which are kept after their first read
 the rule's inputs matches it (``cluster/nodes.json`` too for a rule with per-node
 inputs, as in analyzers/coverage.py). Not counted:
 
-- what the facts every rule may consult read: which nodes are GPU nodes and whether,
-  where and which GPU Operator runs (the Facts properties in ``AMBIENT``);
+- what the facts every rule may consult read: which nodes are GPU nodes, whether,
+  where and which GPU Operator runs, and each node's CRI (the Facts properties in
+  ``AMBIENT``; the preconditions of ``Rule.needs``);
 - what another rule's judgement reads when this rule asks it (``explains``, or a
   verdict kept by ``Facts.judged``): that rule declares it, and says whether it ran.
 """
@@ -46,10 +47,11 @@ from bundle.reader import Bundle, ClusterObjects, NodeArtifacts
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(p for p in (ROOT / "samples").iterdir() if (p / "manifest.json").is_file())
 
-# Facts every rule may consult without declaring their files: GPU nodes, the operator.
+# Facts every rule may consult without declaring their files: GPU nodes, the operator,
+# each node's CRI and the preconditions the engine checks before a rule runs (``unmet``).
 AMBIENT = frozenset({"nodes", "gpu_nodes", "gpu_node_set", "node_dirs", "operator_namespace",
                      "operator_version", "operator_pods", "operator_signs",
-                     "operator_expected"})
+                     "operator_expected", "node_cris", "unmet"})
 FACTS_FILE = str(Path("analyzers", "facts", "__init__.py"))
 # Parsed views that are kept after their first read → the file they stand for.
 CLUSTER_VIEWS = {

@@ -20,7 +20,7 @@ from analyzers.signatures import Example, Signature, SignatureMatch
 ALL = sigs.load()
 BY_ID = {s.id: s for s in ALL}
 CATALOG_RULE = re.compile(
-    r"^(RT0(0[1-9]|1[0-4])|SC00[1-7]|OP0(0[1-9]|1[0-6])|DRV0(0[1-9]|10)|CFG00[1-4]|HELM00[12]"
+    r"^(RT0(0[1-9]|1[0-5])|SC00[1-7]|OP0(0[1-9]|1[0-7])|DRV0(0[1-9]|10)|CFG00[1-4]|HELM00[12]"
     r"|BND00[12])$"
 )
 

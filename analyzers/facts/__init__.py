@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar, cast
 
@@ -27,6 +28,8 @@ from analyzers.facts import (
     operator_presence,
     operator_version,
     podlogs,
+    preconditions,
+    refusals,
     runtimes,
     scheduling,
     sharing,
@@ -35,12 +38,22 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.operands import OperandPod
 from analyzers.signatures import SignatureMatch
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
+
+
+def _listed(cris: list[preconditions.NodeCri]) -> str:
+    """The nodes' CRIs, grouped: ``docker (cri-dockerd) on 4 node(s) (gpu-a: <basis>)``."""
+    groups: dict[str, list[preconditions.NodeCri]] = defaultdict(list)
+    for cri in cris:
+        groups[cri.describe()].append(cri)
+    return "; ".join(f"{what} on {len(found)} node(s) ({found[0].node}: {found[0].basis})"
+                     for what, found in sorted(groups.items()))
 
 
 class Facts:
@@ -124,7 +137,12 @@ class Facts:
     def operator_signs(self) -> list[str]:
         """What says the GPU Operator is installed or meant to run (empty: a cluster that
         runs GPUs without it, e.g. a standalone device plugin)."""
-        return operator_presence.signs(self.bundle, self.operator_pods, self.operands)
+        image = operator_version.operator_image(self.bundle.cluster.deployments, (),
+                                                self.operator_namespace)
+        owner = image.owner if image is not None else None
+        return operator_presence.signs(
+            self.bundle, self.operator_pods, self.operands,
+            f"{owner.metadata.namespace}/{owner.metadata.name}" if owner is not None else None)
 
     @cached_property
     def kubernetes_version(self) -> str | None:
@@ -236,12 +254,93 @@ class Facts:
         return by_object.get(("Pod", pod.namespace, pod.name), [])
 
     @cached_property
-    def node_runtimes(self) -> dict[str, distro.NodeRuntime]:
-        """Per node (with a Node object or a node directory): its container runtime and
-        Kubernetes distribution, from ``runtime.json`` or else the Node object."""
+    def _detected_runtimes(self) -> dict[str, distro.NodeRuntime]:
         names = sorted(set(self.nodes) | self.node_dirs)
         return {name: distro.detect(self.bundle.node(name) if name in self.node_dirs else None,
                                     self.nodes.get(name), name) for name in names}
+
+    @cached_property
+    def node_cris(self) -> dict[str, preconditions.NodeCri]:
+        """Per node: the CRI its kubelet talks to (kubelet flags, nodeInfo, runtime.json,
+        dockershim's events), see ``facts.preconditions``."""
+        refusals: dict[str, list[Event]] = defaultdict(list)
+        for event in self.events_with("sandbox-runtimehandler-not-supported"):
+            ref = event.involved_object
+            pod = self.pods_by_key.get((ref.namespace or "", ref.name or ""))
+            where = operands.node_of(pod) if pod is not None else None
+            if where:
+                refusals[where].append(event)
+        return {name: preconditions.node_cri(
+            name, self.bundle.node(name) if name in self.node_dirs else None,
+            self.nodes.get(name), detected, refusals.get(name, ()))
+            for name, detected in self._detected_runtimes.items()}
+
+    def node_cri(self, node: str) -> preconditions.NodeCri:
+        found = self.node_cris.get(node)
+        return found if found is not None else preconditions.NodeCri(
+            node, None, None, "no Node object and no node files")
+
+    @cached_property
+    def node_runtimes(self) -> dict[str, distro.NodeRuntime]:
+        """Per node (with a Node object or a node directory): its container runtime and
+        Kubernetes distribution, from ``runtime.json`` or else the Node object; the
+        runtime is the CRI the kubelet talks to where that is known (a Docker node's
+        host runs containerd too, under dockerd, which is not its CRI)."""
+        found = {}
+        for name, detected in self._detected_runtimes.items():
+            cri = self.node_cris[name].cri
+            found[name] = detected if cri is None or cri == detected.runtime else \
+                replace(detected, runtime=cri)
+        return found
+
+    @cached_property
+    def components(self) -> dict[str, preconditions.Component]:
+        """Per GPU-stack component: run by the operator, standalone, or absent."""
+        return preconditions.components(self.bundle.cluster.pods, self.operands,
+                                        self.operator_namespace)
+
+    @cached_property
+    def device_plugins(self) -> dict[str, OperandPod]:
+        """Per node: the device plugin pod serving it — the operator's operand, else a
+        standalone plugin's pod (static manifest, Helm chart, a cloud's managed plugin)."""
+        found: dict[str, OperandPod] = {}
+        for pod in self.components["device-plugin"].pods:
+            where = operands.node_of(pod)
+            if where:
+                candidate = OperandPod("device-plugin", pod, operands.pod_state(pod))
+                current = found.get(where)
+                if current is None or (current.healthy and not candidate.healthy
+                                       and not pod.terminated):
+                    found[where] = candidate
+        for name, by_component in self.operands.items():
+            if "device-plugin" in by_component:
+                found[name] = by_component["device-plugin"]
+        return found
+
+    @cached_property
+    def refused_daemonsets(self) -> dict[str, refusals.CreateRefusal]:
+        """``namespace/name`` → why a DaemonSet cannot create its pods (FailedCreate with
+        desired above current), see ``facts.refusals``."""
+        return refusals.refused_daemonsets(self.bundle.cluster.daemonsets,
+                                           self.events_by_object)
+
+    def unmet(self, need: preconditions.Need) -> str | None:
+        """Why ``need`` does not hold in this bundle (the rule that needs it is skipped
+        with that reason), or None when it holds or cannot be ruled out."""
+        if need is preconditions.Need.OPERATOR:
+            return None if self.operator_expected else operator_presence.STANDALONE
+        names = self.gpu_nodes or sorted(self.nodes)
+        cris = [self.node_cri(name) for name in names]
+        if not cris:
+            return None
+        if need is preconditions.Need.CONTAINERD:
+            if any(c.containerd_possible for c in cris):
+                return None
+            return "no GPU node runs containerd as its CRI: " + _listed(cris)
+        wanted = distro.CRIO if need is preconditions.Need.CRIO else distro.DOCKER
+        if any(c.cri == wanted for c in cris):
+            return None
+        return f"no node is known to run {wanted} as its CRI: " + _listed(cris)
 
     @cached_property
     def _dump_commands(self) -> dict[str, object]:

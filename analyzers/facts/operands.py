@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from analyzers.facts.preconditions import operator_made
 from bundle.kube import ContainerStatus, Pod
 
 # (component, app label / pod name prefix), in the order a node comes up.
@@ -27,6 +28,14 @@ HEALTHY_STATES = frozenset({"Running", "Completed"})
 _BY_APP = {prefix: component for component, prefix in reversed(COMPONENTS)}  # first wins
 _NAME_PREFIXES = tuple((component, prefix + "-") for component, prefix in COMPONENTS)
 _ANY_NAME_PREFIX = tuple(prefix for _, prefix in _NAME_PREFIXES)
+
+
+def operand_component(name: str) -> str | None:
+    """The operand a DaemonSet (or pod) name of the operator belongs to, by its name."""
+    component = _BY_APP.get(name)
+    if component is not None:
+        return component
+    return next((c for c, prefix in _NAME_PREFIXES if name.startswith(prefix)), None)
 
 
 def component_of(pod: Pod) -> str | None:
@@ -128,10 +137,15 @@ def operands_by_node(pods: Iterable[Pod],
     A live pod wins over a finished one (an Evicted pod left beside its replacement is
     history); among live pods the least healthy wins, among finished ones the newest.
     Pending DaemonSet pods count for the node their affinity names (see :func:`node_of`).
+    Without a known operator namespace only pods the operator made count: a standalone
+    device plugin in ``kube-system`` (``nvidia-device-plugin-daemonset-*`` from the
+    plugin's static manifest) is no operand (see ``preconditions.operator_made``).
     """
     result: dict[str, dict[str, OperandPod]] = {}
     for pod in pods:
         if namespace is not None and pod.namespace != namespace:
+            continue
+        if namespace is None and not operator_made(pod, None):
             continue
         component = component_of(pod)
         node = node_of(pod)

@@ -22,9 +22,11 @@ _DEPLOY_LABEL = "nvidia.com/gpu.deploy."
 
 
 def signs(bundle: Bundle, operator_pods: Sequence[Pod],
-          operands: Mapping[str, Mapping[str, OperandPod]]) -> list[str]:
+          operands: Mapping[str, Mapping[str, OperandPod]],
+          image_owner: str | None = None) -> list[str]:
     """What in the bundle says the operator is installed or meant to be, first first;
-    empty for a cluster that runs GPUs without it."""
+    empty for a cluster that runs GPUs without it. ``image_owner`` names a Deployment
+    that runs the operator's image under another name (``nvidia/nvidia-gpu-operator``)."""
     cluster = bundle.cluster
     found: list[str] = []
     if not bundle.has("cluster/pods.json"):
@@ -44,6 +46,9 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
         if deployment.metadata.name == "gpu-operator":
             found.append(f"Deployment {deployment.metadata.namespace}/gpu-operator")
             break
+    else:
+        if image_owner is not None:
+            found.append(f"Deployment {image_owner} runs the operator's image")
     if any(key.startswith(_DEPLOY_LABEL) for node in cluster.nodes for key in node.labels):
         found.append("nodes carry nvidia.com/gpu.deploy.* labels")
     namespace = bundle.manifest.operator_namespace

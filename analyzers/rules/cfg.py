@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.operand_versions import expected as expected_operands
 from analyzers.operand_versions import fits, image_version
@@ -210,6 +211,7 @@ class OperatorSupportStatus(Rule):
         cluster("pods.json", optional=True),
         cluster("helm/*.json", optional=True),
     )
+    needs = (Need.OPERATOR,)
     tags = ("versions",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

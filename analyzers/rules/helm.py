@@ -7,6 +7,7 @@ from typing import Any
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
@@ -89,6 +90,7 @@ class ValuesDroppedByUpgrade(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -184,6 +186,7 @@ class ReleaseStuck(Rule):
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (cluster("helm/*.json"),)
+    needs = (Need.OPERATOR,)
     tags = ("helm",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

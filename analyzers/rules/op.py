@@ -25,6 +25,7 @@ from analyzers.rules.op_lifecycle import (
 from analyzers.rules.op_mig import MigMisconfigured
 from analyzers.rules.op_migbusy import MigChangeBlocked
 from analyzers.rules.op_nfd import NodeLabellingBroken
+from analyzers.rules.op_refused import DaemonSetRefused
 from analyzers.rules.op_stack import OperandsStuck
 
 RULES: list[type[Rule]] = [
@@ -44,4 +45,5 @@ RULES: list[type[Rule]] = [
     MigChangeBlocked,  # OP014
     DriverBuildFails,  # OP015
     ClusterPolicySchemaRejected,  # OP016
+    DaemonSetRefused,  # OP017
 ]

@@ -1,12 +1,14 @@
 """Why a node's first failing operand stage fails: the findings that explain it.
 
-OP001 names the stage; the cause is another rule's finding (RT001 for a missing
-runtime handler, OP010/DRV003/DRV004 for an unusable driver, OP005 for the fabric,
-OP008 for the device plugin, OP004/OP013 for the DCGM exporter; OP012, OP015, DRV008,
-DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
-another rule's findings, so each explanation here asks the same facts (or the same
-judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
-exactly the findings that exist, and says plainly when none does and what to read next.
+OP001 names the stage; the cause is another rule's finding (OP017 for an operand whose
+DaemonSet's pods are refused at creation, RT001 for a missing runtime handler, RT015 for
+Docker's shim refusing the RuntimeClass handler, OP010/DRV003/DRV004 for an unusable
+driver, OP005 for the fabric, OP008 for the device plugin, OP004/OP013 for the DCGM
+exporter; OP012, OP015, DRV008, DRV010 and, when nothing else does, DRV009 for the
+driver stage too). A rule cannot see another rule's findings, so each explanation here
+asks the same facts (or the same judgement, through the rule's ``explains``) the
+explaining rule uses: OP001 then links exactly the findings that exist, and says plainly
+when none does and what to read next.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from analyzers import refs
+from analyzers.facts.distro import DOCKER
+from analyzers.facts.operands import operand_component
+from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
@@ -27,6 +32,7 @@ from analyzers.rules.op_components import exporter_hits
 from analyzers.rules.op_dcgm import profiling_hits
 from analyzers.rules.op_driverbuild import DriverBuildFails
 from analyzers.rules.op_hostdriver import HostDriverConflict
+from analyzers.rules.op_refused import describe
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +58,16 @@ NEXT_LOOK: dict[Stage, str] = {
 
 
 def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    cri = ctx.facts.node_cri(node)
+    if cri.cri == DOCKER:
+        # Docker's own containerd is not what starts the pods: its gate is daemon.json
+        refused = [e for b in stages.at_first for e in b.sandbox
+                   if RUNTIME_HANDLER_REFUSED.search(e.message or "")]
+        if not refused:
+            return []
+        return [Cause(refs.RT015(node), f"Their sandboxes cannot be created: the node's CRI "
+                                        f"is Docker ({cri.describe()}), which runs no "
+                                        "'nvidia' RuntimeClass handler (see RT015).")]
     if ctx.facts.runtime(node).has_nvidia is not False:
         return []
     if stages.sandbox:
@@ -129,8 +145,24 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     return found
 
 
+def _refused(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    """An operand the stack waits for has no pod on the node because its DaemonSet's pods
+    are refused at creation (OP017): the refusal, not the waiting pods, is the cause."""
+    present = set(ctx.facts.operands.get(node, {}))
+    found = []
+    for key, refusal in sorted(ctx.facts.refused_daemonsets.items()):
+        ds = refusal.daemonset
+        component = operand_component(ds.metadata.name)
+        if component is None or component in present or \
+                not operator_made(ds, ctx.facts.operator_namespace):
+            continue
+        found.append(Cause(refs.OP017(key), f"The {component} has no pod on the node: "
+                                            f"{describe(refusal)} (see OP017)."))
+    return found
+
+
 _EXPLAINERS: tuple[Callable[[Context, str, NodeStages], list[Cause]], ...] = (
-    _runtime, _fabric, _driver, _plugin, _operands)
+    _refused, _runtime, _fabric, _driver, _plugin, _operands)
 
 
 def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:

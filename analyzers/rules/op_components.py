@@ -8,10 +8,13 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.distro import CRIO, DOCKER
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.preconditions import Need, stack_component
+from analyzers.facts.refusals import CreateRefusal
 from analyzers.facts.stages import Stage
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
@@ -32,6 +35,7 @@ from analyzers.rules.op_common import (
     operand_evidence,
     quote,
 )
+from analyzers.rules.op_refused import describe
 from bundle.evidence import Locator
 from bundle.kernel import normalize_pci
 from bundle.kube import Node, quantity_int
@@ -89,6 +93,7 @@ class DcgmExporterNoDcgm(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), LOGS)
+    needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -149,7 +154,8 @@ class FabricManagerNotWorking(Rule):
     initialized`` (CUDA error 802), nvidia-smi reporting a fabric state other than
     ``Completed`` / ``Success`` (``gpu/fabric/state``, ``gpu/fabric/status``), and
     Fabric Manager's own errors in its journal or the driver container's log (version
-    mismatch, service failed, bad config, no NVSwitch found).
+    mismatch, service failed, bad config, no NVSwitch found). A GPU node without node
+    files leaves only the first source: the rule is then ``partial``, never ``passed``.
 
     Why it matters:
     ``nvidia-smi`` works, so the node looks healthy, but no CUDA program can run: the
@@ -173,6 +179,12 @@ class FabricManagerNotWorking(Rule):
     tags = ("operator", "nvswitch", "fabric-manager")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        blind = [name for name in ctx.facts.gpu_nodes if name not in ctx.facts.node_dirs]
+        if blind:
+            # the pod logs alone cannot show an idle fabric: no nvidia-smi, no FM journal
+            self.unjudged(f"{len(blind)} GPU node(s) have no node files ({', '.join(blind[:3])}"
+                          f"{', …' if len(blind) > 3 else ''}): nvidia-smi's fabric state and "
+                          "the Fabric Manager journal were not collected, only pod logs read")
         for name, fabric in sorted(ctx.facts.nvlink_fabric.items()):
             if fabric.broken:
                 yield self._finding(ctx, name, fabric)
@@ -314,7 +326,8 @@ class DevicePluginUnhealthy(Rule):
     confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
               cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("nvidia-smi.xml", optional=True), *KERNEL_LINES)
+              node("nvidia-smi.xml", optional=True), *KERNEL_LINES,
+              cluster("daemonsets.json", optional=True))
     tags = ("operator", "device-plugin")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -323,7 +336,7 @@ class DevicePluginUnhealthy(Rule):
         disabled = policy is not None and policy.component_enabled("devicePlugin") is False
         for name in facts.gpu_nodes:
             obj = facts.nodes.get(name)
-            plugin = facts.operands.get(name, {}).get("device-plugin")
+            plugin = facts.device_plugins.get(name)
             if plugin is None and obj is not None and disabled and policy is not None:
                 # Disabled on purpose is fine until a pod needs what nobody offers.
                 if facts.pending_gpu_pods and not _advertised(obj)[0]:
@@ -355,8 +368,15 @@ class DevicePluginUnhealthy(Rule):
         picture = PluginPicture()
         if plugin is None:
             if not advertised:
-                picture.reasons.append("no device plugin pod runs on the node")
-                picture.causes.append(refs.OP002(name))
+                refused = _refused_plugin(ctx)
+                if refused is not None:
+                    # the pods were never created: the refusal, not the node's labels
+                    picture.reasons.append(f"no device plugin pod runs on the node: "
+                                           f"{describe(refused)} (see OP017)")
+                    picture.causes.append(refs.OP017(refused.key))
+                else:
+                    picture.reasons.append("no device plugin pod runs on the node")
+                    picture.causes.append(refs.OP002(name))
             return picture
         stages = ctx.facts.operand_stages.get(name)
         blocked = next((b for b in stages.blocked if b.operand is plugin), None) \
@@ -364,9 +384,17 @@ class DevicePluginUnhealthy(Rule):
         if blocked is not None:
             picture.evidence.append(blocked_evidence(blocked))
             if blocked.sandbox:
-                picture.reasons.append("its sandbox cannot be created: containerd has no "
-                                       "'nvidia' runtime handler (see RT001)")
-                picture.causes.append(refs.RT001(name))
+                cri = ctx.facts.node_cri(name)
+                if cri.cri == DOCKER:
+                    picture.reasons.append(_docker_refused(cri.describe()))
+                    picture.causes.append(refs.RT015(name))
+                elif cri.cri == CRIO:
+                    picture.reasons.append("its sandbox cannot be created: CRI-O has no "
+                                           "'nvidia' runtime handler (see RT010)")
+                else:
+                    picture.reasons.append("its sandbox cannot be created: containerd has no "
+                                           "'nvidia' runtime handler (see RT001)")
+                    picture.causes.append(refs.RT001(name))
                 picture.evidence += events_evidence(blocked.sandbox, 2)
             elif blocked.no_sandbox:
                 first = stages.first if stages is not None else None
@@ -381,6 +409,14 @@ class DevicePluginUnhealthy(Rule):
                 picture.reasons.append(f"it waits in init container {blocked.container}; the "
                                        f"node's operands stop at the {label} stage (see OP001)")
                 picture.causes.append(refs.OP001(name))
+        elif not plugin.healthy:
+            handler_refused = ctx.facts.pod_events_with(plugin.pod, _HANDLER_REFUSED)
+            if handler_refused:
+                # a pod outside the operator's stages (a standalone plugin) refused a sandbox
+                # by Docker's shim: the runtime gate on Docker is the cause
+                picture.reasons.append(_docker_refused(ctx.facts.node_cri(name).describe()))
+                picture.causes.append(refs.RT015(name))
+                picture.evidence += events_evidence(handler_refused, 2)
         logs = list(ctx.facts.pod_logs.of(plugin.pod))
         if plugin.healthy:
             logs = [log for log in logs if not log.previous]
@@ -420,7 +456,8 @@ class DevicePluginUnhealthy(Rule):
                 version = "v0.14 or older" if marker == "Retreiving" else "v0.15 or newer"
                 picture.reasons.append(f"the log's '{marker} plugins.' line dates the plugin "
                                        f"to {version}")
-            if ctx.facts.runtime(name).has_nvidia is False:
+            if ctx.facts.node_cri(name).containerd_possible and \
+                    ctx.facts.runtime(name).has_nvidia is False:
                 picture.causes.append(refs.RT001(name))
         if _NVML_MISSING in seen:
             self._nvml_missing(ctx, name, picture)
@@ -474,7 +511,7 @@ class DevicePluginUnhealthy(Rule):
 
     def _finding(self, ctx: Context, name: str, obj: Node | None, plugin: OperandPod | None,
                  picture: PluginPicture, capacity: str) -> Finding:
-        ns = namespace(ctx)
+        ns = plugin.pod.namespace if plugin is not None else namespace(ctx)
         who = f"the device plugin {plugin.pod.name} ({plugin.state})" if plugin else \
             "the device plugin"
         summary = f"On {name}, {who}: {'; '.join(picture.reasons)}."
@@ -494,6 +531,8 @@ class DevicePluginUnhealthy(Rule):
                                    "{.status.allocatable}{\"\\n\"}'")))
         if any("NVML" in r for r in picture.reasons) and not picture.driver_down:
             lines += ["# on the node: the driver is usually fine; check the injection:",
+                      "docker info --format '{{json .Runtimes}} {{.DefaultRuntime}}'"
+                      if ctx.facts.node_cri(name).cri == DOCKER else
                       "containerd config dump | grep -nE 'runtimes.nvidia|enable_cdi|"
                       "default_runtime_name'",
                       sh.cmd("kubectl", "-n", sh.namespace(ns), "get", "pod",
@@ -523,6 +562,25 @@ def _driver_down(ctx: Context, name: str) -> list[Link]:
     if driver is not None and driver.broken:
         found.append(refs.OP010(name))
     return found
+
+
+_HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"
+
+
+def _docker_refused(cri: str) -> str:
+    return (f"its sandbox cannot be created: the node's CRI is Docker ({cri}), which runs "
+            "no 'nvidia' RuntimeClass handler (see RT015)")
+
+
+def _refused_plugin(ctx: Context) -> CreateRefusal | None:
+    """A device-plugin DaemonSet (the operator's or a standalone one) whose pods are
+    refused at creation."""
+    for _, refusal in sorted(ctx.facts.refused_daemonsets.items()):
+        ds = refusal.daemonset
+        if ds.metadata.name == "nvidia-device-plugin-daemonset" or \
+                stack_component(ds) == "device-plugin":
+            return refusal
+    return None
 
 
 def _ev(locator: Locator) -> Evidence:

@@ -8,6 +8,7 @@ ships (``analyzers/data/clusterpolicy_crd.toml``).
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from functools import cache
 
 from analyzers import commands as sh
 from analyzers import packaged, refs, signatures
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, event_evidence, running_operator
@@ -59,7 +61,7 @@ class SchemaGap:
 
     running: str
     evidence: tuple[Evidence, ...]
-    fields: tuple[tuple[str, str], ...]   # (spec field, release that added it)
+    fields: tuple[tuple[str, str], ...]   # (spec field set and pruned, release that added it)
     crds: tuple[tuple[str, str], ...]     # (missing CRD, release that needs it)
 
 
@@ -67,9 +69,63 @@ def _text(version: tuple[int, int, int]) -> str:
     return "v" + ".".join(map(str, version))
 
 
-def schema_gap(ctx: Context, installed: list[Crd]) -> SchemaGap | None:
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _paths(tree: object) -> list[tuple[str, tuple[str, ...]]]:
+    """``section`` and ``section.name`` of every key set in a spec-shaped mapping, with
+    their keys."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    if not isinstance(tree, dict):
+        return found
+    for section, value in tree.items():
+        found.append((str(section), (str(section),)))
+        if isinstance(value, dict):
+            found += [(f"{section}.{name}", (str(section), str(name))) for name in value]
+    return found
+
+
+def submitted(ctx: Context) -> dict[str, Evidence] | None:
+    """The spec fields something asked for, each with where it was first read: the
+    ClusterPolicy as stored and as last applied (``kubectl apply``'s annotation), and the
+    user's Helm values of the latest revision of the operator's release (the chart renders
+    them into the policy). None when none of these is in the bundle."""
+    fields: dict[str, Evidence] = {}
+    seen = False
+    for policy in ctx.bundle.cluster.clusterpolicies:
+        seen = True
+        name = policy.metadata.name
+        for dotted, keys in _paths(policy.spec):
+            fields.setdefault(dotted, object_field(policy, f"ClusterPolicy {name} sets "
+                                                           f"spec.{dotted}", "spec", *keys))
+        applied = policy.metadata.annotations.get(LAST_APPLIED)
+        try:
+            document = json.loads(applied) if applied else None
+        except ValueError:
+            document = None
+        if isinstance(document, dict):
+            for dotted, _ in _paths(document.get("spec")):
+                fields.setdefault(dotted, object_field(
+                    policy, f"ClusterPolicy {name} was applied with spec.{dotted}",
+                    "metadata", "annotations", LAST_APPLIED))
+    for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        latest = revisions[-1] if revisions else None
+        if latest is None or not latest.chart.startswith("gpu-operator"):
+            continue
+        seen = True
+        for dotted, keys in _paths(latest.values):
+            fields.setdefault(dotted, object_field(
+                latest, f"Helm release {release} revision {latest.revision} sets {dotted}",
+                "values", *keys))
+    return fields if seen else None
+
+
+def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> SchemaGap | None:
     """Compare the CRDs of ``cluster/crds.json`` with what the running operator's release
-    ships."""
+    ships. A field counts only where something set it (see :func:`submitted`) and the
+    stored schema prunes it (``x-kubernetes-preserve-unknown-fields`` on ``spec`` or on its
+    section keeps it); without any submitted source the fields are not judged (``rule``
+    is told why)."""
     found = running_operator(ctx)
     source = ctx.facts.operator_version.source  # the version running_operator quotes
     running = source.version if source is not None else None
@@ -82,11 +138,18 @@ def schema_gap(ctx: Context, installed: list[Crd]) -> SchemaGap | None:
     fields: list[tuple[str, str]] = []
     evidence: list[Evidence] = []
     if stored is not None and not stored.open_schema:
-        for name, since in need_fields:
-            parent = name.partition(".")[0]
-            if since <= running and name not in stored.fields and \
-                    ("." not in name or parent in stored.fields):
-                fields.append((name, _text(since)))
+        pruned = [(name, since) for name, since in need_fields
+                  if since <= running and stored.prunes(name)
+                  and ("." not in name or name.partition(".")[0] in stored.fields)]
+        asked = submitted(ctx)
+        if asked is None:
+            if pruned and rule is not None:
+                rule.unjudged(f"the stored {CRD} schema lacks {len(pruned)} field(s) of the "
+                              f"running operator's release, but neither a ClusterPolicy nor "
+                              "the operator's Helm values are in the bundle to say whether "
+                              "anything sets them")
+        else:
+            fields = [(name, _text(since)) for name, since in pruned if name in asked]
         if fields:
             listed = ", ".join(f"spec.{n}" for n, _ in fields[:_SHOWN])
             evidence.append(Evidence(
@@ -94,6 +157,8 @@ def schema_gap(ctx: Context, installed: list[Crd]) -> SchemaGap | None:
                 excerpt=f"{CRD} {stored.name} schema has no {listed}"
                         + (f" (and {len(fields) - _SHOWN} more)" if len(fields) > _SHOWN
                            else "")))
+            if asked is not None:
+                evidence.append(asked[fields[0][0]])
     crds_missing = [(name, _text(since)) for name, since in need_crds
                     if since <= running and name not in crds]
     for name, first in crds_missing:
@@ -172,6 +237,7 @@ class ClusterPolicySchemaRejected(Rule):
     inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
               cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
               cluster("crds.json", optional=True), cluster("deployments.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "clusterpolicy", "crd", "helm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -183,7 +249,7 @@ class ClusterPolicySchemaRejected(Rule):
                 self.unjudged(f"{CRDS} holds no readable list of CRDs: the installed CRDs "
                               "were not compared with the running operator")
             else:
-                gap = schema_gap(ctx, installed)
+                gap = schema_gap(ctx, installed, self)
         if not evidence and gap is None:
             return
         ns = namespace(ctx)
@@ -230,9 +296,10 @@ def _gap_text(gap: SchemaGap) -> str:
     if gap.fields:
         listed = ", ".join(f"spec.{name} ({since})" for name, since in gap.fields[:_SHOWN])
         more = f" and {len(gap.fields) - _SHOWN} more" if len(gap.fields) > _SHOWN else ""
-        parts.append(f"The stored {CRD} schema lacks {listed}{more}, which the running "
-                     f"operator's release ({gap.running}) has: the API server prunes those "
-                     "fields from the ClusterPolicy, so their settings have no effect")
+        parts.append(f"The ClusterPolicy or the Helm values set {listed}{more}, which the "
+                     f"running operator's release ({gap.running}) has but the stored {CRD} "
+                     "schema lacks: the API server prunes those fields from the "
+                     "ClusterPolicy, so these settings have no effect")
     if gap.crds:
         listed = ", ".join(f"{name} (needed since {since})" for name, since in gap.crds)
         parts.append(f"The {listed} CRD is not installed for operator {gap.running}: its "

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operands import OperandPod
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
@@ -80,6 +81,7 @@ class DcgmProfilingUnavailable(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring", "dcgm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

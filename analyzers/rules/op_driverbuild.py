@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs, signatures
+from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import Stage
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -80,6 +81,7 @@ class DriverBuildFails(Rule):
         cluster("pods.json", optional=True),
         cluster("events.json", optional=True),
     )
+    needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

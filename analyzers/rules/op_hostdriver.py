@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import refs, signatures
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
@@ -141,6 +142,7 @@ class HostDriverConflict(Rule):
         cluster("events.json", optional=True),
         node("nvidia-smi.xml", optional=True),
     )
+    needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -10,6 +10,7 @@ from analyzers import refs
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.operator_presence import STANDALONE
+from analyzers.facts.preconditions import Need
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
@@ -138,6 +139,7 @@ class OperandsNotScheduled(Rule):
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
     inputs = (cluster("daemonsets.json"), cluster("nodes.json"))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "scheduling")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

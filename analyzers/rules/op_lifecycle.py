@@ -12,6 +12,7 @@ from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Input, Rule, cluster, node
@@ -295,6 +296,7 @@ class DriverUpgradeStuck(Rule):
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "upgrade")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -440,6 +442,7 @@ class DriverKernelMismatch(Rule):
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
               node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True),
               node("host/secureboot.txt", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "kernel")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

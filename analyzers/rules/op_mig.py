@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, device_id, model_for
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
@@ -108,6 +109,7 @@ class MigMisconfigured(Rule):
     inputs = (cluster("nodes.json"), cluster("configmaps.json", optional=True),
               node("nvidia-smi.xml", optional=True), LOGS, cluster("pods.json", optional=True),
               cluster("clusterpolicies.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

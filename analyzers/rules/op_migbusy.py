@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs, signatures
 from analyzers.facts.gpu import pod_gpu_request
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref, ref
@@ -115,6 +116,7 @@ class MigChangeBlocked(Rule):
         node("host/modules.txt", optional=True),
         cluster("pods.json", optional=True),
     )
+    needs = (Need.OPERATOR,)
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

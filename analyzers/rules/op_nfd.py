@@ -17,9 +17,10 @@ from analyzers import refs
 from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.refusals import CreateRefusal
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, node_ref
+from analyzers.rules.common import LOGS, event_evidence, node_ref
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op_common import capped, logs_cmd, namespace, quote
 from analyzers.rules.op_labels import (
@@ -29,6 +30,7 @@ from analyzers.rules.op_labels import (
     gpu_signs,
     has_pci_label,
 )
+from analyzers.rules.op_refused import describe, is_nfd_worker
 from bundle.evidence import Locator
 from bundle.kube import Pod
 
@@ -73,6 +75,7 @@ class Labelling:
     conditions: list[Evidence] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
     labeller_logs: bool = False   # a log line of an NFD or GFD pod was collected
+    refused: list[CreateRefusal] = field(default_factory=list)  # NFD worker DaemonSets
 
     @property
     def nfd_absent(self) -> bool:
@@ -85,7 +88,7 @@ class Labelling:
         masters = self.nfd_pods.get("master", [])
         workers = self.nfd_pods.get("worker", [])
         down = {id(pod) for pod, _ in self.broken}
-        return self.nfd_absent or bool(self.unreachable) or \
+        return self.nfd_absent or bool(self.unreachable) or bool(self.refused) or \
             any(id(pod) in down for pod in masters) or \
             (bool(workers) and all(id(pod) in down for pod in workers))
 
@@ -123,6 +126,8 @@ def labelling(ctx: Context) -> Labelling:
         elif _is_gfd(pod):
             labellers.append(pod)
     picture.labeller_logs = any(ctx.facts.pod_logs.of(pod) for pod in labellers)
+    picture.refused = [r for _, r in sorted(ctx.facts.refused_daemonsets.items())
+                       if is_nfd_worker(r.daemonset)]
     picture.unreachable = _log_hits(ctx, labellers, (UNREACHABLE,))
     picture.denied = _log_hits(ctx, labellers, (DENIED,))
     picture.no_gpu_node = [hit for _, hit in
@@ -180,7 +185,8 @@ class NodeLabellingBroken(Rule):
     confidence = Confidence.LIKELY
     inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
               cluster("clusterpolicies.json", optional=True),
-              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True))
+              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True),
+              cluster("daemonsets.json", optional=True), cluster("events.json", optional=True))
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -228,17 +234,22 @@ class NodeLabellingBroken(Rule):
         summary = "Node labelling is broken: " + "; ".join(parts) + "."
         causes = [link for name in nodes for link in (refs.OP003(name), refs.OP001(name))]
         causes += [refs.OP006(name) for name in picture.policies]
+        refused_by = [refs.OP017(r.key) for r in picture.refused]
         objects = [node_ref(name) for name in nodes[:_CAP]]
         objects += [ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)
                     for pod, _ in picture.broken[:2]]
         return self.finding(SUBJECT, summary, nodes=nodes, objects=objects,
-                            evidence=evidence, causes=causes,
+                            evidence=evidence, causes=causes, caused_by=refused_by,
                             remediation=self._remediation(ctx, ns, picture))
 
     @staticmethod
     def _reasons(picture: Labelling, evidence: list[Evidence], expected: bool) -> list[str]:
         reasons: list[str] = []
-        if expected and picture.nfd_absent:
+        for refusal in picture.refused[:_CAP]:
+            # the workers were never created: the refusal is the cause, not NFD's settings
+            reasons.append(f"no NFD worker labels the nodes: {describe(refusal)} (see OP017)")
+            evidence += [event_evidence(e) for e in refusal.events[-1:]]
+        if expected and picture.nfd_absent and not picture.refused:
             reasons.append("no NFD master or worker pod exists in the cluster (the chart's "
                            "nfd.enabled=false without a separate NFD, or the NFD operator "
                            "not installed), so nothing writes the PCI labels")
@@ -283,6 +294,11 @@ class NodeLabellingBroken(Rule):
             lines.append("# no NFD: install it (helm upgrade --reuse-values --set "
                          "nfd.enabled=true, or the NFD operator and a NodeFeatureDiscovery "
                          "instance on OpenShift)")
+        for refusal in picture.refused[:1]:
+            ds = refusal.daemonset
+            lines.append(sh.cmd("kubectl", "-n", sh.namespace(ds.metadata.namespace or "default"),
+                                "describe", "ds", sh.name(ds.metadata.name),
+                                tail=" | sed -n '/Events:/,$p'"))
         if picture.unreachable:
             lines.append("# the worker must resolve and reach the master's Service on port 8080: "
                          "check the Service, its namespace and network policies")

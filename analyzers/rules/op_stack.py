@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import SIDECARS, STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
@@ -102,10 +103,12 @@ class OperandsStuck(Rule):
     from the pods' own state: a pod that never got a sandbox (no container ever
     started) is never blamed on the driver stage — it is placed at the toolkit stage
     when it asks for the ``nvidia`` RuntimeClass, else at a pod-sandbox stage before
-    every GPU stage. Each finding links the findings that explain its stage — RT001
-    (no ``nvidia`` runtime handler), OP010, DRV003, DRV004 (driver), OP005 (``system
-    not yet initialized``), OP008 (device plugin), OP004, OP013 (DCGM exporter) — or
-    says plainly that no rule identified the cause and what to read next.
+    every GPU stage. Each finding links the findings that explain its stage — OP017
+    (an operand the stack waits for has no pod: its DaemonSet's pods are refused at
+    creation), RT001 (no ``nvidia`` runtime handler), RT015 (Docker's shim refuses the
+    RuntimeClass handler), OP010, DRV003, DRV004 (driver), OP005 (``system not yet
+    initialized``), OP008 (device plugin), OP004, OP013 (DCGM exporter) — or says
+    plainly that no rule identified the cause and what to read next.
 
     Why it matters:
     The operator enforces the order with init containers, so one broken layer leaves
@@ -127,7 +130,9 @@ class OperandsStuck(Rule):
     inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
               node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
               cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
-              node("journal/nvidia-fabricmanager.jsonl", optional=True))
+              node("journal/nvidia-fabricmanager.jsonl", optional=True),
+              cluster("daemonsets.json", optional=True))
+    needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -8,6 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.distro import NodeRuntime
+from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
@@ -26,6 +27,7 @@ from analyzers.rules.common import (
 from analyzers.rules.rt_cdi import CdiDeviceUnresolvable
 from analyzers.rules.rt_cgroup import GpuLostOnSystemdReload
 from analyzers.rules.rt_distro import CrioNoNvidiaHandler, TemplateLostRuntime, ToolkitMisdirected
+from analyzers.rules.rt_docker import DockerNoNvidiaRuntime
 from analyzers.rules.rt_dropin import DropInClobber, DropInNotImported
 from analyzers.rules.rt_handler import NvidiaHandlerBroken, NvidiaNotDefault
 from analyzers.rules.rt_refs import BrokenRuntimeReference, CdiSpecMissing
@@ -145,6 +147,7 @@ class NoNvidiaRuntime(Rule):
         *RUNTIME_FILES,
         LOGS,
     )
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -231,4 +234,5 @@ RULES: list[type[Rule]] = [
     NvidiaNotDefault,  # RT012
     CdiDeviceUnresolvable,  # RT013
     GpuLostOnSystemdReload,  # RT014
+    DockerNoNvidiaRuntime,  # RT015
 ]

@@ -8,6 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState, LogHit, Misdirection, TemplateLoss
+from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -82,6 +83,7 @@ class ToolkitMisdirected(Rule):
     inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
               cluster("helm/*.json", optional=True), RUNTIME_FILE,
               *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
+    needs = (Need.OPERATOR,)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -166,6 +168,7 @@ class TemplateLostRuntime(Rule):
     confidence = Confidence.LIKELY
     inputs = (node("containerd/files/*"), RUNTIME_FILE,
               cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    needs = (Need.OPERATOR, Need.CONTAINERD,)
     tags = ("runtime", "containerd", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -280,6 +283,7 @@ class CrioNoNvidiaHandler(Rule):
     inputs = (cluster("nodes.json"), node("crio/*", optional=True),
               cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
               cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    needs = (Need.CRIO,)
     tags = ("runtime", "cri-o", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -10,6 +10,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
+from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -55,12 +56,15 @@ class DropInClobber(Rule):
     confidence = Confidence.CONFIRMED
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
               node("containerd/version.txt", optional=True), RUNTIME_FILE)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         # Nodes of one pool carry the same files: each distinct fix is built once.
         fixes: dict[tuple[Clobber, tuple[tuple[str, str], ...]], list[str]] = {}
         for node_name in ctx.facts.gpu_nodes:
+            if not ctx.facts.node_runtime(node_name).containerd:
+                continue  # Docker's or CRI-O's node: containerd is not its CRI
             state = ctx.facts.runtime(node_name)
             clobber = state.nvidia_clobber()
             if clobber is None or state.has_nvidia is True:
@@ -162,10 +166,13 @@ class DropInNotImported(Rule):
     confidence = Confidence.CONFIRMED
     inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
               *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for node_name in ctx.facts.gpu_nodes:
+            if not ctx.facts.node_runtime(node_name).containerd:
+                continue  # Docker's or CRI-O's node: containerd is not its CRI
             state = ctx.facts.runtime(node_name)
             if state.has_nvidia is not False or not state.unimported_dropins:
                 continue

@@ -12,6 +12,7 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes, RuntimeEntry, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
@@ -131,6 +132,7 @@ class NvidiaHandlerBroken(Rule):
     inputs = (node("containerd/config-dump.toml"), cluster("events.json", optional=True),
               cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
               LOGS, *RUNTIME_FILES)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -336,6 +338,7 @@ class NvidiaNotDefault(Rule):
     inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
               cluster("events.json", optional=True), LOGS,
               cluster("runtimeclasses.json", optional=True), *RUNTIME_FILES)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

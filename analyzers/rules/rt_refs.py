@@ -74,7 +74,10 @@ def _not_gpu_node(ctx: Context, node_name: str) -> bool:
 
 def _loaded_handlers(ctx: Context, node_name: str) -> tuple[frozenset[str], str] | None:
     """The runtime handlers a node's runtime has loaded, and the file that says so: CRI-O's
-    loaded configuration on CRI-O nodes, containerd's on the others (None: not known)."""
+    loaded configuration on CRI-O nodes, containerd's on the others (None: not known; on
+    Docker nodes containerd's configuration is not what runs pods, see RT015)."""
+    if ctx.facts.node_runtime(node_name).runtime == "docker":
+        return None
     if ctx.facts.node_runtime(node_name).runtime == "cri-o":
         found = ctx.facts.runtime_gate.get(node_name)
         crio = found.crio if found is not None else None

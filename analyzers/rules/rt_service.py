@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
+from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
@@ -130,6 +131,7 @@ class ContainerdRestarts(Rule):
     confidence = Confidence.CONFIRMED
     inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
               node("systemd/*", optional=True), RUNTIME_FILE)
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -312,10 +314,15 @@ class CriPluginDisabled(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
+    needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for node_name in ctx.bundle.node_names:
+            if not ctx.facts.node_runtime(node_name).containerd:
+                # Docker's own containerd ships with CRI disabled: normal where the kubelet
+                # talks to Docker (or CRI-O), and no claim about the node's CRI
+                continue
             artifacts = ctx.bundle.node(node_name)
             evidence: list[Evidence] = []
             dump = artifacts.config_dump or {}
@@ -339,6 +346,18 @@ class CriPluginDisabled(Rule):
                 continue
             why = (f"disabled_plugins lists {', '.join(disabled)}" if disabled
                    else "the journal shows the CRI plugin failing to load")
+            cri = ctx.facts.node_cri(node_name)
+            if cri.cri is None:
+                # the claim rests on containerd being the CRI, which nothing here says
+                yield self.finding(
+                    node_name, f"On {node_name}, containerd runs without its CRI plugin: "
+                    f"{why}. Whether containerd is this node's CRI is not known ({cri.basis}): "
+                    "if it is, kubelet cannot create pods through it; Docker's own containerd "
+                    "runs like this normally.", severity=Severity.MEDIUM,
+                    confidence=Confidence.LIKELY, nodes=[node_name],
+                    objects=[node_ref(node_name)], evidence=evidence,
+                    remediation=_cri_remediation(node_name))
+                continue
             yield self.finding(node_name, f"On {node_name}, containerd runs without its CRI "
                                f"plugin: {why}. kubelet cannot create pods through it.",
                                nodes=[node_name], objects=[node_ref(node_name)],

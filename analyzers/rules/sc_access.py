@@ -9,6 +9,7 @@ from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts import Facts
 from analyzers.facts.operands import component_of
+from analyzers.facts.preconditions import stack_component
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
@@ -40,10 +41,12 @@ def is_privileged(container: Container) -> bool:
 
 
 def is_operand(facts: Facts, pod: Pod) -> bool:
-    """The operator's own pods in its namespace (they see GPUs on purpose)."""
-    if pod.namespace != (facts.operator_namespace or "gpu-operator"):
-        return False
+    """The operator's own pods in its namespace, or a GPU-stack DaemonSet's pods outside
+    it (a standalone device plugin, dcgm-exporter, GFD, a managed driver installer): they
+    see GPUs on purpose."""
     owners = {o.kind for o in pod.metadata.owner_references}
+    if pod.namespace != (facts.operator_namespace or "gpu-operator"):
+        return "DaemonSet" in owners and stack_component(pod) is not None
     labels = pod.metadata.labels
     return (component_of(pod) is not None or "DaemonSet" in owners
             or labels.get("app") == "gpu-operator"

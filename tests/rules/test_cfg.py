@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sc_kit import container, findings, gpu_node, run, smi_gpu, smi_xml, workload
 
+from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import RuleStatus, Severity
 
 # ------------------------------------------------------------------------------ CFG001
@@ -101,9 +102,11 @@ def test_cfg001_helm_fallback(tmp_path: Path) -> None:
 
 
 def test_cfg001_skipped_without_deployments(tmp_path: Path) -> None:
+    """No operator pod, policy or chart and no deployments: the operator's absence is the
+    reason (issue 25: a rule is not run where its precondition does not hold)."""
     report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1)], pods=[])
     status = {r.rule_id: (r.status, r.reason) for r in report.rules}["CFG001"]
-    assert status == (RuleStatus.SKIPPED, "cluster/deployments.json is not in the bundle")
+    assert status == (RuleStatus.SKIPPED, STANDALONE)
 
 
 # ------------------------------------------------------------------------------ CFG002

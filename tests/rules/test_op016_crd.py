@@ -73,41 +73,103 @@ def _operator(cluster: Cluster, release: str) -> None:
                                                           "image": image}]}}}})
 
 
+def _values(cluster: Cluster, values: dict[str, Any], chart: str = "gpu-operator-v22.9.0"
+            ) -> None:
+    """The operator's Helm release with these user values (its latest revision)."""
+    cluster.files["cluster/helm/gpu-operator.json"] = [
+        {"revision": 1, "status": "deployed", "chart": chart, "app_version": chart[13:],
+         "updated": "2026-11-20T09:27:58Z", "description": "Upgrade complete",
+         "values": values}]
+
+
 def test_chart_22_9_over_an_older_crd_fires(tmp_path: Path) -> None:
     """gpu-operator#431/#435: the v22.9.0 chart's dcgmExporter.enabled, gfd.enabled,
-    toolkit.installDir are unknown to the installed CRD of v1.11."""
+    toolkit.installDir are unknown to the installed CRD of v1.11; the values set two."""
     cluster = Cluster()
     _operator(cluster, "v22.9.0")
+    _values(cluster, {"dcgmExporter": {"enabled": True},
+                      "toolkit": {"installDir": "/usr/local/nvidia"}})
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v1.11.1")))
     report = cluster.analyze(tmp_path)
     found = of_rule(report, "OP016")
     assert sorted(found) == [SUBJECT]
     op = found[SUBJECT]
-    assert "spec.dcgmExporter.enabled (v22.9.0)" in op.summary
-    assert "spec.toolkit.installDir (v22.9.0)" in op.summary
+    assert "set spec.dcgmExporter.enabled (v22.9.0), spec.toolkit.installDir (v22.9.0), " \
+        "which the" in op.summary
+    assert "spec.gfd.enabled" not in op.summary   # the schema lacks it, nothing sets it
     assert "nvcr.io/nvidia/gpu-operator:v22.9.0" in op.summary
     assert "the API server prunes those fields" in op.summary
     assert [(e.path, e.pointer) for e in op.evidence] == [
         ("cluster/deployments.json", "/items/0/spec/template/spec/containers/0/image"),
         ("cluster/crds.json",
-         "/items/0/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties")]
+         "/items/0/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties"),
+        ("cluster/helm/gpu-operator.json", "/0/values/dcgmExporter/enabled")]
     assert "kubectl get crd clusterpolicies.nvidia.com" in op.remediation
 
 
 def test_26_3_3_over_a_2025_schema_fires(tmp_path: Path) -> None:
-    """edgelesssys/contrast#2599: v26.3.3 against a v25.3 schema, pruned silently."""
+    """edgelesssys/contrast#2599: v26.3.3 against a v25.3 schema, pruned silently; the
+    values set two of the fields the old schema lacks (and one it has)."""
     cluster = Cluster()
     _operator(cluster, "v26.3.3")
+    _values(cluster, {"cdi": {"nriPluginEnabled": True}, "driver": {"secretEnv": "s"},
+                      "toolkit": {"enabled": True}}, chart="gpu-operator-v26.3.3")
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
         _crd("nvidiadrivers.nvidia.com", set()))
     op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
-    assert "spec.dcgmExporter.hostPID (v25.10.0)" in op.summary
-    assert "spec.driver.secretEnv (v25.10.0)" in op.summary
-    assert "spec.cdi.nriPluginEnabled (v26.3.0)" in op.summary
-    assert " and 22 more" in op.summary
+    assert "set spec.driver.secretEnv (v25.10.0), spec.cdi.nriPluginEnabled (v26.3.0), " \
+        "which the" in op.summary
+    assert "spec.dcgmExporter.hostPID" not in op.summary   # lacking, but nothing sets it
+    assert " more" not in op.summary
     assert "CRD is not installed" not in op.summary
+
+
+def _v26_on_a_2025_schema(values: dict[str, Any] | None) -> Cluster:
+    """Operator v26.3.3 over a v25.3.4 ClusterPolicy schema; ``values`` the user's Helm
+    values (None: no Helm release and no ClusterPolicy in the bundle)."""
+    cluster = Cluster()
+    _operator(cluster, "v26.3.3")
+    if values is None:
+        cluster.policies = None
+    else:
+        _values(cluster, values, chart="gpu-operator-v26.3.3")
+    cluster.files["cluster/crds.json"] = kube_list(
+        _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
+        _crd("nvidiadrivers.nvidia.com", set()))
+    return cluster
+
+
+def test_healthy_cluster_whose_schema_lacks_unset_fields_is_quiet(tmp_path: Path) -> None:
+    """Issue 25 case 5: the stored schema lacks fields of the running release, but neither
+    the ClusterPolicy nor the Helm values set any of them: nothing is pruned."""
+    report = _v26_on_a_2025_schema({"toolkit": {"enabled": True}}).analyze(tmp_path)
+    assert of_rule(report, "OP016") == {}
+    assert status(report, "OP016") is RuleStatus.PASSED
+
+
+def test_a_section_that_keeps_unknown_fields_prunes_nothing_below_it(tmp_path: Path) -> None:
+    """x-kubernetes-preserve-unknown-fields on spec.cdi keeps spec.cdi.nriPluginEnabled;
+    spec.driver has no such marker, so spec.driver.secretEnv is pruned."""
+    cluster = Cluster()
+    _operator(cluster, "v26.3.3")
+    _values(cluster, {"cdi": {"nriPluginEnabled": True}, "driver": {"secretEnv": "s"}},
+            chart="gpu-operator-v26.3.3")
+    crd = _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4"))
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["cdi"]["x-kubernetes-preserve-unknown-fields"] = True
+    cluster.files["cluster/crds.json"] = kube_list(crd, _crd("nvidiadrivers.nvidia.com", set()))
+    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    assert "set spec.driver.secretEnv (v25.10.0), which the" in op.summary
+    assert "nriPluginEnabled" not in op.summary
+
+
+def test_fields_not_judged_without_policy_or_values(tmp_path: Path) -> None:
+    """Nothing in the bundle says what was submitted: partial, never a claim."""
+    report = _v26_on_a_2025_schema(None).analyze(tmp_path)
+    assert of_rule(report, "OP016") == {}
+    assert status(report, "OP016") is RuleStatus.PARTIAL
 
 
 def test_missing_nvidiadriver_crd_after_upgrade_fires(tmp_path: Path) -> None:

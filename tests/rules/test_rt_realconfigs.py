@@ -82,11 +82,12 @@ def analyze_bundle(tmp_path: Path, nodes: list[dict[str, Any]],
 def gate(report: Report) -> dict[str, Finding]:
     """Every runtime-gate finding of the report, by id. RT004 judges no unit on these
     nodes: none runs containerd under a unit that exists (their containerd.txt says
-    LoadState=not-found)."""
+    LoadState=not-found), or containerd is not their CRI at all (CRI-O)."""
     rt004 = next(r for r in report.rules if r.rule_id == "RT004")
     assert rt004.status.value == "skipped"
     assert (rt004.reason or "").startswith(
-        "no GPU node runs containerd under a unit that exists: ")
+        ("no GPU node runs containerd under a unit that exists: ",
+         "no GPU node runs containerd as its CRI: "))
     return {f.id: f for f in report.findings if f.rule_id.startswith("RT")}
 
 
