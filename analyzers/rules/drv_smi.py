@@ -83,6 +83,11 @@ class NvidiaSmiFailed(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         names = {item.node for item in ctx.bundle.manifest.items
                  if item.node and item.path.endswith("/" + SMI_FILE)}
+        if not names and not any(ctx.bundle.has(f"nodes/{name}/{SMI_FILE}")
+                                 for name in ctx.bundle.node_names):
+            # No node ran nvidia-smi for the collector (no node files: a managed or
+            # immutable OS, a layout without them): nothing says it worked either.
+            self.unjudged("no node recorded an nvidia-smi run to judge")
         names |= set(ctx.bundle.node_names)
         for name in sorted(names):
             failure = smi_failure(ctx, name)
