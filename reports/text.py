@@ -146,9 +146,10 @@ def _wrap(text: str, width: int) -> list[str]:
     wrapper = textwrap.TextWrapper(width=width, subsequent_indent=indent,
                                    break_long_words=False, break_on_hyphens=False,
                                    drop_whitespace=True)
-    # A `quoted command` is one word: its spaces are held while wrapping (bundle text
-    # reaches here without control characters, so NUL cannot stand in the text).
-    held = _QUOTED.sub(lambda m: m[0].replace(" ", "\0"), text)
+    # A `quoted command`, and a count after its rule ("RT007 ×2"), is one word: its
+    # spaces are held while wrapping (bundle text reaches here without control
+    # characters, so NUL cannot stand in the text).
+    held = _QUOTED.sub(lambda m: m[0].replace(" ", "\0"), text).replace(" ×", "\0×")
     return [line.replace("\0", " ") for line in wrapper.wrap(held)] or [text]
 
 

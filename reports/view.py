@@ -149,8 +149,14 @@ class View:
                 "what they check was not judged, so findings may be missing.")
 
     def problem_rules(self) -> list[str]:
-        return [f"{r.rule_id} ({r.status.value}: {r.reason})" for r in self.report.rules
-                if r.status in NOT_CHECKED]
+        """One line per status and reason, naming every rule it holds for (in the
+        report's order): ``DRV006, DRV007 (skipped: no node collected nvidia-smi.xml)``."""
+        grouped: dict[tuple[str, str | None], list[str]] = {}
+        for r in self.report.rules:
+            if r.status in NOT_CHECKED:
+                grouped.setdefault((r.status.value, r.reason), []).append(r.rule_id)
+        return [f"{', '.join(ids)} ({status}: {reason})"
+                for (status, reason), ids in grouped.items()]
 
 
 def _descendants(finding: Finding, by_id: dict[str, Finding]) -> list[Finding]:

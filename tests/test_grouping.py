@@ -323,3 +323,9 @@ def test_a_report_without_groups_is_shown_one_finding_per_entry(fleet: Report) -
 
     old = fleet.model_copy(update={"groups": []})
     assert [g.findings for g in groups_of(old)] == [[f.id] for f in fleet.findings]
+
+
+def test_rules_not_checked_for_one_reason_share_a_line(fleet: Report) -> None:
+    lines = render(fleet, "text", width=1000).splitlines()
+    assert "  DRV006, DRV007 (skipped: no node collected nvidia-smi.xml)" in lines
+    assert not [line for line in lines if line.startswith(("  DRV006 (", "  DRV007 ("))]
