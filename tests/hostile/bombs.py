@@ -110,9 +110,10 @@ def nested_archive(directory: Path, mib: int = 192) -> Path:
     """A must-gather whose bug report is gzip of gzip: the inner stream (a few MiB that
     stay under the inner ratio cap by themselves) is so regular that the outer archive
     packs it into a few KiB, and it expands to ``mib`` MiB of kernel log."""
-    dmesg = ("[    1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-1\n" * (mib << 20 >> 6)).encode()
-    inner = gzip.compress(dmesg, 1, mtime=0)
-    assert len(dmesg) <= 200 * len(inner), "the inner stream alone must pass the ratio cap"
+    dmesg = "[    1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-1\n" * (mib << 20 >> 6)
+    text = f"{SEP}\n\nStart of NVIDIA bug report log file.\n\n{SEP}\n\ndmesg:\n\n{dmesg}\n{SEP}\n"
+    inner = gzip.compress(text.encode(), 1, mtime=0)
+    assert len(text) <= 200 * len(inner), "the inner stream alone must pass the ratio cap"
     files = must_gather_files()
     files["nvidia-bug-report_gpu-a.log.gz"] = inner
     return tgz(directory / "nested-archive.tgz", files, top="must-gather", manifest=False)
