@@ -24,7 +24,7 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from bundle.compressed import GZIP, PLAIN, Counted, Reader, decoder
 
@@ -54,7 +54,9 @@ def _fastest() -> Backend:
         from zlib_ng import zlib_ng
     except ImportError:  # not installed, or no wheel for this platform
         return STDLIB
-    return Backend("zlib-ng", zlib_ng.decompressobj, zlib_ng.crc32, zlib_ng.error)
+    # (zlib-ng's type stubs declare ``error`` an instance; it is the exception class)
+    error = cast("type[Exception]", zlib_ng.error)
+    return Backend("zlib-ng", zlib_ng.decompressobj, zlib_ng.crc32, error)
 
 
 BACKEND = _fastest()  # what new readers use; tests switch it

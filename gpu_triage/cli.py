@@ -114,8 +114,8 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[str, ...],
             output: str | None, show_progress: bool | None, quiet: bool, fail_on: str,
-            max_member_mib: int, max_total_gib: int,
-            max_members: int, max_nodes: int, max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
+            max_member_mib: int, max_total_gib: int, max_members: int, max_nodes: int,
+            max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
             jobs: int | None, inspect: bool,
             rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
             suppress_files: tuple[Path, ...]) -> None:
