@@ -172,7 +172,7 @@ class ArchiveSource(Refusals):
             raw.seek(0)
             kind = sniff(head)  # by content: names lie
             if kind != PLAIN:
-                self.packed = os.fstat(raw.fileno()).st_size
+                self.packed = path.stat().st_size
             tar = self._members(raw, kind)
             try:
                 first = tar.next()
