@@ -52,8 +52,8 @@ class Input:
         return _matches(bundle, f"nodes/{node}/{self.path}")
 
     def missing_reason(self, bundle: Bundle) -> str:
-        refused = sorted((path, problem.message) for path, problem in bundle.damaged().items()
-                         if fnmatch.fnmatchcase(path, self.describe()))
+        refused = [(path, problem.message)
+                   for path, problem in bundle.damaged_matching(self.describe())]
         if refused:
             path, message = refused[0]
             more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""

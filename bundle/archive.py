@@ -30,6 +30,7 @@ from bundle.compressed import GZIP, PLAIN, SNIFF_BYTES, ZIP, sniff
 from bundle.container import (
     MANIFEST,
     Limits,
+    NodeCap,
     Refusals,
     RootFinder,
     clean_name,
@@ -138,7 +139,13 @@ class ArchiveSource(Refusals):
         self.stopped_at: str | None = None
         self._last: str | None = None
         self._pending = []
+        self._nodes = NodeCap(limits.max_nodes)
+        # The compressed size of a compressed archive: the ratio cap's measure, which
+        # also bounds what gzip files inside it may expand to (bundle.layouts.base)
+        self.packed: int | None = None
         self._read_all(path)
+        if (over := self._nodes.refusal()) is not None:
+            self._refuse(*over)
         names = list(self._memory) + list(self._spooled)
         root = self._find_root(names)
         if self._watcher is not None:
@@ -164,6 +171,8 @@ class ArchiveSource(Refusals):
                 raise BundleError(self.display, "empty file, not a bundle")
             raw.seek(0)
             kind = sniff(head)  # by content: names lie
+            if kind != PLAIN:
+                self.packed = path.stat().st_size
             tar = self._members(raw, kind)
             try:
                 first = tar.next()
@@ -296,6 +305,8 @@ class ArchiveSource(Refusals):
             self._refuse(printable(member.name) or "(empty name)", "unsafe name (absolute, "
                          "'..', control characters or not UTF-8)")
             return None
+        if not self._nodes.admits(name):
+            return None  # counted in one refusal (bundle.container.NodeCap)
         if member.type not in tarfile.REGULAR_TYPES:
             self._refuse(name, f"not a regular file ({_member_kind(member)})")
             return None

@@ -32,6 +32,9 @@ class Limits:
     # Nodes (scalars, lists, mappings) of one YAML file of a foreign layout: PyYAML
     # spends about 5 us and 450 bytes on each; kubectl -o yaml writes one per ~15 bytes.
     max_yaml_nodes: int = 1_000_000
+    # Node directories (nodes/<name>/) read: twice the 5,000 nodes Kubernetes supports in
+    # one cluster. Each costs the node-file parsers and every per-node rule a turn.
+    max_nodes: int = 10_000
 
 
 class Source(Protocol):
@@ -77,6 +80,45 @@ def manifest_root(names: list[str]) -> str | None:
         return ""
     candidates = sorted(n for n in names if n.count("/") == 1 and n.endswith("/" + MANIFEST))
     return candidates[0][: -len(MANIFEST)] if candidates else None
+
+
+class NodeCap:
+    """Admits the files of the first ``limit`` node directories (``nodes/<name>/`` at the
+    top or one directory down, where a bundle's root may be); the files of later ones
+    are not read, and one refusal counts them. A directory itself is asked about as its
+    name with a trailing slash."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._admitted: set[str] = set()
+        self._first_over: str | None = None
+        self._over: set[str] = set()
+
+    def admits(self, name: str) -> bool:
+        parts = name.split("/", 3)
+        if parts[0] == "nodes" and len(parts) >= 3:
+            node = "nodes/" + parts[1]
+        elif len(parts) >= 4 and parts[1] == "nodes":
+            node = f"{parts[0]}/nodes/{parts[2]}"
+        else:
+            return True
+        if node in self._admitted:
+            return True
+        if len(self._admitted) < self._limit:
+            self._admitted.add(node)
+            return True
+        if self._first_over is None:
+            self._first_over = node + "/"
+        self._over.add(node)
+        return False
+
+    def refusal(self) -> tuple[str, str] | None:
+        """The one refusal to record (the first directory not read, and why), or None."""
+        if self._first_over is None:
+            return None
+        return self._first_over, (
+            f"more than {self._limit:,} node directories: {len(self._over):,} more were not "
+            "read, from this one on (raise the cap with --max-nodes)")
 
 
 class Refusals:

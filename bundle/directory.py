@@ -30,6 +30,7 @@ from typing import NamedTuple
 from bundle.container import (
     MANIFEST,
     Limits,
+    NodeCap,
     Refusals,
     RootFinder,
     clean_name,
@@ -86,6 +87,7 @@ class DirectorySource(Refusals):
         self._limits = limits
         self._problems = problems
         self._pending = []
+        self._nodes = NodeCap(limits.max_nodes)
         self._entries = 0
         self._total = 0
         self._listed: dict[str, _Listed] = {}
@@ -111,6 +113,8 @@ class DirectorySource(Refusals):
         except BaseException:
             self.close()
             raise
+        if (over := self._nodes.refusal()) is not None:
+            self._refuse(*over)
         rebased = self._rebase(list(self._listed), root)
         self._files = {rel: self._listed[stored] for rel, stored in rebased.items()}
 
@@ -177,6 +181,8 @@ class DirectorySource(Refusals):
         elif reparse_point(info):  # a Windows junction lstat calls a directory
             self._refuse(clean, "not a regular file (symbolic link or junction)")
         elif stat.S_ISDIR(mode):
+            if not self._nodes.admits(clean + "/"):
+                return None  # counted in one refusal (bundle.container.NodeCap)
             return self._enter(fd, name, clean, info, depth)
         elif not stat.S_ISREG(mode):
             self._refuse(clean, f"not a regular file ({_kind(mode)})")

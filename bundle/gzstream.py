@@ -10,6 +10,11 @@ checked, and the same exceptions with the same messages (``BadGzipFile``,
 before it was handed out, as ``GzipFile`` does, so the reader knows where the archive
 broke. A plain .tar is read in the same pieces, and so are the other compressions
 of :mod:`bundle.compressed` (xz, bzip2, zstd), under the same caps.
+
+Inflate and CRC come from zlib-ng (the ``zlib-ng`` package, about twice as fast as the
+standard library's zlib at both) when it can be imported, else from ``zlib``: the
+bytes, the errors (always ``zlib.error``, with zlib's messages) and the salvage of a
+broken stream are the same with either (``tests/test_gzstream_backends.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from typing import BinaryIO
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO, cast
 
 from bundle.compressed import GZIP, PLAIN, Counted, Reader, decoder
 
@@ -27,6 +34,32 @@ _SALVAGE_STEP = 512
 RATIO_FLOOR = 64 << 20  # the ratio cap applies once this much was decompressed
 _CUT = "Compressed file ended before the end-of-stream marker was reached"
 _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 2, 4, 8, 16
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where inflate and CRC come from: ``zlib`` or zlib-ng's drop-in module."""
+
+    name: str
+    decompressobj: Callable[[int], Any]
+    crc32: Callable[[bytes, int], int]
+    error: type[Exception]
+
+
+STDLIB = Backend("zlib", zlib.decompressobj, zlib.crc32, zlib.error)
+
+
+def _fastest() -> Backend:
+    try:
+        from zlib_ng import zlib_ng
+    except ImportError:  # not installed, or no wheel for this platform
+        return STDLIB
+    # (zlib-ng's type stubs declare ``error`` an instance; it is the exception class)
+    error = cast("type[Exception]", zlib_ng.error)
+    return Backend("zlib-ng", zlib_ng.decompressobj, zlib_ng.crc32, error)
+
+
+BACKEND = _fastest()  # what new readers use; tests switch it
 
 
 class Overrun(Exception):
@@ -40,7 +73,8 @@ class Decompressed:
     more than :data:`RATIO_FLOOR` came out."""
 
     def __init__(self, raw: BinaryIO, *, gzipped: bool, budget: int, ratio: int,
-                 codec: str | None = None) -> None:
+                 codec: str | None = None, backend: Backend | None = None) -> None:
+        self._zlib = backend or BACKEND
         codec = GZIP if gzipped else codec or PLAIN
         self._counted: Counted | None = None
         self._decoder: Reader | None = None
@@ -54,7 +88,7 @@ class Decompressed:
         self.total = 0  # decompressed bytes produced (the caps count them)
         self._input = b""  # compressed bytes read from the file, not yet used
         self._read = 0  # compressed bytes read from the file
-        self._inflater: zlib._Decompress | None = None  # the current gzip member's
+        self._inflater: Any = None  # the current gzip member's
         self._in_member = False  # a member began whose trailer is not checked yet
         self._crc = 0
         self._size = 0
@@ -111,13 +145,14 @@ class Decompressed:
         before = inflater.copy()
         try:
             piece = inflater.decompress(data, PIECE)
-        except zlib.error as exc:
+        except self._zlib.error as exc:
             # zlib drops what the failing call decoded: keep all that came before it,
-            # and fail on the next call.
-            piece = _salvage(before, data)
+            # and fail on the next call. zlib-ng's error becomes zlib's, same message.
+            error = exc if isinstance(exc, zlib.error) else zlib.error(*exc.args)
+            piece = _salvage(before, data, self._zlib.error)
             if not piece:
-                raise
-            self._error = exc
+                raise error from None
+            self._error = error
             return self._account(piece)
         if inflater.eof:
             self._input = inflater.unused_data
@@ -129,7 +164,7 @@ class Decompressed:
         return self._account(piece)
 
     def _account(self, piece: bytes) -> bytes:
-        self._crc = zlib.crc32(piece, self._crc)
+        self._crc = self._zlib.crc32(piece, self._crc)
         self._size += len(piece)
         return piece
 
@@ -152,7 +187,7 @@ class Decompressed:
             self._skip_string()
         if flags & _FHCRC:
             self._take_exact(2)
-        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._inflater = self._zlib.decompressobj(-zlib.MAX_WBITS)
         self._in_member = True
         self._crc = self._size = 0
         return True
@@ -208,7 +243,7 @@ class Decompressed:
             self._input = b""
 
 
-def _salvage(inflater: zlib._Decompress, data: bytes) -> bytes:
+def _salvage(inflater: Any, data: bytes, error: type[Exception]) -> bytes:
     """What ``inflater`` decodes from ``data`` before it fails, in small steps."""
     pieces: list[bytes] = []
     try:
@@ -217,6 +252,6 @@ def _salvage(inflater: zlib._Decompress, data: bytes) -> bytes:
             if not pieces[-1] and len(inflater.unconsumed_tail) == len(data):
                 break
             data = inflater.unconsumed_tail
-    except zlib.error:
+    except error:
         pass
     return b"".join(pieces)

@@ -77,6 +77,7 @@ class ProblemLog:
         # independent of the cap on problems held (a worker past ``keep`` still says
         # which files it could not read).
         self._spoken: list[Problem] = []
+        self.version = 0  # changes whenever ``damaged`` would answer differently
 
     def add(self, path: str, message: str, *, kind: str = "parse",
             where: str | None = None, lost: bool = False) -> None:
@@ -96,6 +97,7 @@ class ProblemLog:
         if speaker is None or (problem.lost and not speaker.lost):
             self._damaged[problem.path] = problem
             self._spoken.append(problem)
+            self.version += 1
 
     def damaged(self) -> dict[str, Problem]:
         """Each file with a recorded problem → the problem that speaks for it: one that
@@ -117,6 +119,7 @@ class ProblemLog:
         self._items = [p for p in self._items if p not in gone]
         self._seen.difference_update(gone)
         touched = {p.path for p in taken}
+        self.version += 1
         for path in touched:
             self._damaged.pop(path, None)
         for problem in self._items:

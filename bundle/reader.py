@@ -22,6 +22,7 @@ from bundle import kube
 from bundle.archive import Reading, Watcher
 from bundle.container import MANIFEST, Limits, Source
 from bundle.crds import CRDS, Crd, parse_crds
+from bundle.damage import DamageIndex
 from bundle.evidence import pointer as json_pointer
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import SUPPORTED_FORMAT_VERSIONS, Manifest
@@ -71,6 +72,7 @@ class Bundle:
         self.layout_report = layout_report
         self._paths = source.paths()
         self._path_set = frozenset(self._paths)
+        self._damage_index: DamageIndex | None = None
         self.manifest = manifest if manifest is not None else self._load_manifest()
         self.cluster = ClusterObjects(self)
 
@@ -131,9 +133,21 @@ class Bundle:
     def damaged(self) -> dict[str, Problem]:
         """Each file with a recorded problem → the problem that speaks for it. A file
         that is not in the bundle at all (a refused member) was lost whole."""
-        return {path: problem if problem.lost or self.has(path)
+        return dict(self._damage().by_path)
+
+    def damaged_matching(self, pattern: str) -> list[tuple[str, Problem]]:
+        """The damaged files a rule input's ``pattern`` names, by path (an index built
+        once per change of the problem log: :mod:`bundle.damage`)."""
+        return self._damage().matching(pattern)
+
+    def _damage(self) -> DamageIndex:
+        version = self._problems.version
+        if self._damage_index is None or self._damage_index.version != version:
+            self._damage_index = DamageIndex(version, {
+                path: problem if problem.lost or self.has(path)
                 else dataclasses.replace(problem, lost=True)
-                for path, problem in self._problems.damaged().items()}
+                for path, problem in self._problems.damaged().items()})
+        return self._damage_index
 
     def problems_mark(self) -> ProblemMark:
         """Where the problem log stands now (see :meth:`problems_since`)."""
@@ -174,6 +188,10 @@ class Bundle:
             supported = ", ".join(str(v) for v in SUPPORTED_FORMAT_VERSIONS)
             raise BundleError(self.display, f"unknown bundle format_version {version!r} "
                               f"(this gpu-triage reads version {supported}); upgrade gpu-triage")
+        items = raw.get("items")
+        if isinstance(items, list):
+            # each item costs a pydantic model and, when it failed, a line in every report
+            _cap_list(self, MANIFEST, items, "items", "/items/")
         return validate(self, Manifest, raw, MANIFEST, "", "manifest") or Manifest()
 
     @cached_property

@@ -91,6 +91,8 @@ def cli(ctx: click.Context, verbose: bool) -> None:
               help="Stop reading an archive that expands beyond this.")
 @click.option("--max-members", type=click.IntRange(1), default=500_000, show_default=True,
               help="Stop reading an archive with more members than this.")
+@click.option("--max-nodes", type=click.IntRange(1), default=10_000, show_default=True,
+              help="Read the files of at most this many node directories.")
 @click.option("--max-ratio", type=click.IntRange(1), default=200, show_default=True,
               help="Stop reading a compressed archive that expands more than this many times "
                    "its size (a decompression bomb).")
@@ -112,8 +114,8 @@ def cli(ctx: click.Context, verbose: bool) -> None:
 @click.pass_context
 def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[str, ...],
             output: str | None, show_progress: bool | None, quiet: bool, fail_on: str,
-            max_member_mib: int, max_total_gib: int,
-            max_members: int, max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
+            max_member_mib: int, max_total_gib: int, max_members: int, max_nodes: int,
+            max_ratio: int, max_yaml_nodes: int, out_dir: Path | None,
             jobs: int | None, inspect: bool,
             rule_dirs: tuple[Path, ...], only: tuple[str, ...], skip: tuple[str, ...],
             suppress_files: tuple[Path, ...]) -> None:
@@ -144,7 +146,8 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     remove_stale()  # what runs killed outright left behind (provably dead ones only)
     choice = resolve(load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
-                    max_members=max_members, max_ratio=max_ratio, max_yaml_nodes=max_yaml_nodes)
+                    max_members=max_members, max_nodes=max_nodes, max_ratio=max_ratio,
+                    max_yaml_nodes=max_yaml_nodes)
     bundles, many = expand(bundle_paths)
     if many or out_dir is not None:
         from gpu_triage.cli_batch import analyze_many

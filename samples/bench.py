@@ -9,15 +9,19 @@ Bundles come from ``samples.synth`` (generated into ``--dir`` when missing, reus
 after). For each bundle, one run measures, in this order:
 
 - ``gzip``: wall time of ``gzip -dc BUNDLE > /dev/null`` (C-speed decompression);
-- ``floor``: in a fresh Python, reading every tar member (``tarfile`` stream mode, the
-  analyzer's own way in) plus ``orjson.loads`` of every ``cluster/*.json`` member;
-  ``floor`` is the sum, the least any analysis of the bundle in Python can cost;
+- ``floor``: in a fresh Python, reading every tar member (``tarfile`` stream mode over
+  the standard library's gzip) plus ``orjson.loads`` of every ``cluster/*.json``
+  member; ``floor`` is the sum, the least any analysis of the bundle in Python can cost
+  with the standard library's zlib;
+- ``floor ng`` (archives only): the same reader over zlib-ng's gzip (``gzip_ng``), the
+  best-decompressor floor: what the analyzer, which inflates with zlib-ng, could reach;
 - ``json`` / ``html``: wall time and peak RSS of ``gpu-triage analyze BUNDLE -f json``
   (then ``-f html``) as a subprocess (``os.wait4`` gives that child's own peak RSS);
 - ``pods_rss``: peak RSS of a fresh Python that only ``orjson.loads`` ``cluster/pods.json``.
 
-Once per invocation: the startup floor (``python -c "import click, pydantic, jinja2,
-orjson, tomlkit"``) against ``analyze`` of ``samples/incident-toolkit-disabled``.
+Once per invocation: the import floor (``python -c "import click, pydantic, jinja2,
+orjson, tomlkit"``) against ``analyze`` of ``samples/incident-toolkit-disabled``, wall
+and CPU. A second table gives every floor and analysis in CPU seconds and their ratios.
 Every figure is the median of ``--runs`` runs; ratios are taken between medians of
 the same invocation, so a noisy machine shifts both sides alike. CPU seconds (user +
 system of the child and its workers) are recorded beside wall seconds: on a shared
@@ -61,7 +65,12 @@ start = time.perf_counter()
 members = 0
 data_bytes = 0
 cluster = []
-with tarfile.open(sys.argv[1], "r|gz") as archive:
+if sys.argv[2:] == ["zlib-ng"]:  # the same tar reader over zlib-ng's gzip
+    from zlib_ng import gzip_ng
+    opened = tarfile.open(fileobj=gzip_ng.open(sys.argv[1], "rb"), mode="r|")
+else:
+    opened = tarfile.open(sys.argv[1], "r|gz")
+with opened as archive:
     for member in archive:
         if not member.isfile():
             continue
@@ -279,6 +288,11 @@ def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:
         figures.add("floor", parts["read"] + parts["parse"])
         figures.add("floor_cpu", floor.cpu)
         figures.add("floor_rss", floor.rss_mib)
+        if not unpacked:
+            best = measure([python, "-c", _FLOOR + _PARSE, str(bundle), "zlib-ng"])
+            parts_ng = json.loads(best.stdout)
+            figures.add("ng_floor", parts_ng["read"] + parts_ng["parse"])
+            figures.add("ng_floor_cpu", best.cpu)
         figures.info["members"] = parts["members"]
         figures.info["unpacked_mb"] = parts["bytes"] / 1e6
         figures.add("cores_free", free_cores())
@@ -302,16 +316,19 @@ def bench_startup(runs: int, scratch: Path) -> dict[str, float]:
     # run each fills the page cache.
     subprocess.run([sys.executable, "-m", "compileall", "-q", *PACKAGES], cwd=ROOT,
                    check=True)
-    imports = []
-    small = []
-    measure([sys.executable, "-c", "import click, pydantic, jinja2, orjson, tomlkit"])
-    measure([GPU_TRIAGE, "analyze", str(SMALL), "-f", "json", "-o", str(scratch / "small.json")])
+    commands = {
+        "imports": [sys.executable, "-c", "import click, pydantic, jinja2, orjson, tomlkit"],
+        "small": [GPU_TRIAGE, "analyze", str(SMALL), "-f", "json", "-o",
+                  str(scratch / "small.json")]}
+    samples: dict[str, list[float]] = {}
+    for command in commands.values():
+        measure(command)
     for _ in range(runs):
-        imports.append(measure([sys.executable, "-c",
-                                "import click, pydantic, jinja2, orjson, tomlkit"]).seconds)
-        small.append(measure([GPU_TRIAGE, "analyze", str(SMALL), "-f", "json", "-o",
-                              str(scratch / "small.json")]).seconds)
-    return {"imports": statistics.median(imports), "small": statistics.median(small)}
+        for name, command in commands.items():
+            run = measure(command)
+            samples.setdefault(name, []).append(run.seconds)
+            samples.setdefault(f"{name}_cpu", []).append(run.cpu)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def machine() -> str:
@@ -346,6 +363,23 @@ def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
             f"{1000 * f.median('html') / max(f.nodes, 1):>9.1f}"
             f"{f.median('json_rss'):>8.0f}Mi{f.median('html_rss'):>8.0f}Mi"
             f"{f.median('pods_rss'):>8.0f}Mi{rss / f.median('pods_rss'):>9.2f}")
+    lines += ["", "CPU seconds (user + system of the child and its workers; on a shared machine "
+              "these, and ratios from one run, are the figures to compare):", ""]
+    header = (f"{'size':<7}{'floor':>8}{'floor ng':>10}{'ng/std':>8}{'json':>8}{'html':>8}"
+              f"{'html/fl':>9}{'html/ng':>9}{'wall fl':>9}{'wall ng':>9}{'wall html':>11}")
+    lines += [header, "-" * len(header)]
+    for f in all_figures:
+        html, floor = f.median("html_cpu"), f.median("floor_cpu")
+        has_ng = "ng_floor_cpu" in f.samples
+        ng = f.median("ng_floor_cpu") if has_ng else 0.0
+        lines.append(
+            f"{f.size:<7}{floor:>7.2f}s"
+            + (f"{ng:>9.2f}s{ng / floor:>8.2f}" if has_ng else f"{'-':>10}{'-':>8}")
+            + f"{f.median('json_cpu'):>7.2f}s{html:>7.2f}s{html / floor:>9.2f}"
+            + (f"{html / ng:>9.2f}" if has_ng else f"{'-':>9}")
+            + f"{f.median('floor'):>8.2f}s"
+            + (f"{f.median('ng_floor'):>8.2f}s" if has_ng else f"{'-':>9}")
+            + f"{f.median('html'):>10.2f}s")
     lines.append("")
     for f in all_figures:
         info = ", ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
@@ -378,8 +412,12 @@ def report(all_figures: list[Figures], startup: dict[str, float] | None) -> str:
                           for f in journal_sizes)
         lines.append(f"peak RSS by journal size: {shown}")
     if startup is not None:
-        lines.append(f"startup: imports {startup['imports']:.3f}s, analyze small sample "
-                     f"{startup['small']:.3f}s, ratio {startup['small'] / startup['imports']:.2f}")
+        lines.append(f"import floor (click, pydantic, jinja2, orjson, tomlkit): "
+                     f"{startup['imports']:.3f}s wall, {startup['imports_cpu']:.3f}s CPU")
+        lines.append(f"analyze small sample: {startup['small']:.3f}s wall, "
+                     f"{startup['small_cpu']:.3f}s CPU; against the import floor "
+                     f"{startup['small'] / startup['imports']:.2f} (wall), "
+                     f"{startup['small_cpu'] / startup['imports_cpu']:.2f} (CPU)")
     return "\n".join(lines)
 
 

@@ -23,7 +23,6 @@ a file of a format v1 bundle.
 from __future__ import annotations
 
 import base64
-import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ import orjson
 import yaml
 
 from bundle.container import Limits, Source
+from bundle.gzstream import Decompressed
 from bundle.jsonsafe import json_too_dense
 from bundle.manifest import Manifest
 from bundle.problems import ProblemLog
@@ -277,13 +277,24 @@ class VirtualSource:
         data = self.original(name)
         if data is None:
             return None
-        out, problem = gunzip(data, self.limits, left=self._total_left())
+        out, problem = gunzip(data, self.limits, left=self._total_left(),
+                              outer=self._ratio_left())
         if problem is not None:
             self.problems.add(name, problem, kind="refused" if "cap" in problem else "parse")
             return None
         assert out is not None
         self._expanded += len(out)
         return out
+
+    def _ratio_left(self) -> int | None:
+        """What the ratio cap of the compressed archive around this one leaves for gzip
+        files inside it to expand to (at least :data:`INNER_RATIO_FLOOR`); None when
+        the archive was not compressed (a directory, a plain tar)."""
+        packed: int | None = getattr(self._inner, "packed", None)
+        if packed is None:
+            return None
+        used = self.limits.max_total_bytes - self._total_left()  # archive + gzip output
+        return max(INNER_RATIO_FLOOR, self.limits.max_ratio * packed - used)
 
     def _total_left(self) -> int:
         if self._read_total is None:
@@ -418,29 +429,37 @@ def list_items(value: Any, kind: str | None = None) -> list[dict[str, Any]] | No
     return [item for item in items if isinstance(item, dict)]
 
 
-def gunzip(data: bytes, limits: Limits, *, left: int | None = None
-           ) -> tuple[bytes | None, str | None]:
+def gunzip(data: bytes, limits: Limits, *, left: int | None = None,
+           outer: int | None = None) -> tuple[bytes | None, str | None]:
     """Decompress every member of a gzip stream within the member and ratio caps (the
-    ratio checked past :data:`INNER_RATIO_FLOOR`), and within ``left`` bytes of the
-    total-size cap when given."""
+    ratio checked past :data:`INNER_RATIO_FLOOR`), within ``left`` bytes of the
+    total-size cap and ``outer`` bytes of the outer archive's ratio cap when given.
+    Read piece by piece (``bundle.gzstream``) and stopped at the first piece over a
+    cap, so a bomb costs at most one piece past it."""
     cap = limits.max_member_bytes
     total = left is not None and left < cap
     if total:
         cap = max(left or 0, 0)
-    out = bytearray()
+    pieces: list[bytes] = []
+    size = 0
+    stream = Decompressed(io.BytesIO(data), gzipped=True, budget=1 << 62, ratio=1 << 62)
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
-            while chunk := stream.read(_CHUNK):
-                out += chunk
-                if len(out) > cap:
-                    if total:
-                        return None, (f"expands beyond the {cap} bytes left of the "
-                                      f"{limits.max_total_bytes} byte cap on the total size; "
-                                      "not read")
-                    return None, f"expands beyond the {cap} byte cap; not read"
-                if len(out) > INNER_RATIO_FLOOR and len(out) > limits.max_ratio * max(len(data), 1):
-                    return None, (f"expands more than {limits.max_ratio} times its size (a "
-                                  "decompression bomb: over the ratio cap); not read")
+        while piece := stream.read():
+            size += len(piece)
+            pieces.append(piece)
+            if size > cap:
+                if total:
+                    return None, (f"expands beyond the {cap} bytes left of the "
+                                  f"{limits.max_total_bytes} byte cap on the total size; "
+                                  "not read")
+                return None, f"expands beyond the {cap} byte cap; not read"
+            if size > INNER_RATIO_FLOOR and size > limits.max_ratio * max(len(data), 1):
+                return None, (f"expands more than {limits.max_ratio} times its size (a "
+                              "decompression bomb: over the ratio cap); not read")
+            if outer is not None and size > outer:
+                return None, (f"expands beyond the {outer} bytes that the ratio cap "
+                              f"({limits.max_ratio} times the compressed archive's size) "
+                              "leaves; not read")
     except (OSError, EOFError, zlib.error) as exc:
         return None, f"not a readable gzip file ({' '.join(str(exc).split())[:120]})"
-    return bytes(out), None
+    return b"".join(pieces), None

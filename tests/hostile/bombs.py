@@ -106,6 +106,64 @@ def nested_gzip(directory: Path, lines: int = 4_000_000) -> Path:
     return tgz(directory / "nested-gzip.tgz", files, top="must-gather", manifest=False)
 
 
+def nested_archive(directory: Path, mib: int = 192) -> Path:
+    """A must-gather whose bug report is gzip of gzip: the inner stream (a few MiB that
+    stay under the inner ratio cap by themselves) is so regular that the outer archive
+    packs it into a few KiB, and it expands to ``mib`` MiB of kernel log."""
+    dmesg = "[    1.000000] NVRM: GPU at PCI:0000:3b:00: GPU-1\n" * (mib << 20 >> 6)
+    text = f"{SEP}\n\nStart of NVIDIA bug report log file.\n\n{SEP}\n\ndmesg:\n\n{dmesg}\n{SEP}\n"
+    inner = gzip.compress(text.encode(), 1, mtime=0)
+    assert len(text) <= 200 * len(inner), "the inner stream alone must pass the ratio cap"
+    files = must_gather_files()
+    files["nvidia-bug-report_gpu-a.log.gz"] = inner
+    return tgz(directory / "nested-archive.tgz", files, top="must-gather", manifest=False)
+
+
+def manifest_items(directory: Path, count: int = 2_500_000) -> Path:
+    """A manifest listing millions of failed collection steps."""
+    item = b'{"path":"x","error":"e"}'
+    manifest = (b'{"format":"gpu-triage-bundle","format_version":1,"items":['
+                + b",".join([item] * count) + b"]}")
+    files: dict[str, str | bytes] = {**encode(_gpu_files()), "manifest.json": manifest}
+    return tgz(directory / "manifest-items.tgz", files, manifest=False)
+
+
+def refused_links(directory: Path, count: int = 490_000) -> Path:
+    """Hundreds of thousands of symbolic links, each a refused member, among node files
+    every rule reads."""
+    path = directory / "refused-links.tgz"
+    with open(path, "wb") as out, \
+            gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as stream, \
+            tarfile.open(fileobj=stream, mode="w") as archive:
+        for name, data in encode(_gpu_files()).items():
+            info = tarfile.TarInfo(f"b/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for index in range(count):
+            info = tarfile.TarInfo(f"b/{_NODE}journal/l{index}.jsonl")
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd"
+            archive.addfile(info)
+    return path
+
+
+def node_directories(directory: Path, count: int = 400_000) -> Path:
+    """Hundreds of thousands of node directories of one small file each."""
+    path = directory / "node-directories.tgz"
+    with open(path, "wb") as out, \
+            gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9, mtime=0) as stream, \
+            tarfile.open(fileobj=stream, mode="w") as archive:
+        for name, data in encode(_gpu_files()).items():
+            info = tarfile.TarInfo(f"b/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for index in range(count):
+            info = tarfile.TarInfo(f"b/nodes/n{index}/dmesg.txt")
+            info.size = 1
+            archive.addfile(info, io.BytesIO(b"x"))
+    return path
+
+
 # Files every analysis reads: each sparse one would be read whole, up to the member cap.
 SPARSE_PATHS = ("cluster/pods.json", "cluster/events.json", _NODE + "dmesg.txt",
                 _NODE + "journal/kubelet.jsonl", _NODE + "journal/containerd.jsonl",
@@ -159,4 +217,9 @@ BOMBS: tuple[Bomb, ...] = (
          sparse_directory),
     Bomb("deep-toml", "a 100,000-deep TOML array and a 5,000-digit integer", deep_toml),
     Bomb("deep-json", "a 100,000-deep JSON array in a journal line and a CDI spec", deep_json),
+    Bomb("nested-archive", "a must-gather bug report of gzip in gzip: 192 MiB of kernel log",
+         nested_archive),
+    Bomb("manifest-items", "a manifest of 2.5 million failed steps", manifest_items),
+    Bomb("refused-links", "490,000 symbolic links among a node's files", refused_links),
+    Bomb("node-directories", "400,000 node directories of one file each", node_directories),
 )
