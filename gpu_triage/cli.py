@@ -37,6 +37,7 @@ from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.cli_serve import serve as serve_command
+from gpu_triage import outputs
 from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
 from gpu_triage.termination import Terminated, unwind_on_termination
 
@@ -297,12 +298,30 @@ def verify(bundle_path: Path, show_all: bool) -> None:
                                "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def collect(args: tuple[str, ...]) -> None:
-    """Collect a support bundle from the current cluster (read-only; see --help)."""
+    """Collect a support bundle from the current cluster (read-only; see --help).
+
+    `--write-pyz PATH` writes the one-file collector (gpu-triage-collect.pyz) for a customer
+    instead, byte for byte what `make collector` builds."""
+    if args[:1] == ("--write-pyz",):
+        _write_pyz(args[1:])
+        return
     from collectors.collect import main as collect_main
 
     code = collect_main(list(args))
     if code:
         raise SystemExit(code)
+
+
+def _write_pyz(rest: tuple[str, ...]) -> None:
+    from collectors.pyz import build
+
+    if len(rest) != 1:
+        raise click.UsageError("--write-pyz takes one PATH: gpu-triage collect --write-pyz PATH")
+    path = Path(rest[0])
+    data = build()
+    outputs.write(path, data, 0o755)
+    click.echo(f"{path}: {len(data)} bytes; hand it over and run: python3 {path.name} "
+               "--preflight, then python3 " + path.name, err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

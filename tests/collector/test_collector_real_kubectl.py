@@ -49,8 +49,10 @@ PREVIOUS_LOST = (
 
 def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
                   token: str | None = None, url: str | None = None,
-                  env_extra: dict[str, str] | None = None) -> tuple[int, str, Path | None]:
-    """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH."""
+                  env_extra: dict[str, str] | None = None,
+                  program: list[str] | None = None) -> tuple[int, str, Path | None]:
+    """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH;
+    `program` runs another form of it instead (["python3.8", "gpu-triage-collect.pyz"])."""
     bin_dir, out = tmp / "bin", tmp / "out"
     bin_dir.mkdir(exist_ok=True)
     out.mkdir(exist_ok=True)
@@ -67,7 +69,8 @@ def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
             if d and not os.path.exists(os.path.join(d, "helm"))]
     env = {"PATH": os.pathsep.join([str(bin_dir), *keep]), "HOME": str(tmp / "home"),
            "KUBECONFIG": str(config), "LANG": "C.UTF-8", **(env_extra or {})}
-    proc = subprocess.run([sys.executable, str(COLLECT_PY), "-o", str(out), "--node-mode",
+    program = program or [sys.executable, str(COLLECT_PY)]
+    proc = subprocess.run([*program, "-o", str(out), "--node-mode",
                            "none", "--step-timeout", "60", *args],
                           env=env, capture_output=True, timeout=300)
     made = sorted(out.glob("*.tgz"))
