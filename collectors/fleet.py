@@ -2,8 +2,8 @@
 
 GPU nodes with problems come first (not Ready; GPUs not advertised or fewer allocatable than
 installed; failing GPU-stack pods on the node; Warning events about the node or those pods),
-then the first node of each distinct shape (GPU model, driver, OS image, kernel, container
-runtime), then the rest, each group in name order. --max-nodes keeps the first N; the rest are
+then the first healthy node of each distinct shape (GPU model, driver, OS image, kernel,
+container runtime: a reference to compare the broken ones with), then the rest, each group in name order. --max-nodes keeps the first N; the rest are
 recorded with the reason they were left out.
 """
 
@@ -110,7 +110,7 @@ def order(names: list[str], nodes: dict[str, Any] | None, pods: dict[str, Any] |
     wrong = problems(names, nodes, pods, events, gpu_stack)
     objects = {_meta(n).get("name"): n for n in (nodes or {}).get("items") or []}
     first = [(n, "problem: " + ", ".join(wrong[n])) for n in sorted(names) if wrong[n]]
-    seen = {shape(objects[n]) for n, _why in first if n in objects}
+    seen: set[tuple[str, ...]] = set()  # a healthy node of each kind, to compare with
     shapes, rest = [], []
     for name in sorted(names):
         if wrong[name]:

@@ -319,7 +319,10 @@ def _write_pyz(rest: tuple[str, ...]) -> None:
         raise click.UsageError("--write-pyz takes one PATH: gpu-triage collect --write-pyz PATH")
     path = Path(rest[0])
     data = build()
-    outputs.write(path, data, 0o755)
+    try:
+        outputs.write(path, data, 0o755)
+    except outputs.OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(f"{path}: {len(data)} bytes; hand it over and run: python3 {path.name} "
                "--preflight, then python3 " + path.name, err=True)
 

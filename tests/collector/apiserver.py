@@ -112,6 +112,7 @@ class ApiServer:
         self.previous_lost: set[str] = set()
         self.log_text: dict[str, str] = {}
         self.denied: set[str] = set()
+        self.reviews: list[dict[str, str]] = []
         self.refuse_create = False
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
         self.objects: dict[str, list[dict]] = {}
@@ -170,9 +171,9 @@ class ApiServer:
         if auth != f"Bearer {self.token}":
             return self._json(401, _status(401, "Unauthorized", "Unauthorized"))
         if method == "POST" and path == SSAR_PATH:
-            return self._review(json.loads(body or b"{}"))
+            return self._review(review_spec(body))
         if method == "POST" and path.endswith("/pods") and self.refuse_create:
-            return self._pod_security(json.loads(body or b"{}"))
+            return self._pod_security(pod_name(body))
         if method != "GET":
             return self._json(405, _status(405, "MethodNotAllowed", "the loopback server reads"))
         if path == "/version":
@@ -193,6 +194,8 @@ class ApiServer:
     def _review(self, review: dict) -> tuple[int, str, bytes]:
         """A SelfSubjectAccessReview: the spec back with status.allowed, as the API does."""
         attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+        with self._lock:
+            self.reviews.append(dict(attrs))
         allowed = self.allows(attrs.get("verb", ""), attrs.get("resource", ""),
                               attrs.get("subresource", ""), attrs.get("namespace") or None)
         status: dict[str, Any] = {"allowed": allowed}
@@ -201,11 +204,10 @@ class ApiServer:
         return self._json(201, dict(review, status=status))
 
     @staticmethod
-    def _pod_security(pod: dict) -> tuple[int, str, bytes]:
+    def _pod_security(name: str) -> tuple[int, str, bytes]:
         """Pod Security admission refusing kubectl debug's privileged node pod. Wording as the
         API server writes it: https://github.com/cilium/pwru/issues/583 (baseline:latest, host
         namespaces, hostPath volumes, privileged); the pod's volume is kubectl's host-root."""
-        name = (pod.get("metadata") or {}).get("name", "")
         message = (f'pods "{name}" is forbidden: violates PodSecurity "baseline:latest": host '
                    'namespaces (hostNetwork=true, hostPID=true, hostIPC=true), hostPath volumes '
                    '(volume "host-root"), privileged (container "debugger" must not set '
@@ -334,6 +336,65 @@ class ApiServer:
         body = "".join(lines).encode()
         limit = (query.get("limitBytes") or [""])[0]
         return 200, "text/plain", body[:int(limit)] if limit.isdigit() else body
+
+
+def _fields(data: bytes) -> dict[int, list[bytes | int]]:
+    """The fields of one protobuf message: number -> values (varints, length-delimited bytes)."""
+    found: dict[int, list[bytes | int]] = {}
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while at < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            found.setdefault(number, []).append(varint())
+        elif wire == 2:
+            size = varint()
+            found.setdefault(number, []).append(data[at:at + size])
+            at += size
+        else:
+            raise ValueError(f"unexpected protobuf wire type {wire}")
+    return found
+
+
+ATTRIBUTES = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
+
+
+def review_spec(body: bytes) -> dict:
+    """A SelfSubjectAccessReview as JSON (kubectl up to 1.32) or protobuf (1.33 sends its
+    built-in types so: the 'k8s\\0' envelope runtime.Unknown{typeMeta=1, raw=2}, whose raw is
+    the review {metadata=1, spec=2 {resourceAttributes=1 {namespace=1, verb=2, group=3,
+    version=4, resource=5, subresource=6, name=7}}}, the fields of k8s.io/api's generated.proto)."""
+    if not body.startswith(b"k8s\x00"):
+        return json.loads(body or b"{}")
+    raw = _fields(body[4:])[2][0]
+    spec = _fields(bytes(raw))[2][0]  # type: ignore[arg-type]
+    attrs = _fields(bytes(spec)).get(1, [b""])[0]  # type: ignore[arg-type]
+    values = _fields(bytes(attrs))  # type: ignore[arg-type]
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {
+                name: bytes(values[n][0]).decode() for n, name in enumerate(ATTRIBUTES, 1)
+                if n in values}}}  # type: ignore[arg-type]
+
+
+def pod_name(body: bytes) -> str:
+    """metadata.name of a created Pod, sent as JSON or as protobuf (Pod {metadata=1 {name=1}})."""
+    if not body.startswith(b"k8s\x00"):
+        return str((json.loads(body or b"{}").get("metadata") or {}).get("name", ""))
+    pod = _fields(bytes(_fields(body[4:])[2][0]))  # type: ignore[arg-type]
+    meta = _fields(bytes(pod[1][0]))  # type: ignore[arg-type]
+    return bytes(meta.get(1, [b""])[0]).decode()  # type: ignore[arg-type]
 
 
 def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:

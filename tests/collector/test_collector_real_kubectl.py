@@ -50,9 +50,11 @@ PREVIOUS_LOST = (
 def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
                   token: str | None = None, url: str | None = None,
                   env_extra: dict[str, str] | None = None,
-                  program: list[str] | None = None) -> tuple[int, str, Path | None]:
+                  program: list[str] | None = None,
+                  stdout: bool = False) -> tuple[int, str, Path | None]:
     """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH;
-    `program` runs another form of it instead (["python3.8", "gpu-triage-collect.pyz"])."""
+    `program` runs another form of it instead (["python3.8", "gpu-triage-collect.pyz"]);
+    `stdout`: return what it printed on stdout instead of stderr (--preflight's table)."""
     bin_dir, out = tmp / "bin", tmp / "out"
     bin_dir.mkdir(exist_ok=True)
     out.mkdir(exist_ok=True)
@@ -74,7 +76,8 @@ def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
                            "none", "--step-timeout", "60", *args],
                           env=env, capture_output=True, timeout=300)
     made = sorted(out.glob("*.tgz"))
-    return proc.returncode, proc.stderr.decode("utf-8", "replace"), made[0] if made else None
+    said = proc.stdout if stdout else proc.stderr
+    return proc.returncode, said.decode("utf-8", "replace"), made[0] if made else None
 
 
 def bundle_files(path: Path) -> tuple[dict[str, bytes], dict, dict]:
