@@ -4,10 +4,12 @@
 The customer-side half of gpu-triage. It needs python3 (3.8 or newer, standard library only) and
 a working kubectl, and it is read-only by construction:
 
-* kubectl runs only with the verbs version, get, logs and debug, plus `delete pod` for the debug
-  pods this run created itself: Kubectl.argv builds every kubectl argv and refuses the rest.
-* Node data comes from node.sh (next to this file), run as root on each GPU node by the chosen
-  node mode (a `kubectl debug node` pod, ssh, or this machine); it only reads.
+* kubectl runs only with the verbs version, get, logs, debug and `auth can-i` (the pre-flight,
+  preflight.py), plus `delete pod` for the debug pods this run created itself: Kubectl.argv
+  builds every kubectl argv and refuses the rest.
+* Node data comes from node.sh (next to this file, or inside gpu-triage-collect.pyz), run as
+  root on each GPU node by the chosen node mode (a `kubectl debug node` pod, ssh, or this
+  machine); it only reads.
 * Secrets are never written. Helm release Secrets are decoded here and reduced to the release
   history with redacted user values; env values, ConfigMap data and Helm values under
   secret-looking keys become "<redacted>" (Redactor).
@@ -1737,6 +1739,9 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         say(shlex.join(argv) + (f"   > {target}" if target else "") + note)
 
     say("# gpu-triage collect --dry-run: nothing is run. A real run would use these commands.")
+    say("# pre-flight (printed as a table; --preflight stops after it)")
+    for check in preflight.checks(opts):
+        show(preflight.can_i_argv(kubectl.argv, check))
     say("# cluster (cluster/*.json; secrets redacted by key and by shape: collectors/redact.py)")
     for path, args in (VERSION_STEP, *CLUSTER_LISTS):
         show(kubectl.argv(*args), path)
@@ -1804,6 +1809,9 @@ node modes (how node.sh, next to this file, reaches each node as root):
   local      this machine is the node (run as root): sh -s here. Name it with --nodes.
   none       cluster objects and logs only.
 
+Before anything runs, a pre-flight asks `kubectl auth can-i` for each permission the run
+needs and prints what will and will not be collected (--preflight: only that).
+
 Collected by default: nodes labelled nvidia.com/gpu.present=true, carrying an NVIDIA PCI
 label from NFD, or with nvidia.com/* capacity; when none has any of these, up to --max-nodes
 nodes, each stopping early where lspci shows no NVIDIA device; --nodes a,b chooses others.
@@ -1811,7 +1819,9 @@ Nothing in the cluster is changed: kubectl runs only version, get, logs and debu
 deletes its own debug pods). Secrets are never written.
 
 exit codes:
-  0    bundle written (failed steps are listed in its manifest and counted on stderr)
+  0    bundle written (the last lines say what was not collected, why, and what to do);
+       with --preflight: every permission the run needs is granted
+  3    --preflight only: some permission is refused (the RBAC that grants it is printed)
   2    nothing collected: bad options, kubectl missing, or no access to the API server
   130  interrupted (Ctrl-C / SIGTERM): a partial bundle was still written
 """

@@ -3,8 +3,9 @@
 GPU nodes with problems come first (not Ready; GPUs not advertised or fewer allocatable than
 installed; failing GPU-stack pods on the node; Warning events about the node or those pods),
 then the first healthy node of each distinct shape (GPU model, driver, OS image, kernel,
-container runtime: a reference to compare the broken ones with), then the rest, each group in name order. --max-nodes keeps the first N; the rest are
-recorded with the reason they were left out.
+container runtime: a reference to compare the broken ones with), then the rest, each group
+in name order. --max-nodes keeps the first N; the rest are recorded with the reason they
+were left out.
 """
 
 from __future__ import annotations

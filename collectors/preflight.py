@@ -176,12 +176,12 @@ def rbac_yaml(answers: list[Answer], name: str = "gpu-triage-collect") -> str:
         out = ["rules:"]
         for group in sorted(groups):
             by_verbs: dict[tuple[str, ...], list[str]] = {}
-            for resource, verbs in sorted(groups[group].items()):
-                by_verbs.setdefault(tuple(sorted(verbs)), []).append(resource)
-            for verbs, resources in sorted(by_verbs.items()):
+            for resource, granted in sorted(groups[group].items()):
+                by_verbs.setdefault(tuple(sorted(granted)), []).append(resource)
+            for wanted, resources in sorted(by_verbs.items()):
                 out += [f"- apiGroups: {json.dumps([group])}",
                         f"  resources: {json.dumps(resources)}",
-                        f"  verbs: {json.dumps(list(verbs))}"]
+                        f"  verbs: {json.dumps(list(wanted))}"]
         return out
 
     docs = []

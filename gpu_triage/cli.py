@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from analyzers import __version__
+from gpu_triage import outputs
 from gpu_triage.cli_common import (
     FORMATS,
     SEVERITIES,
@@ -37,7 +38,6 @@ from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.cli_serve import serve as serve_command
-from gpu_triage import outputs
 from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
 from gpu_triage.termination import Terminated, unwind_on_termination
 

@@ -15,6 +15,9 @@ from apiserver import ApiServer
 from collector_support import FAKES, NODEBIN, make_node_root
 from test_collector_real_kubectl import NEEDS, NEWEST, bundle_files, run_collector
 
+from analyzers.engine import analyze
+from analyzers.plugins import discover
+from bundle import open_bundle
 from collectors.fleet import order
 
 UNHEALTHY = {"gpu-137": "not Ready", "gpu-250": "GPUs not advertised",
@@ -141,6 +144,16 @@ def test_400_nodes_the_unhealthy_first_and_the_rest_named(tmp_path: Path) -> Non
     assert "and 374 more" in stderr
     assert ("collected 9 cluster object files" in stderr or "cluster object files" in stderr)
     assert "the node files of 6 of 400 nodes" in stderr
+
+    # the analyzer says which nodes it has no node files for, and why
+    with open_bundle(path) as bundle:
+        report = analyze(bundle, discover().rules)
+    skipped = next(f for f in report.findings if f.id == "BND001:skipped")
+    assert skipped.summary.startswith(
+        "394 collection step(s) node not visited: left out by the collector's --max-nodes, so "
+        "it has no node files: nodes/gpu-001, nodes/gpu-002, nodes/gpu-003, nodes/gpu-004 and "
+        "390 more.")
+    assert len(skipped.nodes) == 394 and "gpu-137" not in skipped.nodes
 
 
 @NEEDS

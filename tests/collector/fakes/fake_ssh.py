@@ -1,6 +1,7 @@
 """Fake ssh for the collector tests: `ssh [opts] HOST CMD...` runs CMD locally against the fake
 root directory of HOST ($FAKE_SCENARIO ssh_roots {host: dir}); hosts in ssh_unreachable fail
-like a refused connection; hosts in ssh_slow wait that many seconds first. Every argv is appended to $FAKE_LOG."""
+like a refused connection; hosts in ssh_slow wait that many seconds first. Every argv is
+appended to $FAKE_LOG."""
 
 import os
 import subprocess
