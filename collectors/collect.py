@@ -57,9 +57,14 @@ if PACKAGE:
     from . import fleet, preflight
     from .redact import REDACTED, Redactor  # noqa: F401 (REDACTED: re-exported)
 else:  # pragma: no cover - exercised by running the file itself
-    import fleet  # type: ignore[import-not-found,no-redef]
-    import preflight  # type: ignore[import-not-found,no-redef]
-    from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
+    try:
+        import fleet  # type: ignore[import-not-found,no-redef]
+        import preflight  # type: ignore[import-not-found,no-redef]
+        from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
+    except ImportError as missing:
+        sys.exit(f"gpu-triage collect: {missing.name}.py must sit beside collect.py (with "
+                 "redact.py, preflight.py, fleet.py and node.sh), or use the one file "
+                 "gpu-triage-collect.pyz")
 
 COLLECTOR_NAME = "gpu-triage-collect"
 COLLECTOR_VERSION = "0.1.0"

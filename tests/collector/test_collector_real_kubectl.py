@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from apiserver import IDENTITY, ApiServer, have_openssl
+from apiserver import IDENTITY, SSAR_PATH, ApiServer, have_openssl
 from collector_support import COLLECT_PY, by_path, read_bundle, secrets_list
 from kubectl_kit import kubectl_binaries
 
@@ -166,9 +166,10 @@ def test_noise_refusals_lost_previous_log_and_a_list_over_the_cap(kubectl: Path,
         api.forbidden = {"events"}
         api.previous_lost = {DCGM}
         code, stderr, path = run_collector(kubectl, tmp_path, api, "--max-file-bytes", "16Ki")
-        methods = {method for method, _path, _query in api.requests}
+        methods = {(m, p if m != "GET" else "") for m, p, _query in api.requests}
     assert code == 0 and path is not None, stderr
-    assert methods == {"GET"}  # read-only, as the server saw it
+    # read-only, as the server saw it: the only POSTs are the pre-flight's questions
+    assert methods == {("GET", ""), ("POST", SSAR_PATH)}
     files, manifest, items = bundle_files(path)
     assert manifest["cluster"]["server_version"] == "v1.31.4"
 
@@ -432,7 +433,7 @@ def test_components_in_any_namespace_workload_tails_and_crds(kubectl: Path,
                                                             tmp_path: Path) -> None:
     api, _stderr, path = run_components(kubectl, tmp_path, "--workload-pods", "2")
     files, manifest, items = bundle_files(path)
-    assert {method for method, _path, _query in api.requests} == {"GET"}
+    assert {(m, p) for m, p, _query in api.requests if m != "GET"} == {("POST", SSAR_PATH)}
     assert sorted(item["path"] for item in manifest["items"] if item["error"]) == []
 
     # CRDs by name, whole (the schema is what a CRD-skew rule compares)
