@@ -23,9 +23,8 @@ from pathlib import Path
 
 from apiserver import ApiServer
 from collector_support import (
-    FAKES,
     FIXTURES,
-    NODEBIN,
+    fake_ssh_env,
     helm_secret,
     make_node_root,
 )
@@ -268,19 +267,11 @@ def _bundle_bytes(path: Path) -> dict[str, bytes]:
 
 def _collect(tmp: Path, api: ApiServer, roots: dict[str, Path], *extra: str,
              program: list[str] | None = None) -> Path:
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    ssh = bin_dir / "ssh"
-    ssh.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_ssh.py"}" "$@"\n')
-    ssh.chmod(0o755)
-    scenario = tmp / "scenario.json"
-    scenario.write_text(json.dumps({"ssh_roots": {f"host-{n}": str(r) for n, r in roots.items()}}))
-    (tmp / "fake.log").write_text("")
+    env = fake_ssh_env(tmp, {"ssh_roots": {f"host-{n}": str(r) for n, r in roots.items()}})
     hosts = [arg for name in roots for arg in ("--ssh-host", f"{name}=host-{name}")]
     code, stderr, path = run_collector(
         NEWEST, tmp, api, "--node-mode", "ssh", "--nodes", ",".join(roots), *hosts, *extra,
-        env_extra={"FAKE_SCENARIO": str(scenario), "FAKE_LOG": str(tmp / "fake.log"),
-                   "FAKE_NODEBIN": str(NODEBIN)}, program=program)
+        env_extra=env, program=program)
     assert code == 0 and path is not None, stderr
     return path
 
