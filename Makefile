@@ -1,5 +1,5 @@
 # The two commands of the README. Both set up what they need first.
-.PHONY: demo test lint
+.PHONY: demo test lint collector
 
 # Analyse the shipped incident sample: terminal summary plus an HTML report here.
 # Exit code 1 means "findings at or above --fail-on", which is the point of the demo.
@@ -20,3 +20,9 @@ lint:
 	@.venv/bin/ruff check bundle analyzers reports gpu_triage collectors tests samples
 	@.venv/bin/mypy
 	@.venv/bin/python -m pytest -q -p no:cacheprovider tests/test_layering.py
+
+# The one-file collector for customers: dist/gpu-triage-collect.pyz (standard library only,
+# node.sh inside; run with `python3 gpu-triage-collect.pyz`, Python 3.8 or newer). The same
+# sources always give the same bytes.
+collector:
+	@python3 -m collectors.pyz dist/gpu-triage-collect.pyz

@@ -4,10 +4,12 @@
 The customer-side half of gpu-triage. It needs python3 (3.8 or newer, standard library only) and
 a working kubectl, and it is read-only by construction:
 
-* kubectl runs only with the verbs version, get, logs and debug, plus `delete pod` for the debug
-  pods this run created itself: Kubectl.argv builds every kubectl argv and refuses the rest.
-* Node data comes from node.sh (next to this file), run as root on each GPU node by the chosen
-  node mode (a `kubectl debug node` pod, ssh, or this machine); it only reads.
+* kubectl runs only with the verbs version, get, logs, debug and `auth can-i` (the pre-flight,
+  preflight.py), plus `delete pod` for the debug pods this run created itself: Kubectl.argv
+  builds every kubectl argv and refuses the rest.
+* Node data comes from node.sh (next to this file, or inside gpu-triage-collect.pyz), run as
+  root on each GPU node by the chosen node mode (a `kubectl debug node` pod, ssh, or this
+  machine); it only reads.
 * Secrets are never written. Helm release Secrets are decoded here and reduced to the release
   history with redacted user values; env values, ConfigMap data and Helm values under
   secret-looking keys become "<redacted>" (Redactor).
@@ -49,10 +51,20 @@ from typing import Any, NamedTuple
 
 # redact.py travels with this file: imported as collectors.redact from the installed package,
 # as a sibling module when run as `python3 collect.py` from its directory.
-if __package__:
+# Python 3.8's zipimport runs a module before setting __package__: the name tells the package.
+PACKAGE = __package__ or __name__.rpartition(".")[0]
+if PACKAGE:
+    from . import fleet, preflight
     from .redact import REDACTED, Redactor  # noqa: F401 (REDACTED: re-exported)
 else:  # pragma: no cover - exercised by running the file itself
-    from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
+    try:
+        import fleet  # type: ignore[import-not-found,no-redef]
+        import preflight  # type: ignore[import-not-found,no-redef]
+        from redact import REDACTED, Redactor  # type: ignore[import-not-found,no-redef]  # noqa: F401
+    except ImportError as missing:
+        sys.exit(f"gpu-triage collect: {missing.name}.py must sit beside collect.py (with "
+                 "redact.py, preflight.py, fleet.py and node.sh), or use the one file "
+                 "gpu-triage-collect.pyz")
 
 COLLECTOR_NAME = "gpu-triage-collect"
 COLLECTOR_VERSION = "0.1.0"
@@ -91,6 +103,9 @@ GPU_COMPONENT_NAMES = frozenset(
 GPU_CRDS = ("clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com")
 HELM_RELEASE_TYPE = "helm.sh/release.v1"
 DEBUG_POD_PREFIX = "node-debugger-"
+# Debug pods per run, at most: with --parallel 8 and nodes taking about a minute each, 50 nodes
+# finish in well under the default 30-minute --deadline.
+DEFAULT_MAX_NODES = 50
 
 VERSION_STEP = ("cluster/version.json", ("version", "-o", "json"))
 CLUSTER_LISTS = tuple(
@@ -208,6 +223,8 @@ ERROR_KINDS = (
                              r"could not find the requested resource", re.I)),
 )
 CLASSIFIED_TOOLS = ("kubectl", "helm", "ssh")
+# Kinds that mean nothing existed to collect: shown as "not collected: not present", not FAILED.
+ABSENT_KINDS = frozenset(("previous-log-missing", "not-found", "not-started"))
 
 
 def error_tail(data: bytes, limit: int = ERROR_TAIL_CHARS) -> str:
@@ -353,7 +370,7 @@ class ReadOnlyViolation(Exception):
 
 
 class Kubectl:
-    READ_VERBS = ("version", "get", "logs", "debug")
+    READ_VERBS = ("version", "get", "logs", "debug", "auth")
 
     def __init__(self, context: str | None, kubeconfig: str | None) -> None:
         self.global_flags = ["--context", context] if context else []
@@ -372,6 +389,8 @@ class Kubectl:
                 raise ReadOnlyViolation("refusing kubectl delete " + " ".join(rest))
         elif verb not in self.READ_VERBS:
             raise ReadOnlyViolation(f"refusing kubectl verb {verb!r} (read-only collector)")
+        if verb == "auth" and rest[:1] != ["can-i"]:
+            raise ReadOnlyViolation("kubectl auth is only used as `auth can-i` (a question)")
         if verb == "get" and rest[:1] in (["secret"], ["secrets"]) and "owner=helm" not in rest:
             raise ReadOnlyViolation("Secrets are only read for Helm release records (owner=helm)")
         cut = rest.index("--") if "--" in rest else len(rest)
@@ -554,10 +573,62 @@ class Bundle:
             if counted:
                 self.done += 1
                 line = f"[{self.done}/{max(self.planned, self.done)}] "
-                line += f"FAILED {path}: {last_line(error)[:200]}" if error else f"ok {path}"
-        if counted and (error or not self.quiet):
+                absent = item.get("error_kind") in ABSENT_KINDS
+                if absent:
+                    line += f"not collected {path}: {REASONS[item['error_kind']]}"
+                elif error:
+                    line += f"FAILED {path}: {last_line(error)[:200]}"
+                else:
+                    line += f"ok {path}"
+        if counted and ((error and not absent) or not self.quiet):
             eprint(line if error else f"{line} ({item['duration_ms']} ms)")
         return item
+
+
+# How each kind of failed step reads at the end, in the admin's words. "not present" kinds are
+# expected absences: nothing existed to collect.
+REASONS = {
+    "forbidden": "no permission (RBAC)",
+    "unauthorized": "credentials refused (401)",
+    "unreachable": "could not connect",
+    "timeout": "timed out",
+    "previous-log-missing": "not present: no earlier container log (the kubelet keeps none)",
+    "not-found": "not present: not installed in this cluster",
+    "not-started": "not present: the container has not started",
+}
+ABSENT_ON_NODE_RE = re.compile(r"not found|no such file|not installed", re.I)
+
+
+# kubectl debug's error when the API server refused to create the pod (RBAC, Pod Security
+# admission, a webhook, a quota): no pod exists, so there is nothing to clean up.
+CREATE_REFUSED_RE = re.compile(r"\bis forbidden\b|denied the request|exceeded quota", re.I)
+
+
+def create_refused(error: str | None) -> bool:
+    return bool(error) and bool(CREATE_REFUSED_RE.search(error or ""))
+
+
+def reason_of(item: dict[str, Any]) -> str:
+    kind = item.get("error_kind")
+    if kind in REASONS:
+        return REASONS[str(kind)]
+    error = str(item.get("error") or "")
+    if item.get("node") and ABSENT_ON_NODE_RE.search(error):
+        return "not present on the node (no such file or command)"
+    if error.startswith("not run: "):
+        return error
+    return "failed: " + last_line(error)[:160]
+
+
+def gaps_by_reason(items: list[dict[str, Any]], nodes_gone: set[str]) -> dict[str, list[str]]:
+    """reason -> paths of the failed items; the files of a node that was not reached at all
+    are left to the one line that names those nodes."""
+    found: dict[str, list[str]] = {}
+    for item in sorted(items, key=lambda i: str(i["path"])):
+        if not item["error"] or (item.get("node") in nodes_gone):
+            continue
+        found.setdefault(reason_of(item), []).append(str(item["path"]))
+    return found
 
 
 def fitting(entries: list[Any], budget: int) -> int:
@@ -827,32 +898,111 @@ class Collector:
         self._deleted: set[str] = set()
         self._nodes_done = 0
         self._lock = threading.Lock()
+        self.selected_nodes_started: list[str] = []  # those a debug pod / ssh was tried on
+        self.answers: list[Any] = []  # the pre-flight's preflight.Answer list
+        self.skipped: list[tuple[str, str]] = []  # (node, why it was not visited)
+        self.not_collected: dict[str, str] = {}  # node -> why its files are missing
 
     def run(self) -> int:
         previous = self._install_signal_handlers()
         try:
             if not self._check_access():
                 return 2
+            self.answers = self._preflight()
+            if self.opts.preflight:
+                return 3 if preflight.missing(self.answers) else 0
             try:
                 self._collect()
             except Exception:  # a collector bug must not lose what was already gathered
                 eprint("gpu-triage collect: internal error; writing what was collected:\n"
                        + traceback.format_exc())  # fmt: skip
             finally:
-                if self.opts.node_mode == "debug-pod" and self.selected_nodes:
+                if self.opts.node_mode == "debug-pod" and self.selected_nodes_started:
                     self._cleanup_debug_pods(None)
             path, size = self._package()
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
             shutil.rmtree(self.work, ignore_errors=True)
-        failed = sum(1 for item in self.bundle.items if item["error"])
-        note = " (interrupted: partial bundle)" if self.interrupted else ""
-        eprint(f"gpu-triage collect: wrote {path} ({size / 1024:.1f} KiB); "
-               f"{failed} of {len(self.bundle.items)} steps failed{note}")  # fmt: skip
+        for line in self._outcome_lines(path, size):
+            eprint(line)
         for line in closing_lines(path, self.redactor):
             eprint(line)
+        for line in self._next_step_lines(path):
+            eprint(line)
         return 130 if self.interrupted else 0
+
+    # ---- the pre-flight and the story at the end ------------------------------------------
+
+    def _preflight(self) -> list[Any]:
+        """Ask `kubectl auth can-i` for every permission; print the table (stdout with
+        --preflight, else stderr); the answers decide whether debug pods are started."""
+        found = preflight.checks(self.opts)
+        answers = preflight.ask(lambda argv: self.runner.run(argv, self.opts.step_timeout),
+                                self.kubectl.argv, found, self.opts.parallel)  # fmt: skip
+        out = sys.stdout if self.opts.preflight else sys.stderr
+        where = f" (context {self.context})" if self.context else ""
+        if all(a.allowed is None for a in answers):
+            why = last_line(answers[0].error or "") if answers else ""
+            say = [f"gpu-triage collect: pre-flight: could not check the permissions{where} "
+                   f"(kubectl auth can-i: {why}); every step will be tried"]
+        else:
+            say = [f"gpu-triage collect: pre-flight{where}: kubectl auth can-i for each "
+                   "permission the run needs:", *preflight.table(answers),
+                   *("gpu-triage collect: " + line
+                     for line in preflight.summary(answers, self.opts.node_mode))]
+            rbac = preflight.rbac_yaml(answers)
+            say += rbac.splitlines() if rbac else []
+        if self.opts.preflight or not self.opts.quiet or preflight.missing(answers):
+            with _print_lock:
+                print("\n".join(say), file=out, flush=True)
+        return answers
+
+    def _outcome_lines(self, path: str, size: int) -> list[str]:
+        """What was collected, what was not and why (by reason, in the admin's words)."""
+        note = " (interrupted: partial bundle)" if self.interrupted else ""
+        lines = [f"gpu-triage collect: wrote {path} ({size / 1024:.1f} KiB){note}"]
+        ok = [str(i["path"]) for i in self.bundle.items if not i["error"] and i["command"]]
+        lists = sum(1 for p in ok if p.startswith("cluster/") and p.endswith(".json"))
+        logs = sum(1 for p in ok if p.startswith("logs/"))
+        nodes = len(self.selected_nodes) + len(self.skipped)
+        lines.append(f"gpu-triage collect: collected {lists} cluster object files, {logs} "
+                     f"container logs, and the node files of {self._nodes_collected()} of "
+                     f"{nodes} nodes")  # fmt: skip
+        gone = set(self.not_collected) | {n for n, _w in self.skipped}
+        for why, paths in sorted(gaps_by_reason(self.bundle.items, gone).items()):
+            shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4
+                                             else "")  # fmt: skip
+            lines.append(f"gpu-triage collect: not collected ({why}): {shown}")
+        missed: dict[str, list[str]] = {}
+        for node, why in sorted(self.not_collected.items()):
+            missed.setdefault(why, []).append(node)
+        for node, why in self.skipped:  # in priority order
+            missed.setdefault(why.split(" (")[0], []).append(node)
+        for why, names in missed.items():
+            shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more"
+                                             if len(names) > 20 else "")  # fmt: skip
+            lines.append(f"gpu-triage collect: nodes not reached ({len(names)}, {why}): {shown}")
+        return lines
+
+    def _nodes_collected(self) -> int:
+        return len([n for n in self.selected_nodes if n not in self.not_collected])
+
+    def _next_step_lines(self, path: str) -> list[str]:
+        if any("PodSecurity" in why for why in self.not_collected.values()):
+            return ["gpu-triage collect: next: Pod Security admission refused the privileged "
+                    f"debug pods in namespace {self.opts.debug_namespace}; rerun with "
+                    "--debug-namespace NS, where NS is labelled "
+                    "pod-security.kubernetes.io/enforce=privileged (ask your cluster admin), "
+                    f"or send {os.path.basename(path)} as it is (no node files)"]
+        refused = preflight.missing(self.answers)
+        forbidden = [i for i in self.bundle.items if i.get("error_kind") == "forbidden"]
+        if refused or forbidden:
+            return ["gpu-triage collect: next: some data needs permissions this identity lacks; "
+                    "ask your cluster admin for the RBAC printed by `--preflight` (run it: "
+                    "python3 gpu-triage-collect.pyz --preflight), then rerun; or send "
+                    f"{os.path.basename(path)} as it is"]
+        return [f"gpu-triage collect: next: send {os.path.basename(path)} to support"]
 
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
@@ -910,12 +1060,22 @@ class Collector:
         if pods is None:
             self.bundle.plan(2 if self.operator_ns else 1)
             pods = self._guard("logs", self._pods_of_namespace)
-        self.selected_nodes = self._select_nodes()
+        self.selected_nodes = self._select_nodes(pods, lists["cluster/events.json"])
+        refused = preflight.nodes_refused(self.answers) if self.opts.node_mode == "debug-pod" \
+            else []
+        if refused:  # no debug pod is started where the pre-flight says it would be refused
+            why = ("no debug pod started: the pre-flight found "
+                   + " and ".join(preflight.describe(c) for c in refused) + " refused")
+            for node in self.selected_nodes:
+                self._node_missing(node, why, "forbidden")
+            self.selected_nodes_started = []
+        else:
+            self.selected_nodes_started = list(self.selected_nodes)
         targets = list(log_targets(pods, self.operator_ns)) if pods else []
         workloads = self._workload_logs(pods, lists["cluster/pods.json"] is not None)
         self.bundle.plan(len(targets) + len(workloads) + 2)
         with futures.ThreadPoolExecutor(max_workers=self.opts.parallel) as pool:
-            for node in self.selected_nodes:  # the slowest first
+            for node in self.selected_nodes_started:  # the slowest first, by priority
                 pool.submit(self._guard, "nodes", self._collect_node, node)
             pool.submit(self._guard, "cluster/configmaps.json", self._collect_configmaps,
                         component_namespaces(pods, self.operator_ns))  # fmt: skip
@@ -1186,7 +1346,44 @@ class Collector:
 
     # ---- nodes ---------------------------------------------------------------------------
 
-    def _select_nodes(self) -> list[str]:
+    def _gpu_stack(self, pod: dict[str, Any]) -> bool:
+        ns = (pod.get("metadata") or {}).get("namespace")
+        return (self.operator_ns is not None and ns == self.operator_ns) or is_gpu_component(
+            pod) or requests_gpu(pod)
+
+    def _node_missing(self, node: str, why: str, kind: str | None = None) -> None:
+        """A node whose files are not in the bundle: one item nodes/<node> with the reason."""
+        with self._lock:
+            self.not_collected[node] = why
+        extra = {"error_kind": kind} if kind else {}
+        self.bundle.add(f"nodes/{node}", None, node, error=f"node not collected: {why}",
+                        counted=False, extra=extra)  # fmt: skip
+
+    def _skip_nodes(self, left: list[tuple[str, str]]) -> None:
+        for node, why in left:
+            reason = f"left out by --max-nodes {self.opts.max_nodes} ({why})"
+            self.skipped.append((node, reason))
+            self.bundle.add(f"nodes/{node}", None, node, error=f"node not visited: {reason}",
+                            counted=False, extra={"error_kind": "skipped"})  # fmt: skip
+
+    def _prioritised(self, names: list[str], pods: Any, events: Any) -> list[str]:
+        """Problems first, then one node of each kind, then the rest; --max-nodes of them."""
+        ranked = fleet.order(names, self.nodes, pods, events, self._gpu_stack)
+        chosen, left = ranked[: self.opts.max_nodes], ranked[self.opts.max_nodes :]
+        self._skip_nodes(left)
+        bad = [(n, why) for n, why in chosen if why.startswith("problem: ")]
+        if bad:
+            shown = "; ".join(f"{n} ({why[9:]})" for n, why in bad[:10])
+            more = f"; {len(bad) - 10} more" if len(bad) > 10 else ""
+            eprint(f"gpu-triage collect: nodes with problems, visited first: {shown}{more}")
+        if left:
+            eprint(f"gpu-triage collect: visiting {len(chosen)} of {len(names)} GPU nodes "
+                   f"(--max-nodes {self.opts.max_nodes}): those with problems, then one of each "
+                   f"kind (GPU, driver, OS, kernel, runtime), then the rest; {len(left)} left "
+                   "out (raise --max-nodes or name them with --nodes)")  # fmt: skip
+        return [n for n, _why in chosen]
+
+    def _select_nodes(self, pods: Any = None, events: Any = None) -> list[str]:
         if self.opts.node_mode == "none":
             return []
         if self.opts.nodes:
@@ -1202,13 +1399,15 @@ class Collector:
             return []
         names = gpu_node_names(self.nodes)
         if names:
-            return names
+            return self._prioritised(names, pods, events)
         # Labelling itself may be broken (no GFD, no NFD, no device plugin): try every node,
         # each stopping early where lspci shows no NVIDIA device.
         every = sorted(str(n) for n in known if n)
         self.probing = bool(every)
         chosen = every[: self.opts.max_nodes]
         extra = len(every) - len(chosen)
+        self._skip_nodes([(n, "no GPU label anywhere: nodes tried in name order")
+                          for n in every[self.opts.max_nodes :]])
         left = f"; {extra} more left out (--max-nodes)" if extra else ""
         eprint(f"gpu-triage collect: no node has an NVIDIA GPU label or nvidia.com capacity; "
                f"trying {len(chosen)} node(s), each stopping early without an NVIDIA PCI "
@@ -1234,13 +1433,20 @@ class Collector:
         except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
             problem = f"no usable tar stream from the node script ({exc})"
         finally:
-            if debug and result.rc is not None:
+            if debug and result.rc is not None and not create_refused(result.error):
                 self._cleanup_debug_pods(node)
             with contextlib.suppress(FileNotFoundError):
                 os.remove(tar_path)
         if not steps:
             reason = result.error or problem or "the node script wrote nothing"
             error = f"node not collected (--node-mode {self.opts.node_mode}): {reason}"
+            why = re.sub(r"node-debugger-[a-z0-9.-]+", "node-debugger-<node>-<id>",
+                         last_line(reason))
+            if debug and create_refused(reason):
+                why = (f"the API server refused the debug pod in namespace "
+                       f"{self.opts.debug_namespace}: {why}")
+            with self._lock:
+                self.not_collected[node] = why
             for rel, _command, always in NODE_STEPS:
                 if always:
                     path = f"nodes/{node}/{rel}"
@@ -1252,8 +1458,12 @@ class Collector:
         with self._lock:
             self._nodes_done += 1
             done = self._nodes_done
-        state = "collected" if collected else "NOT collected"
-        eprint(f"nodes {done}/{len(self.selected_nodes)}: {node} {state} ({failed} failed steps)")
+        if collected:
+            absent = f"; {failed} files not on the node or failed" if failed else ""
+            eprint(f"nodes {done}/{len(self.selected_nodes)}: {node} collected{absent}")
+        else:
+            why = self.not_collected.get(node, "see the manifest")
+            eprint(f"nodes {done}/{len(self.selected_nodes)}: {node} NOT collected: {why}")
 
     def _ingest_node_tar(self, node: str, tar_path: str, offset: int) -> int:
         """Copy node.sh's files into nodes/<node>/, turn steps.tsv into items; returns #steps."""
@@ -1322,8 +1532,13 @@ class Collector:
         argv = self.kubectl.argv("get", "pods", "-n", ns, "-o", "json")
         listed = self.runner.run(argv, 60, cleanup=True)
         pods = load_json(listed.stdout) if listed.error is None else None
-        if not isinstance(pods, dict):
-            eprint(f"gpu-triage collect: cannot list the pods in {ns}: {listed.error}")
+        existing = {str((p.get("metadata") or {}).get("name"))
+                    for p in (pods or {}).get("items") or []}
+        if isinstance(pods, dict):  # only pods that exist: a refused create made none
+            names &= existing
+        elif names:
+            eprint(f"gpu-triage collect: cannot list the pods in {ns} to find this run's debug "
+                   f"pods: {last_line(listed.error or '')}")  # fmt: skip
         for pod in (pods or {}).get("items") or []:
             name = (pod.get("metadata") or {}).get("name") or ""
             containers = (pod.get("spec") or {}).get("containers") or []
@@ -1340,8 +1555,9 @@ class Collector:
             argv = self.kubectl.argv("delete", "pod", name, *flags)
             result = self.runner.run(argv, 60, cleanup=True)
             if result.error is not None:
-                eprint(f"gpu-triage collect: could not delete debug pod {ns}/{name} "
-                       f"({result.error}); please delete it by hand")  # fmt: skip
+                eprint(f"gpu-triage collect: could not delete the debug pod {ns}/{name} this "
+                       f"run started ({last_line(result.error)}); it has finished; remove it "
+                       f"with: kubectl delete pod -n {ns} {name}")  # fmt: skip
             elif not self.opts.quiet:
                 eprint(f"gpu-triage collect: deleted debug pod {ns}/{name}")
 
@@ -1528,6 +1744,9 @@ def print_plan(opts: argparse.Namespace, out: Any) -> None:
         say(shlex.join(argv) + (f"   > {target}" if target else "") + note)
 
     say("# gpu-triage collect --dry-run: nothing is run. A real run would use these commands.")
+    say("# pre-flight (printed as a table; --preflight stops after it)")
+    for check in preflight.checks(opts):
+        show(preflight.can_i_argv(kubectl.argv, check))
     say("# cluster (cluster/*.json; secrets redacted by key and by shape: collectors/redact.py)")
     for path, args in (VERSION_STEP, *CLUSTER_LISTS):
         show(kubectl.argv(*args), path)
@@ -1595,6 +1814,9 @@ node modes (how node.sh, next to this file, reaches each node as root):
   local      this machine is the node (run as root): sh -s here. Name it with --nodes.
   none       cluster objects and logs only.
 
+Before anything runs, a pre-flight asks `kubectl auth can-i` for each permission the run
+needs and prints what will and will not be collected (--preflight: only that).
+
 Collected by default: nodes labelled nvidia.com/gpu.present=true, carrying an NVIDIA PCI
 label from NFD, or with nvidia.com/* capacity; when none has any of these, up to --max-nodes
 nodes, each stopping early where lspci shows no NVIDIA device; --nodes a,b chooses others.
@@ -1602,7 +1824,9 @@ Nothing in the cluster is changed: kubectl runs only version, get, logs and debu
 deletes its own debug pods). Secrets are never written.
 
 exit codes:
-  0    bundle written (failed steps are listed in its manifest and counted on stderr)
+  0    bundle written (the last lines say what was not collected, why, and what to do);
+       with --preflight: every permission the run needs is granted
+  3    --preflight only: some permission is refused (the RBAC that grants it is printed)
   2    nothing collected: bad options, kubectl missing, or no access to the API server
   130  interrupted (Ctrl-C / SIGTERM): a partial bundle was still written
 """
@@ -1649,16 +1873,16 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node.sh")
     add("-o", "--output", metavar="PATH", help="bundle file or directory (default: current dir)")
     add("--context", help="kubeconfig context (default: the current context)")
     add("--kubeconfig", metavar="FILE", help="kubeconfig file (default: kubectl's)")
     add("-n", "--namespace", help="GPU Operator namespace (default: of the app=gpu-operator pod)")
     add("--nodes", metavar="A,B", action="append", default=[],
         help="nodes to collect, comma-separated, repeatable (default: the GPU nodes)")  # fmt: skip
-    add("--max-nodes", type=positive(int), default=20, metavar="N",
-        help="when no node has a GPU label or nvidia.com capacity, try at most N nodes, each "
-             "stopping early without an NVIDIA PCI device (default: 20)")  # fmt: skip
+    add("--max-nodes", type=positive(int), default=DEFAULT_MAX_NODES, metavar="N",
+        help="visit at most N nodes (debug pods), GPU nodes with problems first, then one of "
+             "each kind, then the rest; the others are recorded as left out (default: "
+             f"{DEFAULT_MAX_NODES}; --nodes is not capped)")  # fmt: skip
     add("--node-mode", choices=("debug-pod", "ssh", "local", "none"), default="debug-pod",
         help="how node.sh reaches the nodes (default: debug-pod; see below)")  # fmt: skip
     add("--debug-image", default="busybox:1.36", metavar="IMAGE", help="(default: busybox:1.36)")
@@ -1667,7 +1891,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ssh-host", action="append", default=[], metavar="NODE=HOST", help="repeatable")
     add("--ssh-user", metavar="USER", help="ssh login user")
     add("--ssh-sudo", action="store_true", help="run node.sh through sudo -n (ssh mode)")
-    add("--node-script", metavar="FILE", default=script, help="(default: node.sh beside this)")
+    add("--node-script", metavar="FILE", default=None,
+        help="(default: the node.sh inside the .pyz, or beside collect.py)")  # fmt: skip
     add("--since", type=since_value, default="168h", help="journal window (default: 168h)")
     add("--log-tail", type=positive(int), default=5000, metavar="LINES",
         help="log lines per container (default: 5000)")  # fmt: skip
@@ -1691,6 +1916,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace node host names and IP addresses by stable pseudonyms; the mapping is "
              "written next to the bundle, never into it")  # fmt: skip
     add("--dry-run", action="store_true", help="print the commands a run would use; run nothing")
+    add("--preflight", "--check", dest="preflight", action="store_true",
+        help="only check the permissions (kubectl auth can-i), say what would be collected and "
+             "print the RBAC that would grant the rest; collects nothing (this check also "
+             "runs at the start of every collection)")  # fmt: skip
     add("-q", "--quiet", action="store_true", help="only failures and the summary on stderr")
     version = f"{COLLECTOR_NAME} {COLLECTOR_VERSION} (bundle format {FORMAT_VERSION})"
     add("--version", action="version", version=version)
@@ -1712,6 +1941,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return opts
 
 
+def read_node_script(path: str | None) -> bytes:
+    """--node-script FILE, else the node.sh that travels with this module: beside collect.py,
+    inside the installed package, or inside gpu-triage-collect.pyz (read from the archive)."""
+    if path:
+        with open(path, "rb") as handle:
+            return handle.read()
+    if PACKAGE:
+        import importlib.resources as resources
+
+        if hasattr(resources, "files"):  # 3.9+
+            return resources.files(PACKAGE).joinpath("node.sh").read_bytes()
+        return resources.read_binary(PACKAGE, "node.sh")  # 3.8 (zipimport included)
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "node.sh"), "rb") as handle:
+        return handle.read()
+
+
 def main(argv: list[str] | None = None) -> int:
     """`gpu-triage collect ARGS` and `python3 collect.py ARGS`; returns the exit code."""
     try:
@@ -1729,12 +1974,12 @@ def main(argv: list[str] | None = None) -> int:
         eprint("gpu-triage collect: kubectl not found on PATH")
         return 2
     node_script = b""
-    if opts.node_mode != "none":
+    if opts.node_mode != "none" and not opts.preflight:
         try:
-            with open(opts.node_script, "rb") as handle:
-                node_script = handle.read()
+            node_script = read_node_script(opts.node_script)
         except OSError as exc:
-            eprint(f"gpu-triage collect: cannot read {opts.node_script}: {exc.strerror}")
+            where = opts.node_script or "node.sh (inside the collector)"
+            eprint(f"gpu-triage collect: cannot read {where}: {exc.strerror or exc}")
             return 2
     if opts.node_mode == "local" and hasattr(os, "geteuid") and os.geteuid() != 0:
         eprint("gpu-triage collect: warning: --node-mode local should run as root")

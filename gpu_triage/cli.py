@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from analyzers import __version__
+from gpu_triage import outputs
 from gpu_triage.cli_common import (
     FORMATS,
     SEVERITIES,
@@ -300,12 +301,33 @@ def verify(bundle_path: Path, show_all: bool) -> None:
                                "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def collect(args: tuple[str, ...]) -> None:
-    """Collect a support bundle from the current cluster (read-only; see --help)."""
+    """Collect a support bundle from the current cluster (read-only; see --help).
+
+    `--write-pyz PATH` writes the one-file collector (gpu-triage-collect.pyz) for a customer
+    instead, byte for byte what `make collector` builds."""
+    if args[:1] == ("--write-pyz",):
+        _write_pyz(args[1:])
+        return
     from collectors.collect import main as collect_main
 
     code = collect_main(list(args))
     if code:
         raise SystemExit(code)
+
+
+def _write_pyz(rest: tuple[str, ...]) -> None:
+    from collectors.pyz import build
+
+    if len(rest) != 1:
+        raise click.UsageError("--write-pyz takes one PATH: gpu-triage collect --write-pyz PATH")
+    path = Path(rest[0])
+    data = build()
+    try:
+        outputs.write(path, data, 0o755)
+    except outputs.OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{path}: {len(data)} bytes; hand it over and run: python3 {path.name} "
+               "--preflight, then python3 " + path.name, err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,12 @@ what customers' clusters do to the collector:
 * log_text: the log of "ns/pod/container" (or "ns/pod/container.previous") as served, instead
   of three generic lines; tailLines and limitBytes are applied as the kubelet does.
 
+* denied: permissions ("create pods", "create pods/attach", "list events", ...) that a
+  SelfSubjectAccessReview (`kubectl auth can-i`) answers "no"; `forbidden` and
+  `only_namespace` are answered "no" there too, as an API server's RBAC would;
+* refuse_create: a pod create (what `kubectl debug node/...` sends) is refused with Pod Security
+  admission's 403, whatever the review said (admission is not RBAC: can-i says yes).
+
 Every request is recorded in `requests` (method, path, query), so tests can check that the
 collector only read. Aggregated discovery (the apidiscovery.k8s.io Accept types) is not offered:
 kubectl falls back to the legacy endpoints, which every version 1.27-1.33 supports.
@@ -62,6 +68,7 @@ SERVER_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4", "gitComm
                   "gitTreeState": "clean", "buildDate": "2026-11-01T00:00:00Z",
                   "goVersion": "go1.22.9", "compiler": "gc", "platform": "linux/amd64"}
 IDENTITY = "system:serviceaccount:gpu-operator:gpu-triage"
+SSAR_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
 _CERT: list[Path] = []
@@ -104,6 +111,9 @@ class ApiServer:
         self.only_namespace: str | None = None
         self.previous_lost: set[str] = set()
         self.log_text: dict[str, str] = {}
+        self.denied: set[str] = set()
+        self.reviews: list[dict[str, str]] = []
+        self.refuse_create = False
         self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
         self.objects: dict[str, list[dict]] = {}
         for resource, (*_, fixture) in RESOURCES.items():
@@ -155,11 +165,15 @@ class ApiServer:
     # ---- answering ------------------------------------------------------------------------
 
     def answer(self, method: str, path: str, query: dict[str, list[str]],
-               auth: str | None) -> tuple[int, str, bytes]:
+               auth: str | None, body: bytes = b"") -> tuple[int, str, bytes]:
         with self._lock:
             self.requests.append((method, path, query))
         if auth != f"Bearer {self.token}":
             return self._json(401, _status(401, "Unauthorized", "Unauthorized"))
+        if method == "POST" and path == SSAR_PATH:
+            return self._review(review_spec(body))
+        if method == "POST" and path.endswith("/pods") and self.refuse_create:
+            return self._pod_security(pod_name(body))
         if method != "GET":
             return self._json(405, _status(405, "MethodNotAllowed", "the loopback server reads"))
         if path == "/version":
@@ -168,6 +182,38 @@ class ApiServer:
         if found is not None:
             return found
         return self._resource(path, query)
+
+    def allows(self, verb: str, resource: str, subresource: str, namespace: str | None) -> bool:
+        full = f"{resource}/{subresource}" if subresource else resource
+        if f"{verb} {full}" in self.denied:
+            return False
+        if self.only_namespace is not None and namespace != self.only_namespace:
+            return False
+        return not (resource in self.forbidden and verb in ("get", "list", "watch"))
+
+    def _review(self, review: dict) -> tuple[int, str, bytes]:
+        """A SelfSubjectAccessReview: the spec back with status.allowed, as the API does."""
+        attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+        with self._lock:
+            self.reviews.append(dict(attrs))
+        allowed = self.allows(attrs.get("verb", ""), attrs.get("resource", ""),
+                              attrs.get("subresource", ""), attrs.get("namespace") or None)
+        status: dict[str, Any] = {"allowed": allowed}
+        if allowed:
+            status["reason"] = 'RBAC: allowed by ClusterRoleBinding "gpu-triage"'
+        return self._json(201, dict(review, status=status))
+
+    @staticmethod
+    def _pod_security(name: str) -> tuple[int, str, bytes]:
+        """Pod Security admission refusing kubectl debug's privileged node pod. Wording as the
+        API server writes it: https://github.com/cilium/pwru/issues/583 (baseline:latest, host
+        namespaces, hostPath volumes, privileged); the pod's volume is kubectl's host-root."""
+        message = (f'pods "{name}" is forbidden: violates PodSecurity "baseline:latest": host '
+                   'namespaces (hostNetwork=true, hostPID=true, hostIPC=true), hostPath volumes '
+                   '(volume "host-root"), privileged (container "debugger" must not set '
+                   'securityContext.privileged=true)')
+        return 403, "application/json", json.dumps(_status(403, "Forbidden", message, {
+            "name": name, "kind": "pods"})).encode()
 
     @staticmethod
     def _json(code: int, obj: Any) -> tuple[int, str, bytes]:
@@ -292,6 +338,65 @@ class ApiServer:
         return 200, "text/plain", body[:int(limit)] if limit.isdigit() else body
 
 
+def _fields(data: bytes) -> dict[int, list[bytes | int]]:
+    """The fields of one protobuf message: number -> values (varints, length-delimited bytes)."""
+    found: dict[int, list[bytes | int]] = {}
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while at < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            found.setdefault(number, []).append(varint())
+        elif wire == 2:
+            size = varint()
+            found.setdefault(number, []).append(data[at:at + size])
+            at += size
+        else:
+            raise ValueError(f"unexpected protobuf wire type {wire}")
+    return found
+
+
+ATTRIBUTES = ("namespace", "verb", "group", "version", "resource", "subresource", "name")
+
+
+def review_spec(body: bytes) -> dict:
+    """A SelfSubjectAccessReview as JSON (kubectl up to 1.32) or protobuf (1.33 sends its
+    built-in types so: the 'k8s\\0' envelope runtime.Unknown{typeMeta=1, raw=2}, whose raw is
+    the review {metadata=1, spec=2 {resourceAttributes=1 {namespace=1, verb=2, group=3,
+    version=4, resource=5, subresource=6, name=7}}}, the fields of k8s.io/api's generated.proto)."""
+    if not body.startswith(b"k8s\x00"):
+        return json.loads(body or b"{}")
+    raw = _fields(body[4:])[2][0]
+    spec = _fields(bytes(raw))[2][0]  # type: ignore[arg-type]
+    attrs = _fields(bytes(spec)).get(1, [b""])[0]  # type: ignore[arg-type]
+    values = _fields(bytes(attrs))  # type: ignore[arg-type]
+    return {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {
+                name: bytes(values[n][0]).decode() for n, name in enumerate(ATTRIBUTES, 1)
+                if n in values}}}  # type: ignore[arg-type]
+
+
+def pod_name(body: bytes) -> str:
+    """metadata.name of a created Pod, sent as JSON or as protobuf (Pod {metadata=1 {name=1}})."""
+    if not body.startswith(b"k8s\x00"):
+        return str((json.loads(body or b"{}").get("metadata") or {}).get("name", ""))
+    pod = _fields(bytes(_fields(body[4:])[2][0]))  # type: ignore[arg-type]
+    meta = _fields(bytes(pod[1][0]))  # type: ignore[arg-type]
+    return bytes(meta.get(1, [b""])[0]).decode()  # type: ignore[arg-type]
+
+
 def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -300,10 +405,9 @@ def _handler(server: ApiServer) -> type[BaseHTTPRequestHandler]:
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query)
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
+            sent = self.rfile.read(length) if length else b""
             code, ctype, body = server.answer(self.command, url.path, query,
-                                              self.headers.get("Authorization"))
+                                              self.headers.get("Authorization"), sent)
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))

@@ -416,6 +416,18 @@ class FakeCluster:
         return json.loads(path.read_text()) if path.exists() else {}
 
 
+def fake_ssh_env(tmp: Path, scenario: dict) -> dict:
+    """The fake ssh in tmp/bin (run_collector puts that first on PATH), the scenario it reads
+    (ssh_roots, ssh_slow, ...), and the environment that tells it where things are."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    _script(bin_dir / "ssh", f'exec "{sys.executable}" "{FAKES / "fake_ssh.py"}" "$@"\n')
+    (tmp / "scenario.json").write_text(json.dumps(scenario))
+    (tmp / "fake.log").write_text("")
+    return {"FAKE_SCENARIO": str(tmp / "scenario.json"), "FAKE_LOG": str(tmp / "fake.log"),
+            "FAKE_NODEBIN": str(NODEBIN)}
+
+
 def read_bundle(path: Path) -> tuple:
     """(member names in order, {name: bytes}, manifest dict) of a .tgz bundle."""
     names, files = [], {}

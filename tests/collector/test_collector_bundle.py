@@ -254,7 +254,8 @@ def test_node_items_carry_the_node_and_its_command(run):
 def test_only_read_verbs_and_own_debug_pods_deleted(run):
     cluster, _code, _path, _names, _files, _manifest = run
     calls = cluster.invocations("kubectl")
-    assert {argv[0] for argv in calls} <= {"version", "get", "logs", "debug", "delete"}
+    assert {argv[0] for argv in calls} <= {"version", "get", "logs", "debug", "delete", "auth"}
+    assert {argv[1] for argv in calls if argv[0] == "auth"} == {"can-i"}  # questions only
     created = {argv[1].split("/")[1] for argv in calls if argv[0] == "debug"}
     deleted = [argv for argv in calls if argv[0] == "delete"]
     assert all(argv[1] == "pod" and argv[2].startswith("node-debugger-") for argv in deleted)

@@ -192,8 +192,12 @@ def test_steps_tsv_unescaping():
     )
 
 
-@pytest.mark.parametrize("path", [COLLECT_PY, COLLECT_PY.with_name("redact.py")],
-                         ids=["collect.py", "redact.py"])
+SIBLINGS = ("redact", "fleet", "preflight", "collectors")
+
+
+@pytest.mark.parametrize("path", [COLLECT_PY.with_name(f"{name}.py") for name in (
+    "collect", "redact", "fleet", "preflight", "pyz")],
+    ids=["collect.py", "redact.py", "fleet.py", "preflight.py", "pyz.py"])
 def test_collect_py_is_python38_and_stdlib_only(path):
     source = path.read_text()
     tree = ast.parse(source, feature_version=(3, 8))
@@ -219,10 +223,11 @@ def test_collect_py_is_python38_and_stdlib_only(path):
         for alias in node.names
     }
     modules |= {
-        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        node.module.split(".")[0] for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module  # `from . import x`: a sibling
     }
-    # redact.py travels with collect.py (the three collector files go together)
-    assert modules <= set(sys.stdlib_module_names) | {"__future__", "redact"}, modules - set(
+    # the sibling modules travel with collect.py (in the .pyz, or the collectors/ directory)
+    assert modules <= set(sys.stdlib_module_names) | {"__future__", *SIBLINGS}, modules - set(
         sys.stdlib_module_names
     )
 

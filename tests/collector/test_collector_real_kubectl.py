@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from apiserver import IDENTITY, ApiServer, have_openssl
+from apiserver import IDENTITY, SSAR_PATH, ApiServer, have_openssl
 from collector_support import COLLECT_PY, by_path, read_bundle, secrets_list
 from kubectl_kit import kubectl_binaries
 
@@ -49,8 +49,12 @@ PREVIOUS_LOST = (
 
 def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
                   token: str | None = None, url: str | None = None,
-                  env_extra: dict[str, str] | None = None) -> tuple[int, str, Path | None]:
-    """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH."""
+                  env_extra: dict[str, str] | None = None,
+                  program: list[str] | None = None,
+                  stdout: bool = False) -> tuple[int, str, Path | None]:
+    """Run collect.py (a subprocess, as a customer would) with `kubectl` first on PATH;
+    `program` runs another form of it instead (["python3.8", "gpu-triage-collect.pyz"]);
+    `stdout`: return what it printed on stdout instead of stderr (--preflight's table)."""
     bin_dir, out = tmp / "bin", tmp / "out"
     bin_dir.mkdir(exist_ok=True)
     out.mkdir(exist_ok=True)
@@ -67,11 +71,13 @@ def run_collector(kubectl: Path, tmp: Path, api: ApiServer | None, *args: str,
             if d and not os.path.exists(os.path.join(d, "helm"))]
     env = {"PATH": os.pathsep.join([str(bin_dir), *keep]), "HOME": str(tmp / "home"),
            "KUBECONFIG": str(config), "LANG": "C.UTF-8", **(env_extra or {})}
-    proc = subprocess.run([sys.executable, str(COLLECT_PY), "-o", str(out), "--node-mode",
+    program = program or [sys.executable, str(COLLECT_PY)]
+    proc = subprocess.run([*program, "-o", str(out), "--node-mode",
                            "none", "--step-timeout", "60", *args],
                           env=env, capture_output=True, timeout=300)
     made = sorted(out.glob("*.tgz"))
-    return proc.returncode, proc.stderr.decode("utf-8", "replace"), made[0] if made else None
+    said = proc.stdout if stdout else proc.stderr
+    return proc.returncode, said.decode("utf-8", "replace"), made[0] if made else None
 
 
 def bundle_files(path: Path) -> tuple[dict[str, bytes], dict, dict]:
@@ -160,9 +166,10 @@ def test_noise_refusals_lost_previous_log_and_a_list_over_the_cap(kubectl: Path,
         api.forbidden = {"events"}
         api.previous_lost = {DCGM}
         code, stderr, path = run_collector(kubectl, tmp_path, api, "--max-file-bytes", "16Ki")
-        methods = {method for method, _path, _query in api.requests}
+        methods = {(m, p if m != "GET" else "") for m, p, _query in api.requests}
     assert code == 0 and path is not None, stderr
-    assert methods == {"GET"}  # read-only, as the server saw it
+    # read-only, as the server saw it: the only POSTs are the pre-flight's questions
+    assert methods == {("GET", ""), ("POST", SSAR_PATH)}
     files, manifest, items = bundle_files(path)
     assert manifest["cluster"]["server_version"] == "v1.31.4"
 
@@ -426,7 +433,7 @@ def test_components_in_any_namespace_workload_tails_and_crds(kubectl: Path,
                                                             tmp_path: Path) -> None:
     api, _stderr, path = run_components(kubectl, tmp_path, "--workload-pods", "2")
     files, manifest, items = bundle_files(path)
-    assert {method for method, _path, _query in api.requests} == {"GET"}
+    assert {(m, p) for m, p, _query in api.requests if m != "GET"} == {("POST", SSAR_PATH)}
     assert sorted(item["path"] for item in manifest["items"] if item["error"]) == []
 
     # CRDs by name, whole (the schema is what a CRD-skew rule compares)

@@ -328,7 +328,9 @@ def test_the_bundle_is_0600_and_the_last_lines_say_what_was_redacted(cluster, ca
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     _names, _files, manifest = read_bundle(path)
     kinds = manifest["redaction"]["kinds"]
-    lines = capsys.readouterr().err.splitlines()[-4:]
+    every = capsys.readouterr().err.splitlines()
+    lines = every[-5:-1]
+    assert every[-1] == f"gpu-triage collect: next: send {path.name} to support"
     total = sum(kinds.values())
     shown = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
     assert lines[0] == (f"gpu-triage collect: redacted {total} values ({shown}); "

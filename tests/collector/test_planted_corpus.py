@@ -23,13 +23,13 @@ from pathlib import Path
 
 from apiserver import ApiServer
 from collector_support import (
-    FAKES,
     FIXTURES,
-    NODEBIN,
+    fake_ssh_env,
     helm_secret,
     make_node_root,
 )
 from planted import FLAG_FORMS, FLAG_NEGATIVE, FORMS, TOML_NEGATIVE, toml_dropin
+from pyz_kit import python, write_pyz
 from test_collector_real_kubectl import NEEDS, NEWEST, run_collector
 from test_node_distros import BUILDERS, Root
 
@@ -265,20 +265,13 @@ def _bundle_bytes(path: Path) -> dict[str, bytes]:
     return out
 
 
-def _collect(tmp: Path, api: ApiServer, roots: dict[str, Path], *extra: str) -> Path:
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    ssh = bin_dir / "ssh"
-    ssh.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKES / "fake_ssh.py"}" "$@"\n')
-    ssh.chmod(0o755)
-    scenario = tmp / "scenario.json"
-    scenario.write_text(json.dumps({"ssh_roots": {f"host-{n}": str(r) for n, r in roots.items()}}))
-    (tmp / "fake.log").write_text("")
+def _collect(tmp: Path, api: ApiServer, roots: dict[str, Path], *extra: str,
+             program: list[str] | None = None) -> Path:
+    env = fake_ssh_env(tmp, {"ssh_roots": {f"host-{n}": str(r) for n, r in roots.items()}})
     hosts = [arg for name in roots for arg in ("--ssh-host", f"{name}=host-{name}")]
     code, stderr, path = run_collector(
         NEWEST, tmp, api, "--node-mode", "ssh", "--nodes", ",".join(roots), *hosts, *extra,
-        env_extra={"FAKE_SCENARIO": str(scenario), "FAKE_LOG": str(tmp / "fake.log"),
-                   "FAKE_NODEBIN": str(NODEBIN)})
+        env_extra=env, program=program)
     assert code == 0 and path is not None, stderr
     return path
 
@@ -294,7 +287,11 @@ def test_no_planted_secret_reaches_the_bundle(tmp_path: Path) -> None:
         api.log_text.update(logs)
         plain = _collect(tmp_path / "plain", api, roots)
         pseudo = _collect(tmp_path / "pseudo", api, roots, "--pseudonymize")
-    for path in (plain, pseudo):
+        # the one-file form, on the oldest Python it promises where this machine has it
+        pyz = write_pyz(tmp_path / "handed-over")
+        oldest = python("3.8") or sys.executable
+        one_file = _collect(tmp_path / "pyz", api, roots, program=[oldest, str(pyz)])
+    for path in (plain, pseudo, one_file):
         files = _bundle_bytes(path)
         nodes = {name.split("/")[2] for name in files if "/nodes/" in name}
         assert len(nodes) == len(roots), nodes  # every distribution was collected

@@ -203,21 +203,28 @@ def test_python38_redacts_the_same() -> None:
 
 @pytest.mark.parametrize("which", ["python3.8", "this python"])
 def test_the_three_files_travel_together(which: str, tmp_path: Path) -> None:
-    """collect.py run as a file imports redact.py from beside it, and needs nothing else."""
+    """collect.py run as a file imports its modules from beside it, and needs nothing else;
+    one missing is named in one line (the one-file .pyz avoids the question)."""
     python = _python38() if which == "python3.8" else sys.executable
     if python is None:
         pytest.skip("no Python 3.8 interpreter here")
-    for name in ("collect.py", "redact.py", "node.sh"):
+    loose = ("collect.py", "redact.py", "preflight.py", "fleet.py", "node.sh")
+    for name in loose:
         shutil.copy(REDACT_PY.with_name(name), tmp_path / name)
     proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
                           capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     assert "kubectl version -o json" in proc.stdout
-    (tmp_path / "redact.py").unlink()
-    proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and "redact" in proc.stderr
+    for gone in ("redact.py", "fleet.py"):
+        (tmp_path / gone).rename(tmp_path / f"{gone}.away")
+        proc = subprocess.run([python, str(tmp_path / "collect.py"), "--dry-run"], cwd="/",
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr == (
+            f"gpu-triage collect: {gone} must sit beside collect.py (with redact.py, "
+            "preflight.py, fleet.py and node.sh), or use the one file "
+            "gpu-triage-collect.pyz\n"), proc.stderr
+        (tmp_path / f"{gone}.away").rename(tmp_path / gone)
 
 
 def test_a_toleration_or_a_key_reference_keeps_its_key() -> None:

@@ -231,6 +231,14 @@ def cmd_delete(flags, positional):
     print(f'pod "{name}" deleted')
 
 
+def cmd_can_i(sc, words):
+    """`auth can-i VERB RESOURCE`: "yes", or "no" (exit 1) for scenario "cannot" entries."""
+    if " ".join(words[:2]) in sc.get("cannot", []):
+        print("no")
+        sys.exit(1)
+    print("yes")
+
+
 def main():
     argv = sys.argv[1:]
     log_invocation("kubectl", argv)
@@ -247,6 +255,8 @@ def main():
         cmd_debug(sc, flags, positional, rest)
     elif verb == "delete":
         cmd_delete(flags, positional)
+    elif verb == "auth" and positional[:1] == ["can-i"]:
+        cmd_can_i(sc, positional[1:])
     else:
         fail(f"fake kubectl: unsupported verb {verb!r}")
 

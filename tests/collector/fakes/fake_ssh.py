@@ -1,10 +1,12 @@
 """Fake ssh for the collector tests: `ssh [opts] HOST CMD...` runs CMD locally against the fake
 root directory of HOST ($FAKE_SCENARIO ssh_roots {host: dir}); hosts in ssh_unreachable fail
-like a refused connection. Every argv is appended to $FAKE_LOG."""
+like a refused connection; hosts in ssh_slow wait that many seconds first. Every argv is
+appended to $FAKE_LOG."""
 
 import os
 import subprocess
 import sys
+import time
 
 from fake_kubectl import log_invocation, scenario
 
@@ -22,6 +24,7 @@ def main():
     if host in sc.get("ssh_unreachable", []):
         sys.stderr.write(f"ssh: connect to host {host} port 22: Connection refused\n")
         sys.exit(255)
+    time.sleep(sc.get("ssh_slow", {}).get(host, 0))
     root = sc.get("ssh_roots", {}).get(host)
     if root is None:
         sys.stderr.write(f"ssh: Could not resolve hostname {host}: Name or service not known\n")
