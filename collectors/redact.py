@@ -102,9 +102,11 @@ def _key_pattern(words: str) -> str:
 def _embedded(words: str) -> Pattern[str]:
     # `key: value`, `key = value`, `--key=value`, `"key": "value"` inside free text.
     return re.compile(
-        rf"(?<![A-Za-z0-9_.-])(?P<key>{_key_pattern(words)})(?P<quote>[\"']?)"
+        rf"(?<![A-Za-z0-9_.-])(?P<key>{_key_pattern(words)})(?P<quote>\\?[\"']?)"
         r"(?P<sep>[ \t]*[:=][ \t]*)"
-        r"(?P<value>(?:(?:Bearer|Basic)[ \t]+)?(?:\"[^\"\n]*\"|'[^'\n]*'|"
+        r"(?P<value>(?:(?:Bearer|Basic|[Tt]oken|Digest|Negotiate)[ \t]+)?(?:\"[^\"\n]*\"|'[^'\n]*'|"
+        # a JSON string inside a quoted log field: \"password\":\"value\"
+        r"\\\"(?:[^\"\\\n]|\\(?!\"))*\\\"|"
         r"(?:[^\s\"',;&{}\[\]\\]|\\(?!\"))+))",
         re.IGNORECASE,
     )
@@ -169,10 +171,30 @@ _SHAPES: list[tuple[str, tuple[str, ...] | None, Pattern[str], str | None]] = [
     ("google-api-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), None),
     # Other registries' and services' prefixed tokens: npm, PyPI, Docker Hub, HashiCorp Vault,
     # Stripe live keys, OpenAI keys.
-    ("token-prefix", ("npm_", "pypi-", "dckr_pat_", "hvs.", "_live_", "sk-"), re.compile(
+    # Review additions: Stripe test keys, SendGrid (`SG.<22>.<43>`), Google OAuth access
+    # tokens (`ya29.`), Databricks (`dapi` + 32 hex), Grafana service accounts (`glsa_`),
+    # age secret keys (`AGE-SECRET-KEY-1`).
+    ("token-prefix", ("npm_", "pypi-", "dckr_pat_", "hvs.", "_live_", "_test_", "sk-", "SG.",
+                      "ya29.", "dapi", "glsa_", "AGE-SECRET-KEY-1"), re.compile(
         r"\b(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{40,}|dckr_pat_[A-Za-z0-9_-]{20,}|"
-        r"hvs\.[A-Za-z0-9_-]{24,}|[sr]k_live_[A-Za-z0-9]{20,}|sk-(?:proj-)?[A-Za-z0-9_-]{32,})"),
+        r"hvs\.[A-Za-z0-9_-]{24,}|[sr]k_(?:live|test)_[A-Za-z0-9]{20,}|"
+        r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|"
+        r"ya29\.[A-Za-z0-9_-]{20,}|dapi[0-9a-f]{32}(?:-[0-9])?|glsa_[A-Za-z0-9]{32}_[0-9a-fA-F]{8}|"
+        r"AGE-SECRET-KEY-1[0-9A-Z]{50,})"),
      None),
+    # An HTTP Authorization header with any scheme (`token …`, `Bearer …`, `Digest …`), and
+    # Cookie/Set-Cookie headers, to the end of the header value.
+    ("authorization", ("uthorization", "UTHORIZATION"), re.compile(
+        r"(?P<keep>(?<![A-Za-z0-9_-])(?:[Aa]uthorization|AUTHORIZATION)[ \t]*[:=][ \t]*[\"']?"
+        r"[A-Za-z][A-Za-z0-9_-]{0,20}[ \t]+)(?!<redacted>)(?=[A-Za-z0-9._~+/=-]{8,})"
+        r"[A-Za-z0-9._~+/=-]+"), "keep"),
+    ("cookie", ("ookie", "OOKIE"), re.compile(
+        r"(?P<keep>(?<![A-Za-z0-9_-])(?:[Ss]et-|SET-)?(?:[Cc]ookie|COOKIE)[ \t]*:[ \t]*)"
+        r"(?!<redacted>)[^\r\n\"'\\]+"), "keep"),
+    # PuTTY private key files: the lines after `Private-Lines: N` up to `Private-MAC:`.
+    ("putty-private-key", ("Private-Lines:",), re.compile(
+        r"(?P<keep>\bPrivate-Lines:[ \t]*[0-9]{1,4}[ \t]*\r?\n)(?!<redacted>)"
+        r"(?:(?!Private-MAC:)[A-Za-z0-9+/=\r\n])+"), "keep"),
     # ~/.netrc: `machine HOST login USER password SECRET`
     ("netrc-password", ("machine",), re.compile(
         r"(?P<keep>\bmachine[ \t]+\S+[ \t\n]+login[ \t]+\S+[ \t\n]+password[ \t]+)"
@@ -187,7 +209,10 @@ _SHAPES: list[tuple[str, tuple[str, ...] | None, Pattern[str], str | None]] = [
 # MicroK8s add-node: -t/--token (https://canonical.com/microk8s/docs/command-reference).
 SECRET_FLAGS = ("token", "agent-token", "vpn-auth", "etcd-s3-access-key", "etcd-s3-secret-key",
                 "etcd-s3-session-token", "datastore-endpoint", "discovery-token",
-                "tls-bootstrap-token", "certificate-key", "password", "join-token")
+                "tls-bootstrap-token", "certificate-key", "password", "join-token",
+                # review additions: OAuth clients (oauth2-proxy, dex), databases, registries
+                "client-secret", "secret-key", "secret-access-key", "api-key", "access-token",
+                "auth-token", "passphrase", "docker-password", "bind-password")
 SECRET_FLAG_RE = re.compile(
     r"(?P<keep>(?<![\w-])--(?:" + "|".join(re.escape(f) for f in SECRET_FLAGS) +
     r")(?:=|[ \t]+)[\"']?)(?!<redacted>)(?P<value>[^\s\"']+)")
@@ -195,6 +220,21 @@ SECRET_FLAG_RE = re.compile(
 SHORT_TOKEN_RE = re.compile(
     r"(?P<keep>(?:^|\s)(?:\S*/)?(?:k3s|rke2|microk8s(?:\.add-node| add-node)?)(?:-server|-agent)?"
     r"\b[^\n]*?(?<=\s)-t(?:=|[ \t]+))(?!<redacted>)(?P<value>[^\s\"']+)")
+# `-pPASSWORD` of the MySQL/MariaDB clients and `-p PASSWORD` of sshpass; `-u user:password`
+# of curl (https://dev.mysql.com/doc/refman/8.0/en/connecting.html ,
+# https://curl.se/docs/manpage.html#-u). Only on their own command lines: `-u 1000:1000` of
+# `docker run` is a uid:gid.
+CLIENT_PASSWORD_RE = re.compile(
+    r"(?P<keep>(?:^|[\s\"'=])(?:\S*/)?(?:mysql|mysqladmin|mysqldump|mariadb|sshpass)\b[^\n]*?"
+    r"(?<=\s)-p[ \t]*)(?![-<])(?P<value>[^\s\"']+)")
+CURL_USER_RE = re.compile(
+    r"(?P<keep>(?:^|[\s\"'=])(?:\S*/)?curl\b[^\n]*?(?<=\s)(?:-u|-U|--user|--proxy-user)(?:=|[ \t]*)"
+    r"[\"']?[^\s:\"']{1,128}:)(?!<redacted>)(?P<value>[^\s\"']+)")
+# Space-separated config directives that hold a password: nslcd.conf `bindpw`, slapd.conf
+# `rootpw`, redis.conf `requirepass`/`masterauth`.
+DIRECTIVE_RE = re.compile(
+    r"(?P<keep>^[ \t]*(?:bindpw|rootpw|requirepass|masterauth)[ \t]+)(?!<redacted>)"
+    r"(?P<value>\S+)", re.MULTILINE)
 # k0s takes its join token as a positional argument: `k0s worker TOKEN`, `k0s controller TOKEN`
 # (https://docs.k0sproject.io/v1.25.2+k0s.0/cli/k0s_worker/).
 K0S_TOKEN_RE = re.compile(
@@ -322,7 +362,10 @@ class Redactor:
                     or PATH_VALUE_RE.match(found)):
                 return match.group(0)
             hits[0] += 1
-            wrapped = found[0] + REDACTED + found[0] if found[0] in "\"'" else REDACTED
+            if found.startswith('\\"'):
+                wrapped = '\\"' + REDACTED + '\\"'
+            else:
+                wrapped = found[0] + REDACTED + found[0] if found[0] in "\"'" else REDACTED
             return match.group("key") + match.group("quote") + match.group("sep") + wrapped
 
         result = pattern.sub(replace, text)
@@ -342,6 +385,12 @@ class Redactor:
             text = self._sub(SHORT_TOKEN_RE, "keep", text, category, "secret-flag")
         if "k0s" in text:
             text = self._sub(K0S_TOKEN_RE, "keep", text, category, "k0s-join-token")
+        if "-p" in text and ("mysql" in text or "mariadb" in text or "sshpass" in text):
+            text = self._sub(CLIENT_PASSWORD_RE, "keep", text, category, "secret-flag")
+        if "curl" in text and "-" in text:
+            text = self._sub(CURL_USER_RE, "keep", text, category, "secret-flag")
+        if "pw" in text or "pass" in text or "auth" in text:
+            text = self._sub(DIRECTIVE_RE, "keep", text, category, "secret-flag")
         for pattern in self.custom.patterns:
             text = self._sub(pattern, None, text, category, "customer-pattern")
         return text
