@@ -19,6 +19,7 @@ import argparse
 import copy
 import json
 import re
+import shutil
 import sys
 import tempfile
 import tomllib
@@ -583,6 +584,8 @@ BUILDERS: dict[int, Builder] = {
 def build(thread: Thread, out: Path) -> tuple[Path, Placed]:
     """Write the bundle of ``thread`` under ``out``; return its root and the evidence's place."""
     root = out / f"heldout-{thread.order:03d}"
+    if root.exists():  # a kept bundle of an earlier run is rebuilt, not reused
+        shutil.rmtree(root)
     placed = BUILDERS[thread.order](root, thread)
     return root, placed
 
