@@ -96,11 +96,14 @@ def _log(bundle: kit.Bundle, ns: str, pod: str, container: str, lines: tuple[str
     return rel
 
 
-def _crashloop(status: dict[str, Any], exit_code: int = 1, restarts: int = 6) -> None:
+def _crashloop(status: dict[str, Any], pod: dict[str, Any], exit_code: int = 1,
+               restarts: int = 6) -> None:
+    meta = pod["metadata"]
+    full = f"{meta['name']}_{meta['namespace']}({meta.get('uid', '')})"  # kubelet's form
     status.update(ready=False, started=False, restartCount=restarts)
     status["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message":
                                    f"back-off 5m0s restarting failed container={status['name']}"
-                                   f" pod=(see pods.json)"}}
+                                   f" pod={full}"}}
     status["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
                                           "startedAt": "2026-11-20T10:55:10Z",
                                           "finishedAt": "2026-11-20T10:55:12Z"}}
@@ -145,7 +148,7 @@ def _failing(bundle: kit.Bundle, prefix: str, lines: tuple[str, ...],
     """An existing pod on gpu-a crash-loops and its log ends with the evidence."""
     pod = _find(_pods(bundle), prefix)
     status = pod["status"]["containerStatuses"][0]
-    _crashloop(status)
+    _crashloop(status, pod)
     _not_ready(pod)
     _replace(bundle, pod)
     meta = pod["metadata"]
@@ -199,7 +202,7 @@ def _driver_pod(bundle: kit.Bundle, *, image: str = DRIVER_IMAGE,
 def _driver_failing(bundle: kit.Bundle, lines: tuple[str, ...], *,
                     host_driver: bool = False) -> Placed:
     pod = _driver_pod(bundle, host_driver=host_driver)
-    _crashloop(pod["status"]["containerStatuses"][0])
+    _crashloop(pod["status"]["containerStatuses"][0], pod)
     _not_ready(pod)
     _put(bundle, pod, DRIVER_IMAGE)
     return Placed(_log(bundle, NS, pod["metadata"]["name"], "nvidia-driver-ctr", lines))
@@ -314,7 +317,11 @@ def _docker_host(root: Path) -> kit.Bundle:
     return kit.Bundle(kit.docker_dockershim(root))
 
 
+# kubelet's FailedCreatePodSandBox message (as in thread 50's own evidence,
+# https://github.com/containerd/containerd/issues/6389)
 SANDBOX = "Failed to create pod sandbox: rpc error: code = Unknown desc = "
+# containerd's task error around a failing prestart hook (runc's part as in
+# https://github.com/ggml-org/llama.cpp/issues/9665), ahead of the CLI's own line
 HOOK = ("Error: failed to create containerd task: failed to create shim task: OCI runtime "
         "create failed: runc create failed: unable to start container process: error during "
         "container init: error running hook #0: error running hook: exit status 1, stdout: , "
@@ -375,7 +382,7 @@ def _new_failing(b: kit.Bundle, t: Thread, *, name: str, namespace: str, contain
                  image: str, owner: str) -> Placed:
     pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace=namespace,
                  container=container, image=image, owner=owner)
-    _crashloop(pod["status"]["containerStatuses"][0])
+    _crashloop(pod["status"]["containerStatuses"][0], pod)
     _not_ready(pod)
     _put(b, pod, image)
     return Placed(_log(b, namespace, name, container, t.lines))
@@ -460,7 +467,7 @@ def e80(b: kit.Bundle, t: Thread) -> Placed:
     pod["spec"]["containers"].append(peermem)
     status = copy.deepcopy(pod["status"]["containerStatuses"][0])
     status["name"] = "nvidia-peermem-ctr"
-    _crashloop(status)
+    _crashloop(status, pod)
     pod["status"]["containerStatuses"].append(status)
     _not_ready(pod)
     _put(b, pod, DRIVER_IMAGE)
@@ -547,7 +554,7 @@ def e155(b: kit.Bundle, t: Thread) -> Placed:
     pod["spec"]["initContainers"] = [manager]
     init = {"name": "k8s-driver-manager", "image": manager["image"], "imageID": "",
             "ready": False, "started": False}
-    _crashloop(init)
+    _crashloop(init, pod)
     pod["status"]["initContainerStatuses"] = [init]
     _waiting(pod, "PodInitializing")
     pod["status"]["phase"] = "Pending"
