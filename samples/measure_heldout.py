@@ -28,14 +28,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "samples"))
-
-import heldout  # noqa: E402
 
 from analyzers.engine import analyze  # noqa: E402
 from analyzers.models import Finding, Report, Severity  # noqa: E402
 from analyzers.plugins import discover  # noqa: E402
 from bundle import open_bundle  # noqa: E402
+from samples import heldout  # noqa: E402
 
 JUDGEMENTS = heldout.THREADS.parent / "judgements.toml"
 VERDICTS = ("named", "symptom", "nothing", "wrong")

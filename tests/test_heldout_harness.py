@@ -6,18 +6,12 @@ rule in error. The verdicts (``judgements.toml``) are a measurement and are NOT 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "samples"))
-
-import heldout  # noqa: E402
-import measure_heldout  # noqa: E402
-
-from analyzers.models import Report  # noqa: E402
+from analyzers.models import Report
+from samples import heldout, measure_heldout
 
 THREADS = heldout.load_threads()
 # Where each source kind lives in a bundle (bundle-format.md).
