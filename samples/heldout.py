@@ -1,0 +1,620 @@
+"""Bundles rebuilt from the held-out known-issue threads (issue 28's fifth, measured for
+issue 25's precision work): one bundle per thread of
+``tests/fixtures/known_issues_heldout/threads.toml``.
+
+Each bundle starts from a healthy cluster of the look-alike matrix
+(``tests/lookalikes_kit.py``: the GPU Operator on a host driver, or a standalone device
+plugin, Docker nodes, Bottlerocket where the thread's context says so) and places the
+thread's evidence lines verbatim where the thread's ``source`` says they appear, with the
+object in the state the thread describes (a crash-looping pod, a pod waiting on an image).
+Nothing else is added: no clue the thread did not show. The URL of each thread is in the
+TOML; the wordings come from there and nowhere else.
+
+    python samples/heldout.py --out DIR     # keep the 31 bundles in DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import lookalikes_kit as kit  # noqa: E402
+
+THREADS = ROOT / "tests" / "fixtures" / "known_issues_heldout" / "threads.toml"
+NODE = "gpu-a"
+NS = kit.OPERATOR_NS
+AT = "2026-11-20T10:58:00.000000000Z"
+# Thread 75's evidence opens with the issue's title; only the part after it is a line the
+# cluster printed (the bundle holds that part).
+TITLE_PREFIX = {75: "enable gpu fails on 20.04 (focal) and MicroK8s 1.21 - "}
+# A journal line as journalctl prints it: "identifier[pid]: message".
+SYSLOG_LINE = re.compile(r"^([\w.-]+)\[(\d+)\]: (.*)$")
+# A row of `kubectl describe` Events: type, reason, age, source, then the message.
+DESCRIBE_ROW = re.compile(r"^\s*(?:Warning|Normal)\s+\w+\s+.*?\s+kubelet\s+")
+
+
+@dataclass(frozen=True)
+class Thread:
+    order: int
+    url: str
+    component: str
+    source: str
+    evidence: tuple[str, ...]
+    cause: str
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The evidence as the bundle holds it: a title prefix removed, and of a
+        ``kubectl describe`` event row only the message column (the event's message)."""
+        cut = TITLE_PREFIX.get(self.order, "")
+        return tuple(DESCRIBE_ROW.sub("", line.removeprefix(cut)) for line in self.evidence)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a bundle holds a thread's evidence: a file under the bundle root, or
+    ``manifest:<path>`` for a collection step's recorded error (kubectl logs refused)."""
+
+    where: str
+
+
+def load_threads(path: Path = THREADS) -> list[Thread]:
+    data = tomllib.loads(path.read_text())
+    return [Thread(t["order"], t["url"], t["component"], t["source"], tuple(t["evidence"]),
+                   t["cause"]) for t in data["thread"]]
+
+
+# -- edits on a bundle ----------------------------------------------------------------------
+
+def _pods(bundle: kit.Bundle) -> list[dict[str, Any]]:
+    return bundle.items("pods")
+
+
+def _find(pods: list[dict[str, Any]], prefix: str, node: str = NODE) -> dict[str, Any]:
+    return next(p for p in pods if p["metadata"]["name"].startswith(prefix)
+                and p["spec"].get("nodeName") == node)
+
+
+def _log(bundle: kit.Bundle, ns: str, pod: str, container: str, lines: tuple[str, ...]) -> str:
+    rel = f"logs/{ns}/{pod}/{container}.log"
+    path = bundle.root / rel
+    before = path.read_text() if path.exists() else ""
+    bundle.write(rel, before + "".join(f"{AT} {line}\n" for line in lines))
+    return rel
+
+
+def _crashloop(status: dict[str, Any], pod: dict[str, Any], exit_code: int = 1,
+               restarts: int = 6) -> None:
+    meta = pod["metadata"]
+    full = f"{meta['name']}_{meta['namespace']}({meta.get('uid', '')})"  # kubelet's form
+    status.update(ready=False, started=False, restartCount=restarts)
+    status["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message":
+                                   f"back-off 5m0s restarting failed container={status['name']}"
+                                   f" pod={full}"}}
+    status["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
+                                          "startedAt": "2026-11-20T10:55:10Z",
+                                          "finishedAt": "2026-11-20T10:55:12Z"}}
+
+
+def _not_ready(pod: dict[str, Any]) -> None:
+    for cond in pod["status"].get("conditions", []):
+        if cond["type"] in ("Ready", "ContainersReady"):
+            cond["status"] = "False"
+
+
+def _clone(bundle: kit.Bundle, template_prefix: str, *, name: str, namespace: str,
+           container: str, image: str, owner: str, node: str = NODE,
+           labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A new DaemonSet pod on ``node`` shaped like an existing one (one container)."""
+    template = _find(_pods(bundle), template_prefix, node)
+    pod = kit._pod_from(template, name=name, namespace=namespace, node=node,
+                        labels=labels or {"app": owner}, owner=owner, container=container,
+                        image=image, runtime_class=template["spec"].get("runtimeClassName"))
+    pod["metadata"]["uid"] = f"uid-{name}"
+    return pod
+
+
+def _put(bundle: kit.Bundle, pod: dict[str, Any], image: str) -> None:
+    meta = pod["metadata"]
+    owner = meta["ownerReferences"][0]["name"]
+    bundle.set_items("pods", [*_pods(bundle), pod])
+    if not any(d["metadata"]["name"] == owner for d in bundle.items("daemonsets")):
+        ds = kit._daemonset(owner, meta["namespace"], meta["labels"], 1, image)
+        ds["status"]["numberReady"] = ds["status"]["numberAvailable"] = 0
+        bundle.set_items("daemonsets", [*bundle.items("daemonsets"), ds])
+
+
+def _replace(bundle: kit.Bundle, pod: dict[str, Any]) -> None:
+    name = pod["metadata"]["name"]
+    bundle.set_items("pods", [pod if p["metadata"]["name"] == name else p
+                              for p in _pods(bundle)])
+
+
+def _failing(bundle: kit.Bundle, prefix: str, lines: tuple[str, ...],
+             container: str | None = None) -> Placed:
+    """An existing pod on gpu-a crash-loops and its log ends with the evidence."""
+    pod = _find(_pods(bundle), prefix)
+    status = pod["status"]["containerStatuses"][0]
+    _crashloop(status, pod)
+    _not_ready(pod)
+    _replace(bundle, pod)
+    meta = pod["metadata"]
+    return Placed(_log(bundle, meta["namespace"], meta["name"], container or status["name"],
+                       lines))
+
+
+def _running_log(bundle: kit.Bundle, prefix: str, lines: tuple[str, ...]) -> Placed:
+    pod = _find(_pods(bundle), prefix)
+    meta = pod["metadata"]
+    return Placed(_log(bundle, meta["namespace"], meta["name"],
+                       pod["status"]["containerStatuses"][0]["name"], lines))
+
+
+DRIVER_IMAGE = "nvcr.io/nvidia/driver:570.195.03-ubuntu24.04"
+
+
+def _driver_enabled(bundle: kit.Bundle) -> None:
+    """The ClusterPolicy deploys the driver container (the operator's default)."""
+    policies = bundle.items("clusterpolicies")
+    for policy in policies:
+        policy["spec"]["driver"]["enabled"] = True
+    bundle.set_items("clusterpolicies", policies)
+
+
+def _no_host_driver(bundle: kit.Bundle, node: str = NODE) -> None:
+    """The node has no NVIDIA module loaded (the driver container never got one in)."""
+    path = bundle.root / f"nodes/{node}/host/modules.txt"
+    if path.exists():
+        path.write_text("".join(line for line in path.read_text().splitlines(True)
+                                if not line.startswith("nvidia")))
+    dmesg = bundle.root / f"nodes/{node}/dmesg.txt"
+    if dmesg.exists():
+        dmesg.write_text("".join(line for line in dmesg.read_text().splitlines(True)
+                                 if "nvidia" not in line.lower()))
+    bundle.remove(f"nodes/{node}/nvidia-smi.xml")
+
+
+def _driver_pod(bundle: kit.Bundle, *, image: str = DRIVER_IMAGE,
+                container: str = "nvidia-driver-ctr", name: str = "nvidia-driver-daemonset-dx6l5",
+                host_driver: bool = False) -> dict[str, Any]:
+    _driver_enabled(bundle)
+    if not host_driver:
+        _no_host_driver(bundle)
+    return _clone(bundle, "nvidia-container-toolkit-daemonset-", name=name, namespace=NS,
+                  container=container, image=image, owner="nvidia-driver-daemonset",
+                  labels={"app": "nvidia-driver-daemonset",
+                          "app.kubernetes.io/component": "nvidia-driver"})
+
+
+def _driver_failing(bundle: kit.Bundle, lines: tuple[str, ...], *,
+                    host_driver: bool = False) -> Placed:
+    pod = _driver_pod(bundle, host_driver=host_driver)
+    _crashloop(pod["status"]["containerStatuses"][0], pod)
+    _not_ready(pod)
+    _put(bundle, pod, DRIVER_IMAGE)
+    return Placed(_log(bundle, NS, pod["metadata"]["name"], "nvidia-driver-ctr", lines))
+
+
+def _os(bundle: kit.Bundle, pretty: str, release: str, version_id: str,
+        kernel: str | None = None, node: str = NODE) -> None:
+    """The node's OS (and kernel) as the thread reports them."""
+    path = bundle.root / f"nodes/{node}/host/os-release"
+    if path.exists():
+        path.write_text(f'PRETTY_NAME="{pretty}"\nNAME="{release}"\nVERSION_ID="{version_id}"\n')
+    uname = bundle.root / f"nodes/{node}/host/uname.txt"
+    if kernel and uname.exists():
+        uname.write_text(f"Linux {node} {kernel} #1 SMP x86_64 x86_64 x86_64 GNU/Linux\n")
+
+    def change(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == node:
+            obj["status"]["nodeInfo"]["osImage"] = pretty
+            if kernel:
+                obj["status"]["nodeInfo"]["kernelVersion"] = kernel
+    bundle.edit_nodes(change)
+
+
+def _event(bundle: kit.Bundle, pod: dict[str, Any], reason: str, message: str,
+           kind: str = "Warning", count: int = 7) -> Placed:
+    meta = pod["metadata"]
+    event = {
+        "apiVersion": "v1", "kind": "Event", "type": kind, "reason": reason,
+        "message": message, "count": count,
+        "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                           "namespace": meta["namespace"], "uid": meta.get("uid", "")},
+        "metadata": {"name": f"{meta['name']}.18e9bba6acaf{len(bundle.items('events')):04x}",
+                     "namespace": meta["namespace"], "uid": f"ev-{meta['name']}-{reason}",
+                     "creationTimestamp": "2026-11-20T10:50:00Z"},
+        "reportingComponent": "kubelet", "reportingInstance": pod["spec"].get("nodeName", ""),
+        "source": {"component": "kubelet", "host": pod["spec"].get("nodeName", "")},
+    }
+    bundle.set_items("events", [*bundle.items("events"), event])
+    return Placed("cluster/events.json")
+
+
+def _waiting(pod: dict[str, Any], reason: str, message: str | None = None,
+             index: int = 0) -> None:
+    status = pod["status"]["containerStatuses"][index]
+    status.update(ready=False, started=False)
+    status["state"] = {"waiting": {"reason": reason, **({"message": message} if message else {})}}
+    _not_ready(pod)
+
+
+def _creating(bundle: kit.Bundle, prefix: str) -> dict[str, Any]:
+    """A pod on gpu-a whose sandbox was never created (ContainerCreating)."""
+    pod = _find(_pods(bundle), prefix)
+    pod["status"].pop("podIP", None)
+    pod["status"].pop("podIPs", None)
+    _waiting(pod, "ContainerCreating")
+    _replace(bundle, pod)
+    return pod
+
+
+def _status_message(bundle: kit.Bundle, prefix: str, message: str,
+                    reason: str = "RunContainerError", node: str = NODE) -> Placed:
+    pod = _find(_pods(bundle), prefix, node)
+    _waiting(pod, reason, message)
+    pod["status"]["containerStatuses"][0]["restartCount"] = 4
+    _replace(bundle, pod)
+    return Placed("cluster/pods.json")
+
+
+def _journal(bundle: kit.Bundle, unit: str, identifier: str, lines: tuple[str, ...],
+             node: str = NODE) -> Placed:
+    rel = f"nodes/{node}/journal/{unit}.jsonl"
+    path = bundle.root / rel
+    before = path.read_text() if path.exists() else ""
+    entries = ""
+    for i, line in enumerate(lines):
+        # a line journalctl printed as "identifier[pid]: message" keeps its own fields
+        shown = SYSLOG_LINE.match(line)
+        ident, pid, message = shown.groups() if shown else (identifier, "3228", line)
+        entries += json.dumps({
+            "__REALTIME_TIMESTAMP": str(1795172280000000 + i * 1000), "PRIORITY": "3",
+            "_TRANSPORT": "stdout", "SYSLOG_IDENTIFIER": ident, "_PID": pid,
+            "_SYSTEMD_UNIT": f"{unit}.service", "_HOSTNAME": node, "MESSAGE": message}) + "\n"
+    bundle.write(rel, before + entries)
+    return Placed(rel)
+
+
+def _strip_nvidia_runtimes(bundle: kit.Bundle, node: str = NODE) -> None:
+    """containerd's live configuration on ``node`` has no nvidia* runtime tables."""
+    path = bundle.root / f"nodes/{node}/containerd/config-dump.toml"
+    out: list[str] = []
+    skipping = False
+    for line in path.read_text().splitlines(True):
+        head = line.strip()
+        if head.startswith("["):
+            skipping = ".runtimes.nvidia" in head
+        if not skipping:
+            out.append(line)
+    path.write_text("".join(out))
+
+
+def _docker_operator(root: Path) -> kit.Bundle:
+    """The GPU Operator's cluster whose kubelets still use dockershim (Docker 19.03)."""
+    bundle = kit.base(root)
+    kit._node_info(bundle, containerRuntimeVersion="docker://19.3.15", kubeletVersion="v1.21.5")
+    kit._docker_nodes(bundle, "--container-runtime=docker --network-plugin=cni")
+    return bundle
+
+
+def _docker_host(root: Path) -> kit.Bundle:
+    """Docker nodes with a standalone plugin (the nvidia-docker era hosts)."""
+    return kit.Bundle(kit.docker_dockershim(root))
+
+
+# kubelet's FailedCreatePodSandBox message (as in thread 50's own evidence,
+# https://github.com/containerd/containerd/issues/6389)
+SANDBOX = "Failed to create pod sandbox: rpc error: code = Unknown desc = "
+# containerd's task error around a failing prestart hook (runc's part as in
+# https://github.com/ggml-org/llama.cpp/issues/9665), ahead of the CLI's own line
+HOOK = ("Error: failed to create containerd task: failed to create shim task: OCI runtime "
+        "create failed: runc create failed: unable to start container process: error during "
+        "container init: error running hook #0: error running hook: exit status 1, stdout: , "
+        "stderr: ")
+
+
+def _workload_failed(bundle: kit.Bundle, message: str) -> Placed:
+    """The user's CUDA pod (default/cuda-test on gpu-b) cannot start its container."""
+    return _status_message(bundle, "cuda-test", message, node="gpu-b")
+
+
+# -- one builder per thread -----------------------------------------------------------------
+
+Builder = Callable[[Path, Thread], Placed]
+
+
+def t5(root: Path, t: Thread) -> Placed:
+    bundle = kit.base(root)
+    kit._without_operator(bundle)  # a static plugin; containerd's default stays runc
+    kit.add_plugin(bundle)
+    placed = _failing(bundle, "nvidia-device-plugin-daemonset-", t.lines)
+    bundle.save()
+    return placed
+
+
+def _on_base(edit: Callable[[kit.Bundle, Thread], Placed]) -> Builder:
+    def build(root: Path, t: Thread) -> Placed:
+        bundle = kit.base(root)
+        placed = edit(bundle, t)
+        bundle.save()
+        return placed
+    return build
+
+
+def _on(make: Callable[[Path], kit.Bundle],
+        edit: Callable[[kit.Bundle, Thread], Placed]) -> Builder:
+    def build(root: Path, t: Thread) -> Placed:
+        bundle = make(root)
+        placed = edit(bundle, t)
+        bundle.save()
+        return placed
+    return build
+
+
+def e10(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    status = pod["status"]["containerStatuses"][0]
+    status.update(ready=False, started=False)
+    status["state"] = {"terminated": {"exitCode": 255, "reason": "Error",
+                                      "startedAt": "2026-11-20T10:58:00Z",
+                                      "finishedAt": "2026-11-20T10:58:01Z"}}
+    pod["status"]["phase"] = "Failed"
+    _replace(b, pod)
+    return Placed(_log(b, "default", "cuda-test", status["name"], t.lines))
+
+
+def _new_failing(b: kit.Bundle, t: Thread, *, name: str, namespace: str, container: str,
+                 image: str, owner: str) -> Placed:
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace=namespace,
+                 container=container, image=image, owner=owner)
+    _crashloop(pod["status"]["containerStatuses"][0], pod)
+    _not_ready(pod)
+    _put(b, pod, image)
+    return Placed(_log(b, namespace, name, container, t.lines))
+
+
+def e15(b: kit.Bundle, t: Thread) -> Placed:
+    return _new_failing(b, t, name="nvidia-mig-manager-7tq2x", namespace=NS,
+                        container="nvidia-mig-manager", owner="nvidia-mig-manager",
+                        image="nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.3-ubuntu20.04")
+
+
+def e20(b: kit.Bundle, t: Thread) -> Placed:
+    return _running_log(b, "gpu-feature-discovery-", t.lines)
+
+
+def e25(b: kit.Bundle, t: Thread) -> Placed:
+    image = "nvcr.io/nvidia/driver:460.73.01-ubuntu21.10"
+    _os(b, "Ubuntu 21.10", "Ubuntu", "21.10")
+    pod = _driver_pod(b, image=image)
+    _waiting(pod, "ImagePullBackOff", f'Back-off pulling image "{image}"')
+    _put(b, pod, image)
+    return _event(b, pod, "Failed", t.lines[0])
+
+
+def e30(b: kit.Bundle, t: Thread) -> Placed:
+    return _status_message(b, "nvidia-device-plugin-daemonset-", t.lines[0])
+
+
+def e35(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _creating(b, "nvidia-device-plugin-daemonset-")
+    return _event(b, pod, "FailedCreatePodSandBox", SANDBOX + t.lines[0])
+
+
+def e40(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    _waiting(pod, "RunContainerError", HOOK + t.lines[0] + ": unknown")
+    _replace(b, pod)
+    return _event(b, pod, "Failed", HOOK + t.lines[0] + ": unknown")
+
+
+def e45(b: kit.Bundle, t: Thread) -> Placed:
+    b.write(f"nodes/{NODE}/host/secureboot.txt", "SecureBoot enabled\n")
+    return _driver_failing(b, t.lines)
+
+
+def e50(b: kit.Bundle, t: Thread) -> Placed:
+    _strip_nvidia_runtimes(b)
+    pod = _creating(b, "nvidia-device-plugin-daemonset-")
+    return _event(b, pod, "FailedCreatePodSandBox", t.lines[0])
+
+
+def e55(b: kit.Bundle, t: Thread) -> Placed:
+    return _journal(b, "nvidia-fabricmanager", "nv-fabricmanager", t.lines)
+
+
+def e65(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "nvidia-device-plugin-daemonset-", t.lines)
+
+
+def e70(b: kit.Bundle, t: Thread) -> Placed:
+    # OS, kernel and image tag as the thread's debug information gives them
+    _os(b, "Amazon Linux 2", "Amazon Linux", "2", "5.10.210-201.852.amzn2.x86_64")
+    image = "nvcr.io/nvidia/driver:550.54.14-amzn2"
+    pod = _driver_pod(b, image=image)
+    _waiting(pod, "ImagePullBackOff", f'Back-off pulling image "{image}"')
+    _put(b, pod, image)
+    rel = f"logs/{NS}/{pod['metadata']['name']}/nvidia-driver-ctr.log"
+    b.failed(rel, t.lines[0])
+    return Placed(f"manifest:{rel}")
+
+
+def e75(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _creating(b, "nvidia-device-plugin-daemonset-")
+    _strip_nvidia_runtimes(b)
+    return _event(b, pod, "FailedCreatePodSandBox", SANDBOX + t.lines[0])
+
+
+def e80(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _driver_pod(b, host_driver=True)
+    peermem = copy.deepcopy(pod["spec"]["containers"][0])
+    peermem["name"] = "nvidia-peermem-ctr"
+    pod["spec"]["containers"].append(peermem)
+    status = copy.deepcopy(pod["status"]["containerStatuses"][0])
+    status["name"] = "nvidia-peermem-ctr"
+    _crashloop(status, pod)
+    pod["status"]["containerStatuses"].append(status)
+    _not_ready(pod)
+    _put(b, pod, DRIVER_IMAGE)
+    kit._node_info(b, kernelVersion="6.8.0-1059-azure")
+    return Placed(_log(b, NS, pod["metadata"]["name"], "nvidia-peermem-ctr", t.lines))
+
+
+def e85(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _find(_pods(b), "nvidia-cuda-validator-")
+    status = pod["status"]["containerStatuses"][0]
+    status["state"] = {"terminated": {"exitCode": 1, "reason": "Error",
+                                      "startedAt": "2026-11-20T10:58:00Z",
+                                      "finishedAt": "2026-11-20T10:58:02Z"}}
+    pod["status"]["phase"] = "Failed"
+    _replace(b, pod)
+    return Placed(_log(b, NS, pod["metadata"]["name"], status["name"], t.lines))
+
+
+def e90(b: kit.Bundle, t: Thread) -> Placed:
+    b.write(f"nodes/{NODE}/docker/files/etc/docker/daemon.json",
+            json.dumps({"exec-opts": ["native.cgroupdriver=systemd"]}, indent=4) + "\n")
+    return _journal(b, "docker", "dockerd", t.lines)
+
+
+def e95(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "nvidia-container-toolkit-daemonset-", t.lines)
+
+
+def e100(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _driver_pod(b, host_driver=True)
+    _put(b, pod, DRIVER_IMAGE)
+    return Placed(_log(b, NS, pod["metadata"]["name"], "nvidia-driver-ctr", t.lines))
+
+
+def e105(b: kit.Bundle, t: Thread) -> Placed:
+    _os(b, "Amazon Linux 2", "Amazon Linux", "2", "4.14.232-177.418.amzn2.x86_64")
+    return _driver_failing(b, t.lines)
+
+
+def e110(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "nvidia-dcgm-exporter-", t.lines)
+
+
+def e115(b: kit.Bundle, t: Thread) -> Placed:
+    return _journal(b, "docker", "dockerd", t.lines)
+
+
+def e120(b: kit.Bundle, t: Thread) -> Placed:
+    return _driver_failing(b, t.lines, host_driver=True)
+
+
+def e125(b: kit.Bundle, t: Thread) -> Placed:
+    _no_host_driver(b)
+    return _journal(b, "nvidia-driver-installer", "install-gpu-driver", t.lines)
+
+
+def e130(b: kit.Bundle, t: Thread) -> Placed:
+    return _driver_failing(b, t.lines)
+
+
+def e135(b: kit.Bundle, t: Thread) -> Placed:
+    return _new_failing(b, t, name="nvidia-dra-driver-gpu-kubelet-plugin-4nq8c",
+                        namespace="nvidia-dra-driver-gpu", container="gpus",
+                        owner="nvidia-dra-driver-gpu-kubelet-plugin",
+                        image="nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
+
+
+def e140(b: kit.Bundle, t: Thread) -> Placed:
+    return _workload_failed(b, t.lines[0])
+
+
+def e145(b: kit.Bundle, t: Thread) -> Placed:
+    return _workload_failed(b, t.lines[0])
+
+
+def e150(b: kit.Bundle, t: Thread) -> Placed:
+    return _journal(b, "nvidia-dcgm", "nv-hostengine", t.lines)
+
+
+def e155(b: kit.Bundle, t: Thread) -> Placed:
+    pod = _driver_pod(b, name="nvidia-gpu-driver-ubuntu24.04-tzq5l")
+    manager = {"name": "k8s-driver-manager",
+               "image": "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.8.0"}
+    pod["spec"]["initContainers"] = [manager]
+    init = {"name": "k8s-driver-manager", "image": manager["image"], "imageID": "",
+            "ready": False, "started": False}
+    _crashloop(init, pod)
+    pod["status"]["initContainerStatuses"] = [init]
+    _waiting(pod, "PodInitializing")
+    pod["status"]["phase"] = "Pending"
+    _put(b, pod, DRIVER_IMAGE)
+    return Placed(_log(b, NS, pod["metadata"]["name"], "k8s-driver-manager", t.lines))
+
+
+def e160(b: kit.Bundle, t: Thread) -> Placed:
+    return _workload_failed(b, t.lines[0])
+
+
+def _standalone(root: Path) -> kit.Bundle:
+    """A static device plugin, no operator (a cloud's own driver installer on the node)."""
+    return kit.Bundle(kit.standalone_plugin(root))
+
+
+def _bottlerocket(root: Path) -> kit.Bundle:
+    return kit.Bundle(kit.bottlerocket_no_node_files(root))
+
+
+BUILDERS: dict[int, Builder] = {
+    5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
+    30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
+    45: _on_base(e45), 50: _on_base(e50), 55: _on_base(e55), 65: _on_base(e65),
+    70: _on_base(e70), 75: _on_base(e75), 80: _on_base(e80), 85: _on_base(e85),
+    90: _on(_docker_host, e90), 95: _on_base(e95), 100: _on_base(e100),
+    105: _on_base(e105), 110: _on_base(e110), 115: _on(_docker_host, e115),
+    120: _on_base(e120), 125: _on(_standalone, e125), 130: _on_base(e130), 135: _on_base(e135),
+    140: _on(_docker_operator, e140), 145: _on(_bottlerocket, e145), 150: _on_base(e150),
+    155: _on_base(e155), 160: _on_base(e160),
+}
+
+
+def build(thread: Thread, out: Path) -> tuple[Path, Placed]:
+    """Write the bundle of ``thread`` under ``out``; return its root and the evidence's place."""
+    root = out / f"heldout-{thread.order:03d}"
+    if root.exists():  # a kept bundle of an earlier run is rebuilt, not reused
+        shutil.rmtree(root)
+    placed = BUILDERS[thread.order](root, thread)
+    return root, placed
+
+
+def build_all(out: Path) -> list[tuple[Thread, Path, Placed]]:
+    return [(t, *build(t, out)) for t in load_threads()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, help="keep the bundles in this directory")
+    args = parser.parse_args(argv)
+    if args.out is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            built = build_all(Path(tmp))
+            print(f"built {len(built)} bundles (discarded; use --out DIR to keep them)")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for thread, root, placed in build_all(args.out):
+        print(f"{thread.order:3d} {root} {placed.where}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
