@@ -13,7 +13,7 @@ from op_kit import Cluster, operand_pod
 
 from analyzers.facts import Facts
 from analyzers.rule import Context
-from analyzers.rules.drv_driver import builds_module_on_node
+from analyzers.rules.drv._driver import builds_module_on_node
 from bundle import open_bundle
 
 DRIVER = "nvidia-driver-daemonset"

@@ -11,7 +11,8 @@ import pytest
 
 from analyzers.engine import analyze
 from analyzers.plugins import discover
-from analyzers.rules import drv_driver, drv_smifail
+from analyzers.rules.drv import _driver as drv_driver
+from analyzers.rules.drv import _smifail as drv_smifail
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -21,20 +22,19 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatch,
                                                   sample: str) -> None:
     calls: Counter[tuple[str, str]] = Counter()
-    problems = drv_driver.DriverNotUsable._problems
+    problems = drv_driver._problems
     refusal = drv_driver._judge_refusal
     smi = drv_smifail._read_failure
 
-    def count_problems(self: drv_driver.DriverNotUsable, ctx: object, name: str,
-                       kernel: object) -> object:
+    def count_problems(ctx: object, name: str, kernel: object) -> object:
         calls[("DRV003", name)] += 1
-        return problems(self, ctx, name, kernel)  # type: ignore[arg-type]
+        return problems(ctx, name, kernel)  # type: ignore[arg-type]
 
     def count_refusal(ctx: object, name: str) -> object:
         calls[("DRV004", name)] += 1
         return refusal(ctx, name)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(drv_driver.DriverNotUsable, "_problems", count_problems)
+    monkeypatch.setattr(drv_driver, "_problems", count_problems)
     def count_smi(ctx: object, name: str) -> object:
         calls[("nvidia-smi", name)] += 1
         return smi(ctx, name)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ from analyzers.models import Finding, Severity
 from analyzers.plugins import LoadedRule, discover
 from analyzers.rule import Context, Input, Rule, cluster
 from analyzers.rules.common import LOGS
-from analyzers.rules.drv_common import node_logs
+from analyzers.rules.drv._common import node_logs
 from bundle import open_bundle
 from bundle.reader import Bundle, ClusterObjects, NodeArtifacts
 

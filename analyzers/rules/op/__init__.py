@@ -1,0 +1,18 @@
+"""OP: the GPU Operator and its operands.
+
+Each rule lives alone in ``OP<nnn>.py``; ``_*.py`` modules are the family's private
+helpers. ``RULES`` (the ``gpu_triage.rules`` entry point) is found from the files, in ID
+order.
+"""
+
+from __future__ import annotations
+
+from analyzers.rule import Rule
+from analyzers.rules import family_rules
+
+
+def __getattr__(name: str) -> list[type[Rule]]:
+    """``RULES`` (the entry point ``analyzers.rules.op:RULES``), found from the files."""
+    if name == "RULES":
+        return family_rules(__name__, __path__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
