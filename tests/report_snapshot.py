@@ -44,7 +44,10 @@ def render(keep: Path | None = None) -> dict[str, str]:
     """Render every sample once; return ``{"<sample>.<format>": sha256}``."""
     with tempfile.TemporaryDirectory(prefix="report-snapshot-") as tmp:
         out = Path(tmp)
-        command = [sys.executable, "-m", "gpu_triage", "analyze", *map(str, bundles()),
+        # relative paths: the report names the bundle's path, which must not depend on
+        # where the checkout lives
+        named = [str(bundle.relative_to(ROOT)) for bundle in bundles()]
+        command = [sys.executable, "-m", "gpu_triage", "analyze", *named,
                    "-f", ",".join(FORMATS), "--out-dir", str(out), "-q", "--fail-on", "critical"]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         if done.returncode not in (0, 1):
