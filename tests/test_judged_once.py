@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.facts import smi as facts_smi
 from analyzers.plugins import discover
 from analyzers.rules.drv import _driver as drv_driver
-from analyzers.rules.drv import _smifail as drv_smifail
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -24,7 +24,7 @@ def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatc
     calls: Counter[tuple[str, str]] = Counter()
     problems = drv_driver._problems
     refusal = drv_driver._judge_refusal
-    smi = drv_smifail._read_failure
+    smi = facts_smi.read_failure
 
     def count_problems(ctx: object, name: str, kernel: object) -> object:
         calls[("DRV003", name)] += 1
@@ -35,12 +35,12 @@ def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatc
         return refusal(ctx, name)  # type: ignore[arg-type]
 
     monkeypatch.setattr(drv_driver, "_problems", count_problems)
-    def count_smi(ctx: object, name: str) -> object:
+    def count_smi(bundle: object, name: str) -> object:
         calls[("nvidia-smi", name)] += 1
-        return smi(ctx, name)  # type: ignore[arg-type]
+        return smi(bundle, name)  # type: ignore[arg-type]
 
     monkeypatch.setattr(drv_driver, "_judge_refusal", count_refusal)
-    monkeypatch.setattr(drv_smifail, "_read_failure", count_smi)
+    monkeypatch.setattr(facts_smi, "read_failure", count_smi)
     with open_bundle(SAMPLES / sample) as opened:
         report = analyze(opened, discover().rules)
     found = {f.rule_id for f in report.findings}

@@ -33,6 +33,7 @@ from analyzers.facts import (
     runtimes,
     scheduling,
     sharing,
+    smi,
     stages,
     toolkit_env,
     usage,
@@ -61,6 +62,7 @@ class Facts:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
         self._judged: dict[tuple[str, str], object] = {}
+        self._smi_failures: dict[str, smi.SmiFailure | None] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
@@ -71,6 +73,13 @@ class Facts:
         if key not in self._judged:
             self._judged[key] = judge()
         return cast(T, self._judged[key])
+
+    def smi_failure(self, node: str) -> smi.SmiFailure | None:
+        """How nvidia-smi failed on ``node`` (its manifest item, the words it left in
+        nvidia-smi.xml), read once per run; None where it did not fail."""
+        if node not in self._smi_failures:
+            self._smi_failures[node] = smi.read_failure(self.bundle, node)
+        return self._smi_failures[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
         """Calls that build the indexes of pods and events every analysis reads; made

@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from analyzers.facts.smi import recognised as smi_failed
 from analyzers.gaps import MEANINGS, kind_of
 from analyzers.models import Severity
 from analyzers.rule import Context
-from analyzers.rules.drv._smifail import recognised as smi_failed
 from bundle.manifest import ManifestItem
 
 _MEANINGS = dict(MEANINGS)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._driver import read_modules
 from analyzers.rules.drv._smi import _explanations
-from analyzers.rules.drv._smifail import NOT_LOADED, SMI_FILE, SmiFailure, smi_failure
 from bundle.evidence import clip
 
 
@@ -61,7 +61,7 @@ class NvidiaSmiFailed(Rule):
             self.unjudged("no node recorded an nvidia-smi run to judge")
         names |= set(ctx.bundle.node_names)
         for name in sorted(names):
-            failure = smi_failure(ctx, name)
+            failure = ctx.facts.smi_failure(name)
             if failure is not None:
                 yield self._finding(ctx, failure)
 
@@ -71,7 +71,7 @@ class NvidiaSmiFailed(Rule):
         OP001's driver stage on a host-driver node, which then hangs under it)."""
         if cls.skip_reason(ctx.bundle) is not None:
             return False
-        return smi_failure(ctx, name) is not None and not _explanations(ctx, name)
+        return ctx.facts.smi_failure(name) is not None and not _explanations(ctx, name)
 
     def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
         name = failure.node

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import signatures
+from analyzers.facts import smi as smifail
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel
 from analyzers.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import event_evidence
-from analyzers.rules.drv import _smifail as smifail
 from analyzers.rules.drv._common import capped, line_evidence, node_logs
 from bundle.evidence import clip
 
@@ -64,7 +64,7 @@ def smi_failure(ctx: Context, name: str) -> str | None:
     smi = artifacts.nvidia_smi
     if smi is not None and smi.gpus:
         return None
-    said = smifail.smi_failure(ctx, name)
+    said = ctx.facts.smi_failure(name)
     if said is not None:
         return f"nvidia-smi failed: {clip(said.said, 160) or said.meaning}"
     item = ctx.bundle.manifest.item(artifacts.path("nvidia-smi.xml"))
@@ -245,7 +245,7 @@ def _problems(ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
                      nouveau, Severity.CRITICAL)
     mismatch = _mismatch_evidence(ctx, name, kernel)
     failure = smi_failure(ctx, name)
-    said = smifail.smi_failure(ctx, name)
+    said = ctx.facts.smi_failure(name)
     if said is not None and said.meaning == smifail.MISMATCH_MEANING:
         mismatch += said.evidence
     if mismatch:

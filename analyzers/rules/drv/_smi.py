@@ -1,4 +1,4 @@
-"""DRV009: nvidia-smi itself failed on the node, and why (read in _smifail)."""
+"""DRV009: nvidia-smi itself failed on the node, and why (read in analyzers/facts/smi.py)."""
 
 from __future__ import annotations
 

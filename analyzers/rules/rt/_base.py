@@ -85,4 +85,4 @@ def _remediation(node_name: str, cause: Cause, namespace: str, where: NodeRuntim
         if not where.layout.stock:
             return sh.lines(look, "# compare the copied files with the dump of that file")
         return sh.lines(look, "# compare /etc/containerd/config.toml and conf.d/* with the dump")
-    return sh.lines(look, f"# then follow {cause.value} for the fix")
+    return sh.lines(look, f"# then follow {_CAUSE_RULE[cause].rule_id} for the fix")
