@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.facts import secureboot
 from analyzers.facts import smi as facts_smi
 from analyzers.plugins import discover
 from analyzers.rules.drv import _driver as drv_driver
@@ -23,7 +24,7 @@ def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatc
                                                   sample: str) -> None:
     calls: Counter[tuple[str, str]] = Counter()
     problems = drv_driver._problems
-    refusal = drv_driver._judge_refusal
+    refusal = secureboot.judge_refusal
     smi = facts_smi.read_failure
 
     def count_problems(ctx: object, name: str, kernel: object) -> object:
@@ -39,7 +40,7 @@ def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatc
         calls[("nvidia-smi", name)] += 1
         return smi(bundle, name)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(drv_driver, "_judge_refusal", count_refusal)
+    monkeypatch.setattr(secureboot, "judge_refusal", count_refusal)
     monkeypatch.setattr(facts_smi, "read_failure", count_smi)
     with open_bundle(SAMPLES / sample) as opened:
         report = analyze(opened, discover().rules)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from analyzers.rule import Rule
 
@@ -36,3 +36,15 @@ def family_rules(package: str, path: Iterable[str]) -> list[type[Rule]]:
                               f"{info.name!r}; it defines {[r.id for r in found]}")
         rules.append(found[0])
     return rules
+
+
+def family_getattr(package: str, path: Iterable[str]) -> Callable[[str], list[type[Rule]]]:
+    """A family package's module ``__getattr__``: ``RULES`` (its ``gpu_triage.rules``
+    entry point ``<package>:RULES``) is found from the files when asked for."""
+    paths = list(path)
+
+    def getattr_(name: str) -> list[type[Rule]]:
+        if name == "RULES":
+            return family_rules(package, paths)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return getattr_

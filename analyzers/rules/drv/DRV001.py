@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers import xid as catalog
-from analyzers.facts.kernel_events import GpuIdentity, NodeKernel
+from analyzers.facts.kernel_events import GpuIdentity, NodeKernel, line_evidence
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
@@ -16,7 +16,6 @@ from analyzers.rules.drv._common import (
     capped,
     device_health,
     gpu_name,
-    line_evidence,
     when,
 )
 from analyzers.rules.drv._text import action, cause

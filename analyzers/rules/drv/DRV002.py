@@ -5,19 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
+from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, line_evidence
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._common import (
-    KERNEL_INPUTS,
-    capped,
-    device_health,
-    gpu_name,
-    line_evidence,
-    when,
-)
+from analyzers.rules.drv._common import KERNEL_INPUTS, capped, device_health, gpu_name, when
 from analyzers.rules.drv._lost import _AER_SERIOUS, _TEXT, _aer_level, _groups, _remediation
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.kernel import KernelSignal

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._common import capped
-from analyzers.rules.drv._driver import _refusal_on, _secure_boot_remediation
+from analyzers.rules.drv._driver import _secure_boot_remediation
 
 
 class SecureBootRefusedModule(Rule):
@@ -55,14 +56,9 @@ class SecureBootRefusedModule(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name in ctx.bundle.node_names:
-            judged = _refusal_on(ctx, name)
+            judged = secure_boot_refusal(ctx.facts, name)
             if judged is not None:
                 yield self._finding(*judged)
-
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule finds the module refused on ``name`` (see DriverNotUsable)."""
-        return _refusal_on(ctx, name) is not None
 
     def _finding(self, name: str, sb_line: Evidence, refused: list[Evidence],
                  unsigned: list[Evidence], absent: bool, dkms: bool) -> Finding:

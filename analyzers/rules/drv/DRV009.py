@@ -9,7 +9,6 @@ from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._driver import read_modules
 from analyzers.rules.drv._smi import _explanations
 from bundle.evidence import clip
 
@@ -78,7 +77,7 @@ class NvidiaSmiFailed(Rule):
         links = _explanations(ctx, name)
         code = f" (exit code {failure.exit_code})" if failure.exit_code is not None else ""
         meaning, evidence = failure.meaning, list(failure.evidence)
-        modules = read_modules(ctx, name) if meaning == NOT_LOADED else None
+        modules = ctx.facts.modules(name) if meaning == NOT_LOADED else None
         if modules is not None and modules.loaded("nvidia"):
             # nvidia-smi's words say "no module"; the node's own list says otherwise.
             meaning = ("nvidia-smi cannot communicate with the driver, although "

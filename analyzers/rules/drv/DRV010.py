@@ -13,9 +13,7 @@ from analyzers.rules.drv._binding import (
     _FOREIGN_MODULES,
     _meant_for_vms,
     _remediation,
-    foreign_gpus,
 )
-from analyzers.rules.drv._driver import read_modules
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from bundle.evidence import clip
 from bundle.lspci import PciDevice
@@ -68,7 +66,7 @@ class GpuBoundToOtherDriver(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name in sorted(ctx.bundle.node_names):
-            devices = foreign_gpus(ctx, name)
+            devices = ctx.facts.foreign_gpus(name)
             if devices and not _meant_for_vms(ctx, name):
                 yield self._finding(ctx, name, devices)
 
@@ -78,7 +76,7 @@ class GpuBoundToOtherDriver(Rule):
         to it and names it in its summary)."""
         if cls.skip_reason(ctx.bundle) is not None:
             return False
-        return bool(foreign_gpus(ctx, name)) and not _meant_for_vms(ctx, name)
+        return bool(ctx.facts.foreign_gpus(name)) and not _meant_for_vms(ctx, name)
 
     def _finding(self, ctx: Context, name: str, devices: list[PciDevice]) -> Finding:
         path = ctx.bundle.node(name).path("host/lspci.txt")
@@ -88,7 +86,7 @@ class GpuBoundToOtherDriver(Rule):
             evidence.append(Evidence(path=path, line=device.line, excerpt=clip(device.text)))
             evidence.append(Evidence(path=path, line=device.driver_line,
                                      excerpt=clip(device.driver_text)))
-        modules = read_modules(ctx, name)
+        modules = ctx.facts.modules(name)
         if modules is not None:
             evidence += [modules.evidence(module) for module in _FOREIGN_MODULES
                          if modules.loaded(module)]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from analyzers import commands as sh
 from analyzers.rule import Context
-from bundle.lspci import PciDevice, parse_lspci
 
 # The drivers that make a GPU usable by containers on the node.
-NVIDIA_DRIVERS = frozenset({"nvidia"})
 
 
 # Modules whose presence in /proc/modules backs up a foreign binding.
@@ -20,16 +18,6 @@ WORKLOAD_LABEL = "nvidia.com/gpu.workload.config"
 
 
 VM_WORKLOADS = frozenset({"vm-passthrough", "vm-vgpu"})
-
-
-def foreign_gpus(ctx: Context, name: str) -> list[PciDevice]:
-    """The node's NVIDIA GPUs (display/3D class) bound to a driver other than nvidia."""
-    text = ctx.bundle.node(name).host("lspci.txt")
-    if not text:
-        return []
-    return [device for device in parse_lspci(text)
-            if device.is_gpu and device.driver is not None
-            and device.driver not in NVIDIA_DRIVERS]
 
 
 def _meant_for_vms(ctx: Context, name: str) -> bool:

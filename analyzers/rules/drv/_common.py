@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from analyzers import signatures
 from analyzers.facts.kernel_events import GpuIdentity
-from analyzers.facts.logindex import logs_on_node
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
 from analyzers.rules.common import LOGS
@@ -40,10 +40,6 @@ _UUID_RE = re.compile(r"\b(?:MIG-)?GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9
 
 
 _PLUGIN_XID_RE = re.compile(r"Xid=(?P<xid>[0-9]{1,6})")
-
-
-def line_evidence(line: KernelLine) -> Evidence:
-    return Evidence(path=line.path, line=line.line, excerpt=clip(line.raw or line.message))
 
 
 def when(line: KernelLine) -> str:
@@ -142,7 +138,7 @@ def device_health(ctx: Context, node: str) -> DeviceHealth:
 
 
 def _plugin_marks(ctx: Context, node: str, health: DeviceHealth) -> None:
-    for path, container, text in node_logs(ctx, node, components=("device-plugin",)):
+    for path, container, text in node_logs(ctx.facts, node, components=("device-plugin",)):
         for hit in signatures.match(text, "log", container=container):
             if "OP008" not in hit.signature.rules or "unhealthy" not in hit.text.lower():
                 continue
@@ -154,22 +150,6 @@ def _plugin_marks(ctx: Context, node: str, health: DeviceHealth) -> None:
             xid = _PLUGIN_XID_RE.search(hit.text)
             if xid:
                 health.mark_xids.setdefault(key, set()).add(int(xid["xid"]))
-
-
-def node_logs(ctx: Context, node: str,
-              components: tuple[str, ...] = ()) -> Iterator[tuple[str, str, str]]:
-    """(path, container, text) of the collected container logs of pods on ``node``;
-    only operand pods of ``components`` when given."""
-    wanted: set[tuple[str, str]] | None = None
-    if components:
-        operands = ctx.facts.operands.get(node, {})
-        wanted = {(o.pod.namespace, o.pod.name) for c, o in operands.items() if c in components}
-    for (namespace, pod_name, container), path in logs_on_node(ctx.facts, node):
-        if wanted is not None and (namespace, pod_name) not in wanted:
-            continue
-        text = ctx.bundle.read_text(path)
-        if text:
-            yield path, container, text
 
 
 def log_lines(path: str, text: str, *needles: str) -> Iterator[KernelLine]:

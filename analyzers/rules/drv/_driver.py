@@ -9,11 +9,12 @@ from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts import smi as smifail
 from analyzers.facts.journals import journal_scan
-from analyzers.facts.kernel_events import NodeKernel
+from analyzers.facts.kernel_events import NodeKernel, line_evidence
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import event_evidence
-from analyzers.rules.drv._common import capped, line_evidence, node_logs
+from analyzers.rules.drv._common import capped
 from bundle.evidence import clip
 
 MISMATCH_SIGNATURE = "nvml-driver-library-mismatch"
@@ -21,40 +22,6 @@ MISMATCH_SIGNATURE = "nvml-driver-library-mismatch"
 
 _OTHER_DRIVER = re.compile(r"not called|already bound|another driver|nouveau|rivafb",
                            re.IGNORECASE)
-
-
-_KEY_REFUSED = re.compile(r"not permitted|required key|key was rejected", re.IGNORECASE)
-
-
-BLOCKED_SIGNATURE = "kernel-module-load-blocked"
-
-
-@dataclass(frozen=True, slots=True)
-class Modules:
-    """``host/modules.txt``: the loaded nvidia* / nouveau modules, with their lines."""
-
-    path: str
-    lines: dict[str, tuple[int, str]]
-
-    def loaded(self, module: str) -> bool:
-        return module in self.lines
-
-    def evidence(self, module: str) -> Evidence:
-        number, text = self.lines[module]
-        return Evidence(path=self.path, line=number, excerpt=clip(text))
-
-
-def read_modules(ctx: Context, name: str) -> Modules | None:
-    artifacts = ctx.bundle.node(name)
-    text = artifacts.host("modules.txt")
-    if text is None:
-        return None
-    lines: dict[str, tuple[int, str]] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        fields = raw.split()
-        if fields:
-            lines.setdefault(fields[0], (number, raw))
-    return Modules(artifacts.path("host/modules.txt"), lines)
 
 
 def smi_failure(ctx: Context, name: str) -> str | None:
@@ -94,7 +61,7 @@ def _mismatch_evidence(ctx: Context, name: str, kernel: NodeKernel) -> list[Evid
     found = [line_evidence(s.source) for s in kernel.signals_of("api_mismatch")]
     mismatch = signatures.get(MISMATCH_SIGNATURE)
     signature = (mismatch,)
-    for path, container, text in node_logs(ctx, name):
+    for path, container, text in node_logs(ctx.facts, name):
         for hit in signatures.match(text, "log", container=container, signatures=signature):
             found.append(Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
             break
@@ -139,33 +106,6 @@ def _driver_remediation(name: str, kinds: set[str]) -> str:
     return sh.lines(lines)
 
 
-def secure_boot(ctx: Context, name: str) -> tuple[bool | None, Evidence | None]:
-    """(enabled, evidence line) from ``host/secureboot.txt`` (``mokutil --sb-state``)."""
-    text = ctx.bundle.node(name).host("secureboot.txt")
-    if text is None:
-        return None, None
-    path = f"nodes/{name}/host/secureboot.txt"
-    for number, raw in enumerate(text.splitlines(), start=1):
-        words = raw.lower().split()
-        if len(words) >= 2 and words[0] == "secureboot":
-            evidence = Evidence(path=path, line=number, excerpt=clip(raw.strip()))
-            state = {"enabled": True, "disabled": False}.get(words[1])
-            return state, evidence
-    return None, None
-
-
-def builds_module_on_node(ctx: Context, name: str) -> bool:
-    """The driver container compiles an unsigned module on this node (DKMS-style):
-    the operator runs the driver and precompiled modules are not used."""
-    policy = ctx.facts.cluster_policy
-    has_pod = "driver" in ctx.facts.operands.get(name, {})
-    if policy is None:
-        return has_pod
-    if policy.component_enabled("driver") is False and not has_pod:
-        return False
-    return not ctx.facts.driver_precompiled
-
-
 def _secure_boot_remediation(name: str) -> str:
     node = sh.node(name)
     return sh.lines(
@@ -179,59 +119,9 @@ def _secure_boot_remediation(name: str) -> str:
     )
 
 
-_Refusal = tuple[str, Evidence, list[Evidence], list[Evidence], bool, bool]
-
-
-def _refusal_on(ctx: Context, name: str) -> _Refusal | None:
-    """DRV004's verdict on one node: (node, Secure Boot line, refusals, unsigned-module
-    lines, module absent, built on the node), or None when it has nothing to say. Judged
-    once per run: DRV004 and the rules that link to it read it from the facts."""
-    return ctx.facts.judged("DRV004", name, lambda: _judge_refusal(ctx, name))
-
-
-def _judge_refusal(ctx: Context, name: str) -> _Refusal | None:
-    enabled, sb_line = secure_boot(ctx, name)
-    if not enabled or sb_line is None:
-        return None
-    kernels = ctx.facts.kernel_events
-    signals = kernels[name].signals if name in kernels else ()
-    modules = read_modules(ctx, name)
-    loaded = modules is not None and modules.loaded("nvidia")
-    refused = [line_evidence(s.source) for s in signals
-               if _refusal(s.kind, s.detail, s.source.message, loaded)]
-    refused += _blocked_in_logs(ctx, name)
-    unsigned = [line_evidence(s.source) for s in signals
-                if s.kind == "module_verification" and s.detail.startswith("nvidia")]
-    if name not in ctx.facts.gpu_node_set and not unsigned:
-        return None
-    absent = modules is not None and not loaded
-    dkms = absent and builds_module_on_node(ctx, name)
-    if not (refused or unsigned or dkms):
-        return None
-    return name, sb_line, refused, unsigned, absent, dkms
-
-
-def _refusal(kind: str, detail: str, message: str, nvidia_loaded: bool) -> bool:
-    """A lockdown or key refusal that can concern the nvidia module: any such line while
-    nvidia is not loaded, only lines naming nvidia once it is."""
-    if kind == "lockdown" or (kind == "module_load_failed" and _KEY_REFUSED.search(detail)):
-        return not nvidia_loaded or "nvidia" in message.lower()
-    return False
-
-
-def _blocked_in_logs(ctx: Context, name: str) -> list[Evidence]:
-    signature = (signatures.get(BLOCKED_SIGNATURE),)
-    found: list[Evidence] = []
-    for path, container, text in node_logs(ctx, name, components=("driver",)):
-        for hit in signatures.match(text, "log", container=container, signatures=signature):
-            found.append(Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
-            break
-    return found
-
-
 def _problems(ctx: Context, name: str, kernel: NodeKernel) -> _Problems:
     problems = _Problems()
-    modules = read_modules(ctx, name)
+    modules = ctx.facts.modules(name)
     owners = [s for s in kernel.signals_of("nouveau", "nova_core", "probe_failed")
               if s.kind != "probe_failed" or _OTHER_DRIVER.search(s.source.message)]
     nouveau = [line_evidence(s.source) for s in owners]

@@ -6,11 +6,9 @@ from collections import defaultdict
 
 from analyzers import commands as sh
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
+from analyzers.facts.logindex import node_logs
 from analyzers.rule import Context
-from analyzers.rules.drv._common import (
-    log_lines,
-    node_logs,
-)
+from analyzers.rules.drv._common import log_lines
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.kernel import KernelSignal, scan_signals
 
@@ -53,7 +51,7 @@ def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[Kerne
     less what a driver refusal (DRV008) explains."""
     groups: dict[str, list[KernelSignal]] = defaultdict(list)
     signals = kernel.signals_of(*LOSS)
-    for path, _container, text in node_logs(ctx, name):
+    for path, _container, text in node_logs(ctx.facts, name):
         for line in log_lines(path, text, "device handle", "gpu is lost"):
             signals += [s for s in scan_signals(line) if s.kind in ("device_handle", "gpu_lost")]
     refused = DriverCannotDriveGpu.refused_gpus(ctx, name)

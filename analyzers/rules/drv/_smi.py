@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from analyzers import refs
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV004 import SecureBootRefusedModule
 
 
 def _explanations(ctx: Context, name: str) -> list[tuple[Link, str]]:
     """(finding id, sentence) of the findings that explain the failure."""
     found: list[tuple[Link, str]] = []
-    if SecureBootRefusedModule.explains(ctx, name):
+    if secure_boot_refusal(ctx.facts, name) is not None:
         found.append((refs.DRV004(name), "Secure Boot refuses the unsigned nvidia module "
                                          "(see DRV004)"))
     if DriverNotUsable.explains(ctx, name):

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import signatures
+from analyzers.facts.kernel_events import line_evidence
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.drv._common import line_evidence, node_logs
 from bundle.evidence import clip
 from bundle.lspci import PciDevice, parse_lspci
 
@@ -92,7 +93,7 @@ def _refusal(ctx: Context, name: str) -> _Refusal | None:
             if signal.pci:
                 refusal.addresses.add(_short(signal.pci))
     wanted = (signatures.get(SIGNATURE),)
-    for path, container, text in node_logs(ctx, name, components=("driver",)):
+    for path, container, text in node_logs(ctx.facts, name, components=("driver",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
             refusal.read(hit.text, Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
             break

@@ -10,13 +10,13 @@ from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.common import flatten
 from analyzers.rules.helm._base import (
     CHART_DEFAULTS,
     HARMFUL,
     _pairs,
     _pointer_parts,
     _shown,
-    flatten,
     latest_of,
 )
 from bundle.evidence import Locator, at_pointer

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from analyzers.rule import Context
 from bundle.evidence import clip
@@ -32,18 +31,6 @@ HARMFUL = {"driver.enabled", "toolkit.enabled", "cdi.enabled", "mig.strategy",
 
 
 STUCK = ("pending-install", "pending-upgrade", "pending-rollback", "failed", "uninstalling")
-
-
-def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested Helm values as dotted keys; lists stay whole values."""
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, dotted + "."))
-        else:
-            flat[dotted] = value
-    return flat
 
 
 def _pointer_parts(dotted: str) -> list[str]:

@@ -10,7 +10,7 @@ from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import field, node_ref
+from analyzers.rules.common import PRESENT, field, node_ref
 from analyzers.rules.op._common import capped, namespace
 from analyzers.rules.op._labels import (
     CONTAINER_DEPLOY,
@@ -18,7 +18,6 @@ from analyzers.rules.op._labels import (
     DEPLOY,
     PAUSED,
     PCI_LABELS,
-    PRESENT,
     Miss,
     _deploy_key,
     _generic,

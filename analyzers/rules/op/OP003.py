@@ -11,11 +11,10 @@ from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, field, node_ref
+from analyzers.rules.common import LOGS, PRESENT, field, node_ref
 from analyzers.rules.op._common import logs_cmd, namespace
 from analyzers.rules.op._labels import (
     PCI_LABELS,
-    PRESENT,
     _nfd_daemonset,
     _nfd_workers,
     _no_gpu_node,

@@ -9,11 +9,11 @@ from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
-from analyzers.rules.drv.DRV004 import SecureBootRefusedModule
 from analyzers.rules.op._common import (
     as_evidence,
     capped,
@@ -96,7 +96,7 @@ class DriverKernelMismatch(Rule):
         summary = f"On {name}, the driver pod {pod.name}{state} cannot install: " \
                   f"{'; '.join(parts)}. Every other operand on the node waits for it."
         causes: list[Link] = []
-        if SecureBootRefusedModule.explains(ctx, name):
+        if secure_boot_refusal(ctx.facts, name) is not None:
             summary += (" Secure Boot refuses the module for its signature: that is the "
                         "cause, not the kernel match (see DRV004).")
             causes.append(refs.DRV004(name))

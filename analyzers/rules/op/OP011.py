@@ -9,10 +9,10 @@ from analyzers import refs
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, event_evidence, node_ref
+from analyzers.rules.common import LOGS, PRESENT, event_evidence, node_ref
 from analyzers.rules.common import field as object_field
 from analyzers.rules.op._common import capped, logs_cmd, namespace, quote
-from analyzers.rules.op._labels import PCI_LABELS, PRESENT
+from analyzers.rules.op._labels import PCI_LABELS
 from analyzers.rules.op._nfd import _CAP, SUBJECT, Labelling, labelling, nfd_role
 from analyzers.rules.op._refused import describe
 

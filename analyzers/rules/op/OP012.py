@@ -8,7 +8,6 @@ from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
-from analyzers.rules.drv._driver import read_modules
 from analyzers.rules.op._hostdriver import (
     _SETTLED,
     DEPLOY_LABEL,
@@ -156,7 +155,7 @@ class HostDriverConflict(Rule):
             return None
         artifacts = ctx.bundle.node(name)
         evidence = [_enabled_evidence(policy)]
-        modules = read_modules(ctx, name)
+        modules = ctx.facts.modules(name)
         if modules is not None:
             evidence.append(Evidence(path=modules.path,
                                      excerpt="(no 'nvidia' module in /proc/modules)"))

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from analyzers import refs
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV004 import SecureBootRefusedModule
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
 from analyzers.rules.drv.DRV010 import GpuBoundToOtherDriver
@@ -87,23 +86,28 @@ def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                                     "fabric is not set up (Fabric Manager, see OP005).")]
 
 
-class _Explainer(Protocol):
-    """A rule class that says whether it fires on a node (its ``explains``)."""
+# Whether a cause holds on a node: a judgement of the facts, or (until it moves into the
+# facts) the ``explains`` of the rule that reports it.
+_Explainer = Callable[[Context, str], bool]
 
-    def explains(self, ctx: Context, name: str) -> bool: ...
+
+def _module_refused(ctx: Context, node: str) -> bool:
+    return secure_boot_refusal(ctx.facts, node) is not None
 
 
 # What can stop the driver stage, in the order OP001 names them.
 _DRIVER_CAUSES: tuple[tuple[_Explainer, refs.NodeRef, str], ...] = (
-    (SecureBootRefusedModule, refs.DRV004,
+    (_module_refused, refs.DRV004,
      "Secure Boot refuses the unsigned nvidia module (see DRV004)."),
-    (DriverNotUsable, refs.DRV003, "The NVIDIA driver is not usable on the node (see DRV003)."),
-    (HostDriverConflict, refs.OP012,
+    (DriverNotUsable.explains, refs.DRV003,
+     "The NVIDIA driver is not usable on the node (see DRV003)."),
+    (HostDriverConflict.explains, refs.OP012,
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
-    (DriverBuildFails, refs.OP015,
+    (DriverBuildFails.explains, refs.OP015,
      "The driver container cannot build or load its module on this OS (see OP015)."),
-    (DriverCannotDriveGpu, refs.DRV008, "The loaded driver cannot drive this GPU (see DRV008)."),
-    (GpuBoundToOtherDriver, refs.DRV010,
+    (DriverCannotDriveGpu.explains, refs.DRV008,
+     "The loaded driver cannot drive this GPU (see DRV008)."),
+    (GpuBoundToOtherDriver.explains, refs.DRV010,
      "The GPUs are bound to another kernel driver (see DRV010)."),
 )
 
@@ -116,8 +120,8 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     if driver is not None and driver.broken:
         found.append(Cause(refs.OP010(node), "The driver container cannot install on the "
                                              "node (see OP010)."))
-    found += [Cause(ref(node), text) for rule, ref, text in _DRIVER_CAUSES
-              if rule.explains(ctx, node)]
+    found += [Cause(ref(node), text) for holds, ref, text in _DRIVER_CAUSES
+              if holds(ctx, node)]
     if not found and NvidiaSmiFailed.explains(ctx, node):
         found.append(Cause(refs.DRV009(node), "nvidia-smi itself fails on the node "
                                               "(see DRV009)."))

@@ -11,11 +11,11 @@ from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import stack_component
 from analyzers.facts.refusals import CreateRefusal
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.models import Evidence
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV004 import SecureBootRefusedModule
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.evidence import Locator
 from bundle.kube import Node, quantity_int
@@ -108,10 +108,10 @@ def _advertised(obj: Node | None) -> tuple[bool, str]:
 
 def _driver_down(ctx: Context, name: str) -> list[Link]:
     """The findings saying the node's driver cannot load or drive its GPU."""
-    found = [ref(name) for rule, ref in ((SecureBootRefusedModule, refs.DRV004),
-                                         (DriverNotUsable, refs.DRV003),
-                                         (DriverCannotDriveGpu, refs.DRV008))
-             if rule.explains(ctx, name)]
+    found = [refs.DRV004(name)] if secure_boot_refusal(ctx.facts, name) is not None else []
+    found += [ref(name) for rule, ref in ((DriverNotUsable, refs.DRV003),
+                                          (DriverCannotDriveGpu, refs.DRV008))
+              if rule.explains(ctx, name)]
     driver = ctx.facts.driver_kernel.get(name)
     if driver is not None and driver.broken:
         found.append(refs.OP010(name))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from analyzers import commands as sh
 from analyzers import signatures
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.drv._common import node_logs
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
@@ -28,7 +28,7 @@ def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
     """The first line of each wording in the node's driver container logs."""
     wanted = (signatures.get(HEADERS), signatures.get(PACKAGES), signatures.get(DENIED))
     found: dict[str, Evidence] = {}
-    for path, container, text in node_logs(ctx, name, components=("driver",)):
+    for path, container, text in node_logs(ctx.facts, name, components=("driver",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
             found.setdefault(hit.signature.id,
                              Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))

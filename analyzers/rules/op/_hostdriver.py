@@ -7,15 +7,13 @@ from dataclasses import dataclass, field
 
 from analyzers import commands as sh
 from analyzers import refs, signatures
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
-from analyzers.rules.drv._binding import foreign_gpus
-from analyzers.rules.drv._common import node_logs
-from analyzers.rules.drv._driver import read_modules
+from analyzers.rules.common import flatten
 from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.helm._base import flatten
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 from bundle.lspci import parse_lspci
@@ -59,7 +57,7 @@ class _HostDriver:
 def _host_driver(ctx: Context, name: str) -> _HostDriver | None:
     """The node's loaded NVIDIA driver, or None when the bundle cannot tell."""
     host = _HostDriver()
-    modules = read_modules(ctx, name)
+    modules = ctx.facts.modules(name)
     artifacts = ctx.bundle.node(name)
     text = artifacts.host("nvidia-driver-version.txt")
     if modules is None and text is None:
@@ -83,8 +81,8 @@ def _host_driver_tried(ctx: Context, name: str) -> bool:
     kernel = ctx.facts.kernel_events.get(name)
     if kernel is not None and kernel.signals_of(*_DRIVER_TRIED):
         return True
-    modules = read_modules(ctx, name)
-    return (modules is not None and modules.loaded("nouveau")) or bool(foreign_gpus(ctx, name))
+    modules = ctx.facts.modules(name)
+    return (modules is not None and modules.loaded("nouveau")) or bool(ctx.facts.foreign_gpus(name))
 
 
 def _has_gpu(ctx: Context, name: str) -> bool:
@@ -115,7 +113,7 @@ def _dropped_by_helm(ctx: Context) -> list[Link]:
 
 def _in_use(ctx: Context, name: str) -> list[Evidence]:
     wanted = (signatures.get(IN_USE_SIGNATURE),)
-    for path, container, text in node_logs(ctx, name, components=("driver",)):
+    for path, container, text in node_logs(ctx.facts, name, components=("driver",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
             return [Evidence(path=path, line=hit.line, excerpt=clip(hit.text))]
     return []

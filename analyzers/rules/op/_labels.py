@@ -10,15 +10,12 @@ from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import field
+from analyzers.rules.common import PRESENT, field
 from bundle.evidence import clip
 from bundle.kube import DaemonSet, Node, Pod, quantity_int
 from bundle.lspci import parse_lspci
 
 DEPLOY = "nvidia.com/gpu.deploy."
-
-
-PRESENT = "nvidia.com/gpu.present"
 
 
 PCI_LABELS = (

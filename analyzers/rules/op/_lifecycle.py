@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from analyzers.rule import Context, Input
-from analyzers.rules.drv._driver import secure_boot
 from bundle import Bundle
 from bundle.kube import Node
 from bundle.manifest import ManifestItem
@@ -109,7 +108,7 @@ _BUILD_NEXT = {
 
 def _signing_without_secure_boot(ctx: Context, name: str) -> str:
     """OP010's sentence for a signature refusal that DRV004 (Secure Boot) does not own."""
-    enabled, line = secure_boot(ctx, name)
+    enabled, line = ctx.facts.secure_boot(name)
     if line is not None and not enabled:
         return ("Secure Boot is off, so the kernel enforces module signatures by itself "
                 "(lockdown= or module.sig_enforce=1 on its command line): the module needs "

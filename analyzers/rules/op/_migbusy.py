@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import signatures
 from analyzers.facts.gpu import pod_gpu_request
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence, ObjectRef
 from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import ref
-from analyzers.rules.drv._common import node_logs
-from analyzers.rules.drv._driver import read_modules
 from bundle.evidence import clip
 from bundle.hostprocs import parse_gpu_processes
 
@@ -49,7 +48,7 @@ class _Blocked:
 
 def _log_hits(ctx: Context, name: str, blocked: _Blocked) -> None:
     wanted = (signatures.get(SIGNATURE),)
-    for path, container, text in node_logs(ctx, name, components=("mig-manager",)):
+    for path, container, text in node_logs(ctx.facts, name, components=("mig-manager",)):
         for hit in signatures.match(text, "log", container=container, signatures=wanted):
             blocked.gpus.update(m["bdf"].lower() for m in _BDF.finditer(hit.text))
             if len(blocked.hits) < HIT_CAP:
@@ -64,7 +63,7 @@ def _holders(ctx: Context, name: str, blocked: _Blocked) -> None:
         blocked.evidence.append(Evidence(path=artifacts.path(PROCESSES_FILE),
                                          line=process.line, excerpt=clip(process.text)))
         blocked.host_processes = True
-    modules = read_modules(ctx, name)
+    modules = ctx.facts.modules(name)
     if modules is not None and modules.loaded("nvidia_drm"):
         blocked.holders.append("the nvidia_drm kernel module")
         blocked.evidence.append(modules.evidence("nvidia_drm"))

@@ -17,8 +17,9 @@ from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.models import Evidence
 from analyzers.rule import Context
+from analyzers.rules.common import PRESENT
 from analyzers.rules.common import field as object_field
-from analyzers.rules.op._labels import NFD_REASONS, PRESENT, gpu_signs, has_pci_label
+from analyzers.rules.op._labels import NFD_REASONS, gpu_signs, has_pci_label
 from analyzers.rules.op._refused import is_nfd_worker
 from bundle.evidence import Locator
 from bundle.kube import Pod

@@ -11,7 +11,7 @@ from analyzers import refs
 from analyzers.facts.runtimes import Cause
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.op._labels import PRESENT
+from analyzers.rules.common import PRESENT
 from bundle.manifest import ManifestItem
 
 _SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")

@@ -5,14 +5,6 @@ helpers. ``RULES`` (the ``gpu_triage.rules`` entry point) is found from the file
 order.
 """
 
-from __future__ import annotations
+from analyzers.rules import family_getattr
 
-from analyzers.rule import Rule
-from analyzers.rules import family_rules
-
-
-def __getattr__(name: str) -> list[type[Rule]]:
-    """``RULES`` (the entry point ``analyzers.rules.sc:RULES``), found from the files."""
-    if name == "RULES":
-        return family_rules(__name__, __path__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = family_getattr(__name__, __path__)

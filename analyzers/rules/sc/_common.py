@@ -10,11 +10,11 @@ from typing import Generic, TypeVar
 from analyzers import refs, signatures
 from analyzers.facts import Facts
 from analyzers.facts.gpu import is_gpu_resource
+from analyzers.facts.kernel_events import line_evidence
 from analyzers.models import Evidence, ObjectRef
 from analyzers.refs import Link, PodRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
-from analyzers.rules.drv._common import line_evidence
 from bundle.kube import Container, Event, Pod, quantity_int
 
 T = TypeVar("T")
