@@ -9,7 +9,7 @@ several parts builds its own subject with the same reference
 apart.
 
 The references live in this module, below every rule, rather than on the rule classes:
-rule modules already import one another (OP001's ``op_causes`` reads DRV003's and
+rule modules already import one another (OP001's ``op/_causes`` reads DRV003's and
 OP013's judgements), and importing the target rule's class for each link would close
 import cycles. This module imports nothing of the project.
 

@@ -16,7 +16,7 @@ from scenario import lists
 from analyzers import signatures, timeline
 from analyzers.facts import Facts, scheduling
 from analyzers.facts.operands import COMPONENTS, NFD_WORKER, component_of
-from analyzers.rules.sc_common import container_limits
+from analyzers.rules.sc._common import container_limits
 from bundle import open_bundle
 from bundle.kube import Container, Pod, quantity_int
 
@@ -304,7 +304,7 @@ def test_a_logs_signatures_are_matched_once(tmp_path: Path) -> None:
 
 
 def test_nodes_restarted_at_the_same_moment_answer_as_every_pair() -> None:
-    from analyzers.rules.rt_service import Restart, _Moments
+    from analyzers.rules.rt._service import Restart, _Moments
     from bundle.textfiles import JournalEntry
 
     def start(minute: float | None) -> Restart:
@@ -335,7 +335,7 @@ def test_nodes_restarted_at_the_same_moment_answer_as_every_pair() -> None:
 
 
 def test_manifest_items_under_a_prefix_answer_as_a_walk() -> None:
-    from analyzers.rules.rt_refs import _ItemsByPath
+    from analyzers.rules.rt._refs import _ItemsByPath
     from bundle.manifest import ManifestItem
 
     paths = ["nodes/b/cdi/nvidia.yaml", "nodes/a/cdi", "nodes/a/cdix", "nodes/a/cd",
@@ -353,7 +353,7 @@ def test_rules_affected_by_gaps_answer_as_matching_every_path() -> None:
     from types import SimpleNamespace
 
     from analyzers.plugins import discover
-    from analyzers.rules.bnd import _affected_rules
+    from analyzers.rules.bnd._base import _affected_rules
     from bundle.manifest import ManifestItem
 
     rules = [loaded.rule for loaded in discover().rules]

@@ -12,8 +12,8 @@ from kit import write_dir
 from op_kit import Cluster, operand_pod
 
 from analyzers.facts import Facts
+from analyzers.facts.secureboot import builds_module_on_node
 from analyzers.rule import Context
-from analyzers.rules.drv_driver import builds_module_on_node
 from bundle import open_bundle
 
 DRIVER = "nvidia-driver-daemonset"
@@ -32,4 +32,4 @@ def test_one_reading_of_use_precompiled(tmp_path: Path, value: Any, precompiled:
         assert facts.driver_precompiled is precompiled
         assert facts.driver_kernel["gpu-a"].precompiled is precompiled
         ctx = Context(opened, facts, [])
-        assert builds_module_on_node(ctx, "gpu-a") is not precompiled
+        assert builds_module_on_node(ctx.facts, "gpu-a") is not precompiled

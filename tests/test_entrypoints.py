@@ -42,7 +42,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A site directory holding gpu-triage's metadata as pip installs it, on a sys.path
     of only the standard library (the rule modules are imported beforehand)."""
     for _, value in REGISTERED:
-        importlib.import_module(value.partition(":")[0])
+        assert importlib.import_module(value.partition(":")[0]).RULES
     directory = tmp_path / "site-packages"
     _dist(directory, "gpu_triage-0.1.0.dist-info", entry_points=_entry_points_txt(REGISTERED))
     stdlib = sysconfig.get_paths()["stdlib"]

@@ -53,7 +53,7 @@ def test_prose_is_never_offered_as_a_first_step(sample: str) -> None:
 
 
 def test_a_runtime_without_its_cri_plugin_is_looked_at_first() -> None:
-    from analyzers.rules.rt_service import _cri_remediation
+    from analyzers.rules.rt._service import _cri_remediation
 
     remediation = _cri_remediation("gpu-7")
     assert remediation.splitlines()[0].startswith("# on gpu-7 (kubectl debug node/gpu-7")
@@ -99,7 +99,7 @@ def test_rejected_pods_are_reviewed_before_anything_is_deleted() -> None:
 def test_the_bundle_rules_offer_their_static_checks() -> None:
     """BND001 (a gap of another kind) and BND002 once offered the commands indented in
     their docstrings; they now give them as their own remediation."""
-    from analyzers.rules import bnd
+    from analyzers.rules.bnd import _base as bnd
 
     assert first_command(bnd._OTHER_GAP) == "kubectl auth can-i list events --all-namespaces"
     assert first_command(bnd._UNREADABLE).startswith("gzip -t bundle.tgz && tar -tzf")

@@ -32,7 +32,7 @@ from analyzers.facts.journals import (
     scan_records,
     signature_hits,
 )
-from analyzers.rules import rt_service
+from analyzers.rules.rt import _service as rt_service
 from bundle import open_bundle
 from bundle.kernel import kernel_lines_from_journal
 from bundle.textfiles import journal_records, parse_journal

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.facts import secureboot
+from analyzers.facts import smi as facts_smi
 from analyzers.plugins import discover
-from analyzers.rules import drv_driver, drv_smifail
+from analyzers.rules.drv import _driver as drv_driver
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -21,26 +23,25 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatch,
                                                   sample: str) -> None:
     calls: Counter[tuple[str, str]] = Counter()
-    problems = drv_driver.DriverNotUsable._problems
-    refusal = drv_driver._judge_refusal
-    smi = drv_smifail._read_failure
+    problems = drv_driver._problems
+    refusal = secureboot.judge_refusal
+    smi = facts_smi.read_failure
 
-    def count_problems(self: drv_driver.DriverNotUsable, ctx: object, name: str,
-                       kernel: object) -> object:
+    def count_problems(ctx: object, name: str, kernel: object) -> object:
         calls[("DRV003", name)] += 1
-        return problems(self, ctx, name, kernel)  # type: ignore[arg-type]
+        return problems(ctx, name, kernel)  # type: ignore[arg-type]
 
     def count_refusal(ctx: object, name: str) -> object:
         calls[("DRV004", name)] += 1
         return refusal(ctx, name)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(drv_driver.DriverNotUsable, "_problems", count_problems)
-    def count_smi(ctx: object, name: str) -> object:
+    monkeypatch.setattr(drv_driver, "_problems", count_problems)
+    def count_smi(bundle: object, name: str) -> object:
         calls[("nvidia-smi", name)] += 1
-        return smi(ctx, name)  # type: ignore[arg-type]
+        return smi(bundle, name)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(drv_driver, "_judge_refusal", count_refusal)
-    monkeypatch.setattr(drv_smifail, "_read_failure", count_smi)
+    monkeypatch.setattr(secureboot, "judge_refusal", count_refusal)
+    monkeypatch.setattr(facts_smi, "read_failure", count_smi)
     with open_bundle(SAMPLES / sample) as opened:
         report = analyze(opened, discover().rules)
     found = {f.rule_id for f in report.findings}

@@ -58,7 +58,7 @@ def test_each_rule_names_the_file_that_defines_it() -> None:
         assert f"| [{loaded.rule.id}](#{loaded.rule.id.lower()}) |" in text
         assert f"[`{path}`](../{path})" in text
     start = text.index("\n### DRV009\n")
-    assert "Defined in [`analyzers/rules/drv_smi.py`](../analyzers/rules/drv_smi.py)." in (
+    assert "Defined in [`analyzers/rules/drv/DRV009.py`](../analyzers/rules/drv/DRV009.py)." in (
         text[start:text.index("\n### ", start + 1)])
 
 

@@ -16,8 +16,9 @@ inputs, as in analyzers/coverage.py). Not counted:
 - what the facts every rule may consult read: which nodes are GPU nodes, whether,
   where and which GPU Operator runs, and each node's CRI (the Facts properties in
   ``AMBIENT``; the preconditions of ``Rule.needs``);
-- what another rule's judgement reads when this rule asks it (``explains``, or a
-  verdict kept by ``Facts.judged``): that rule declares it, and says whether it ran.
+- what another rule's judgement reads when this rule asks it (``explains``, a verdict
+  kept by ``Facts.judged``, or a judgement of the facts that rule reports, in
+  ``SHARED_JUDGEMENTS``): that rule declares it, and says whether it ran.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from kit import kube_list, kube_node, write_dir
 from analyzers.coverage import required_inputs
 from analyzers.engine import run_rule
 from analyzers.facts import Facts
+from analyzers.facts.logindex import node_logs
 from analyzers.models import Finding, Severity
 from analyzers.plugins import LoadedRule, discover
 from analyzers.rule import Context, Input, Rule, cluster
 from analyzers.rules.common import LOGS
-from analyzers.rules.drv_common import node_logs
 from bundle import open_bundle
 from bundle.reader import Bundle, ClusterObjects, NodeArtifacts
 
@@ -53,6 +54,11 @@ AMBIENT = frozenset({"nodes", "gpu_nodes", "gpu_node_set", "node_dirs", "operato
                      "operator_version", "operator_pods", "operator_signs",
                      "operator_expected", "node_cris", "unmet"})
 FACTS_FILE = str(Path("analyzers", "facts", "__init__.py"))
+# Judgements kept by the facts (function, file) -> the rule that reports them and so
+# declares what they read; another rule that asks them does not.
+SHARED_JUDGEMENTS = {
+    ("judge_refusal", str(Path("analyzers", "facts", "secureboot.py"))): "DRV004",
+}
 # Parsed views that are kept after their first read → the file they stand for.
 CLUSTER_VIEWS = {
     "nodes": "cluster/nodes.json", "pods": "cluster/pods.json",
@@ -104,6 +110,10 @@ def _on_behalf_of_another(frame: FrameType | None, rule: type[Rule]) -> bool:
         if code.co_name == "explains" and local.get("cls") not in (None, rule):
             return True
         if code.co_name == "judged" and local.get("rule_id") not in (None, rule.id):
+            return True
+        owner = next((owner for (name, path), owner in SHARED_JUDGEMENTS.items()
+                      if code.co_name == name and code.co_filename.endswith(path)), None)
+        if owner not in (None, rule.id):
             return True
         frame = frame.f_back
     return False
@@ -199,7 +209,7 @@ class _ReadsLogs(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for name in ctx.bundle.node_names:
-            list(node_logs(ctx, name))
+            list(node_logs(ctx.facts, name))
         if ctx.bundle.cluster.events:
             pass
         yield from ()

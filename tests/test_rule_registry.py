@@ -1,12 +1,11 @@
 """One way to register a built-in rule family (docs/writing-rules.md, "Registering"):
-``pyproject.toml`` names ``analyzers.rules.<family>:RULES``, and that module's ``RULES``
-is one list, written once after every import, that names each rule of the family in ID
-order. Rule classes live in the family module or in a ``<family>_<theme>.py`` module;
-no other module keeps a ``RULES`` list."""
+``pyproject.toml`` names ``analyzers.rules.<family>:RULES``; the family is a package in
+which each rule lives alone in ``<ID>.py`` (the module's name is the rule's id), helpers
+in ``_*.py`` modules, and ``RULES`` is found from those files in ID order. No module
+keeps a ``RULES`` list by hand, and a rule's id never changes with a move."""
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 import pkgutil
@@ -18,59 +17,64 @@ import pytest
 import analyzers.rules
 from analyzers.plugins import GROUP
 from analyzers.rule import Rule
+from analyzers.rules import RULE_MODULE, family_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTERED = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
     "project"]["entry-points"][GROUP]
 FAMILIES = {name.removeprefix("builtin-"): value for name, value in REGISTERED.items()}
-RULE_MODULES = sorted(info.name for info in pkgutil.iter_modules(analyzers.rules.__path__))
+PACKAGES = sorted(info.name for info in pkgutil.iter_modules(analyzers.rules.__path__)
+                  if info.ispkg)
 
 
-def _family_module(family: str) -> Path:
-    return ROOT / "analyzers" / "rules" / f"{family}.py"
+def _modules(family: str) -> list[str]:
+    path = importlib.import_module(f"analyzers.rules.{family}").__path__
+    return sorted(info.name for info in pkgutil.iter_modules(path))
 
 
-def test_every_entry_point_names_its_family_module() -> None:
+def test_every_entry_point_names_its_family_package() -> None:
     assert {family: f"analyzers.rules.{family}:RULES" for family in FAMILIES} == FAMILIES
+    assert sorted(FAMILIES) == PACKAGES == ["bnd", "cfg", "drv", "helm", "op", "rt", "sc"]
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_rules_is_one_list_after_the_imports(family: str) -> None:
-    tree = ast.parse(_family_module(family).read_text(encoding="utf-8"))
-    uses = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == "RULES"]
-    assert len(uses) == 1, f"{family}.py: RULES is built in one statement, not appended to"
-    (statement,) = [node for node in tree.body if any(n is uses[0] for n in ast.walk(node))]
-    assert isinstance(statement, ast.Assign | ast.AnnAssign)
-    assert isinstance(statement.value, ast.List), f"{family}.py: RULES is a list literal"
-    late = [node.lineno for node in tree.body
-            if isinstance(node, ast.Import | ast.ImportFrom) and node.lineno > statement.lineno]
-    assert late == [], f"{family}.py: imports after RULES"
+def test_a_family_holds_rule_files_and_private_helpers_only(family: str) -> None:
+    modules = _modules(family)
+    assert modules, family
+    strays = [m for m in modules if not m.startswith("_") and not RULE_MODULE.match(m)]
+    assert strays == [], f"{family}: neither <ID>.py nor _helper.py: {strays}"
+    assert all(m.startswith(family.upper()) for m in modules if RULE_MODULE.match(m))
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_rules_are_the_family_in_id_order(family: str) -> None:
+def test_rules_are_the_family_in_id_order_one_per_file(family: str) -> None:
     rules = importlib.import_module(f"analyzers.rules.{family}").RULES
     ids = [rule.id for rule in rules]
-    assert ids == sorted(ids)
-    assert all(rule_id.removeprefix(family.upper()).isdigit() for rule_id in ids), ids
-    assert all(rule.__module__ == f"analyzers.rules.{family}"
-               or rule.__module__.startswith(f"analyzers.rules.{family}_") for rule in rules)
+    assert ids == sorted(ids) == [m for m in _modules(family) if RULE_MODULE.match(m)]
+    assert all(rule.id.removeprefix(family.upper()).isdigit() for rule in rules), ids
+    assert all(rule.__module__ == f"analyzers.rules.{family}.{rule.id}" for rule in rules)
 
 
-def test_only_family_modules_keep_a_rules_list() -> None:
-    keeping = [name for name in RULE_MODULES
-               if hasattr(importlib.import_module(f"analyzers.rules.{name}"), "RULES")]
-    assert keeping == sorted(FAMILIES)
+def test_no_helper_defines_a_rule() -> None:
+    for family in FAMILIES:
+        for name in _modules(family):
+            if RULE_MODULE.match(name):
+                continue
+            module = importlib.import_module(f"analyzers.rules.{family}.{name}")
+            defined = [cls.__name__ for _, cls in inspect.getmembers(module, inspect.isclass)
+                       if issubclass(cls, Rule) and cls.__module__ == module.__name__]
+            assert defined == [], f"{module.__name__} defines rules {defined}"
 
 
-def test_every_rule_class_is_registered_once() -> None:
-    defined = set()
-    for name in RULE_MODULES:
-        module = importlib.import_module(f"analyzers.rules.{name}")
-        defined |= {cls for _, cls in inspect.getmembers(module, inspect.isclass)
-                    if issubclass(cls, Rule) and cls is not Rule
-                    and cls.__module__ == module.__name__ and "id" in vars(cls)}
-    registered = [rule for family in FAMILIES
-                  for rule in importlib.import_module(f"analyzers.rules.{family}").RULES]
-    assert len(registered) == len(set(registered))
-    assert sorted(rule.id for rule in defined) == sorted(rule.id for rule in registered)
+def test_a_rule_file_must_hold_the_rule_its_name_says(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "famzz"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "ZZ001.py").write_text(
+        "from analyzers.rule import Rule\n\nclass Wrong(Rule):\n    id = 'ZZ002'\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match=r"famzz\.ZZ001 must define exactly one rule, "
+                                          r"with id 'ZZ001'; it defines \['ZZ002'\]"):
+        family_rules("famzz", [str(package)])

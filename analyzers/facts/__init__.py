@@ -23,6 +23,7 @@ from analyzers.facts import (
     fabric,
     gate,
     gpu,
+    hostmodules,
     mig,
     operands,
     operator_presence,
@@ -33,15 +34,18 @@ from analyzers.facts import (
     runtimes,
     scheduling,
     sharing,
+    smi,
     stages,
     toolkit_env,
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
 from analyzers.facts.operands import OperandPod
+from analyzers.models import Evidence
 from analyzers.signatures import SignatureMatch
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
+from bundle.lspci import PciDevice
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
@@ -61,6 +65,10 @@ class Facts:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
         self._judged: dict[tuple[str, str], object] = {}
+        self._smi_failures: dict[str, smi.SmiFailure | None] = {}
+        self._modules: dict[str, hostmodules.Modules | None] = {}
+        self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
+        self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
@@ -71,6 +79,31 @@ class Facts:
         if key not in self._judged:
             self._judged[key] = judge()
         return cast(T, self._judged[key])
+
+    def smi_failure(self, node: str) -> smi.SmiFailure | None:
+        """How nvidia-smi failed on ``node`` (its manifest item, the words it left in
+        nvidia-smi.xml), read once per run; None where it did not fail."""
+        if node not in self._smi_failures:
+            self._smi_failures[node] = smi.read_failure(self.bundle, node)
+        return self._smi_failures[node]
+
+    def modules(self, node: str) -> hostmodules.Modules | None:
+        """The node's loaded nvidia / nouveau modules (``host/modules.txt``), read once."""
+        if node not in self._modules:
+            self._modules[node] = hostmodules.read_modules(self.bundle, node)
+        return self._modules[node]
+
+    def secure_boot(self, node: str) -> tuple[bool | None, Evidence | None]:
+        """(enabled, evidence line) from the node's ``host/secureboot.txt``, read once."""
+        if node not in self._secure_boot:
+            self._secure_boot[node] = hostmodules.secure_boot(self.bundle, node)
+        return self._secure_boot[node]
+
+    def foreign_gpus(self, node: str) -> list[PciDevice]:
+        """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
+        if node not in self._foreign_gpus:
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.bundle, node)
+        return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
         """Calls that build the indexes of pods and events every analysis reads; made

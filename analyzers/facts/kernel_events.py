@@ -22,7 +22,9 @@ from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from analyzers.facts.journals import journal_scan, journal_units
+from analyzers.models import Evidence
 from bundle import Bundle
+from bundle.evidence import clip
 from bundle.kernel import (
     KernelLine,
     KernelSignal,
@@ -274,3 +276,8 @@ def identities(smi: NvidiaSmi | None, lines: Iterable[KernelLine]) -> list[GpuId
             continue
         found[pci] = GpuIdentity(pci=pci, bus_id="", uuid=m["uuid"], model=None, index=None)
     return list(found.values())
+
+
+def line_evidence(line: KernelLine) -> Evidence:
+    """The evidence of one kernel (or container log) line: its file, number and words."""
+    return Evidence(path=line.path, line=line.line, excerpt=clip(line.raw or line.message))

@@ -8,6 +8,7 @@ so it goes with the run).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -32,3 +33,19 @@ def logs_on_node(facts: Facts, node: str) -> list[tuple[LogKey, str]]:
                 index.setdefault(pod.spec.node_name, []).append((key, path))
         _INDEX[facts] = index
     return index.get(node, [])
+
+
+def node_logs(facts: Facts, node: str,
+              components: tuple[str, ...] = ()) -> Iterator[tuple[str, str, str]]:
+    """(path, container, text) of the collected container logs of pods on ``node``;
+    only operand pods of ``components`` when given."""
+    wanted: set[tuple[str, str]] | None = None
+    if components:
+        operands = facts.operands.get(node, {})
+        wanted = {(o.pod.namespace, o.pod.name) for c, o in operands.items() if c in components}
+    for (namespace, pod_name, container), path in logs_on_node(facts, node):
+        if wanted is not None and (namespace, pod_name) not in wanted:
+            continue
+        text = facts.bundle.read_text(path)
+        if text:
+            yield path, container, text

@@ -24,11 +24,11 @@ NVIDIA_HANDLER = "nvidia"
 class Cause(StrEnum):
     """Why the nvidia handler is missing from a node's loaded configuration."""
 
-    TOOLKIT_DISABLED = "CFG004"     # ClusterPolicy toolkit.enabled=false
-    TOOLKIT_MISDIRECTED = "RT008"   # the toolkit edits a file/socket the runtime does not use
-    TEMPLATE_BROKEN = "RT009"       # a distribution template lost or broke the runtime
-    DROPIN_NOT_IMPORTED = "RT003"   # 99-nvidia.toml exists, config.toml does not import it
-    DROPIN_CLOBBERED = "RT002"      # a later drop-in replaced the CRI plugin table
+    TOOLKIT_DISABLED = "toolkit-disabled"        # ClusterPolicy toolkit.enabled=false
+    TOOLKIT_MISDIRECTED = "toolkit-misdirected"  # edits a file/socket the runtime does not use
+    TEMPLATE_BROKEN = "template-broken"          # a distribution template lost/broke it
+    DROPIN_NOT_IMPORTED = "dropin-not-imported"  # 99-nvidia.toml exists, not imported
+    DROPIN_CLOBBERED = "dropin-clobbered"        # a later drop-in replaced the CRI table
     TOOLKIT_NOT_RUNNING = "toolkit-not-running"
     UNKNOWN = "unknown"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, ObjectRef
@@ -108,3 +108,19 @@ def running_operator(ctx: Context) -> RunningOperator | None:
             Evidence(path=found.path, pointer=found.pointer, excerpt=found.excerpt),
             f"{namespace or 'gpu-operator'}/{name}", f"Helm release {name}")
     return None
+
+
+def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested Helm values as dotted keys; lists stay whole values."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+# The label the operator keys its operands on (set by NFD rules or by hand).
+PRESENT = "nvidia.com/gpu.present"

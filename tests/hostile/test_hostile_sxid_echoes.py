@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analyzers import sxid as catalog
-from analyzers.rules.drv_sxid import NEAR_S, _Clocks
+from analyzers.rules.drv._sxid import NEAR_S, _Clocks
 from bundle.kernel import KernelLine, SXidEvent, XidEvent
 
 BASE = datetime(2026, 11, 29, tzinfo=UTC)

@@ -8,7 +8,7 @@ from drv_kit import gpu_node, of
 from scenario import analyze_files, lists
 
 from analyzers.models import Finding
-from analyzers.rules.bnd import _REMEDIATION
+from analyzers.rules.bnd._base import _REMEDIATION
 from reports.view import first_command
 
 GAPS = [

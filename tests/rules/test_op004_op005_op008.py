@@ -23,7 +23,7 @@ from analyzers.facts import Facts
 from analyzers.models import RuleStatus, Severity
 from analyzers.plugins import discover
 from analyzers.rule import Context
-from analyzers.rules.op_components import DevicePluginUnhealthy
+from analyzers.rules.op.OP008 import DevicePluginUnhealthy
 from bundle import open_bundle
 
 DP = "nvidia-device-plugin-daemonset"

@@ -20,10 +20,8 @@ from sc_kit import (
 from scenario import DUMP_WITHOUT_NVIDIA, runtime_class
 
 from analyzers.models import RuleStatus, Severity
-from analyzers.rules.sc import (
-    AdmissionAllocateFailed,
-    InsufficientGPU,
-)
+from analyzers.rules.sc.SC001 import InsufficientGPU
+from analyzers.rules.sc.SC005 import AdmissionAllocateFailed
 
 MIG = "nvidia.com/mig-1g.5gb"
 SHARED = "nvidia.com/gpu.shared"

@@ -1,0 +1,10 @@
+"""DRV: the node, the kernel and the GPU hardware.
+
+Each rule lives alone in ``DRV<nnn>.py``; ``_*.py`` modules are the family's private
+helpers. ``RULES`` (the ``gpu_triage.rules`` entry point) is found from the files, in ID
+order.
+"""
+
+from analyzers.rules import family_getattr
+
+__getattr__ = family_getattr(__name__, __path__)

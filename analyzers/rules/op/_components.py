@@ -1,0 +1,152 @@
+"""OP004, OP005, OP008: DCGM exporter, Fabric Manager and the device plugin."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from analyzers import refs
+from analyzers.facts.gpu import is_gpu_resource
+from analyzers.facts.operands import OperandPod
+from analyzers.facts.podlogs import ContainerLog
+from analyzers.facts.preconditions import stack_component
+from analyzers.facts.refusals import CreateRefusal
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
+from analyzers.models import Evidence
+from analyzers.refs import Link
+from analyzers.rule import Context
+from analyzers.rules.drv.DRV003 import DriverNotUsable
+from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
+from bundle.evidence import Locator
+from bundle.kube import Node, quantity_int
+
+_UUID = re.compile(r"\bGPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b")
+
+
+_XID = re.compile(r"Xid=(\d{1,4})")
+
+
+def _restarts(operand: OperandPod) -> int:
+    status = operand.pod.status
+    return sum(s.restart_count for s in status.container_statuses)
+
+
+def exporter_logs(ctx: Context, exporter: OperandPod) -> tuple[ContainerLog, ...]:
+    """The exporter's logs that tell its present: an earlier run's log only when it
+    is failing or has restarted."""
+    logs = ctx.facts.pod_logs.of(exporter.pod)
+    if exporter.healthy and not _restarts(exporter):
+        logs = tuple(log for log in logs if not log.previous)
+    return logs
+
+
+def exporter_hits(ctx: Context, exporter: OperandPod) -> list[Locator]:
+    """OP004's error lines in the exporter's logs (it cannot reach or start DCGM)."""
+    return [log.locate(m) for log in exporter_logs(ctx, exporter)
+            for m in log.matches("OP004", errors_only=True)]
+
+
+_NVML_MISSING = "dp-nvml-missing"
+
+
+_NVML_INIT = "dp-nvml-init-failed"
+
+
+_REGISTER = "dp-register-failed"
+
+
+_NO_DEVICES = "dp-no-devices-found"
+
+
+_CONFIG = "dp-config-invalid"
+
+
+_UNHEALTHY = ("dp-xid-unhealthy", "dp-healthcheck-unhealthy")
+
+
+_MARKER = "dp-retrieving-plugins"
+
+
+_TEXT = {
+    _NVML_MISSING: "it cannot load NVML (libnvidia-ml.so.1): the runtime did not inject the "
+                   "driver libraries into the container",
+    _NVML_INIT: "NVML failed to initialise",
+    _REGISTER: "it could not start its gRPC server or register with kubelet",
+    _NO_DEVICES: "it found no GPUs and waits indefinitely",
+    _CONFIG: "its sharing configuration was rejected",
+}
+
+
+@dataclass
+class PluginPicture:
+    """What one node's device plugin pod and logs say."""
+
+    reasons: list[str] = field(default_factory=list)
+    # NVML missing because the driver cannot serve the GPU (not an injection problem),
+    # and whether the cause named is only inferred (injection, with nothing linked).
+    driver_down: bool = False
+    inferred: bool = False
+    evidence: list[Evidence] = field(default_factory=list)
+    causes: list[Link] = field(default_factory=list)
+    logs: list[ContainerLog] = field(default_factory=list)
+
+
+def _advertised(obj: Node | None) -> tuple[bool, str]:
+    if obj is None:
+        return True, ""
+    shown = []
+    advertised = False
+    for resource in sorted({*obj.status.capacity, *obj.status.allocatable}):
+        if not is_gpu_resource(resource):
+            continue
+        cap = obj.status.capacity.get(resource)
+        alloc = obj.status.allocatable.get(resource)
+        advertised |= (quantity_int(alloc) or 0) > 0
+        shown.append(f"{resource} capacity {cap or 0}, allocatable {alloc or 0}")
+    return advertised, "; ".join(shown) or "no nvidia.com/* resource in capacity"
+
+
+def _driver_down(ctx: Context, name: str) -> list[Link]:
+    """The findings saying the node's driver cannot load or drive its GPU."""
+    found = [refs.DRV004(name)] if secure_boot_refusal(ctx.facts, name) is not None else []
+    found += [ref(name) for rule, ref in ((DriverNotUsable, refs.DRV003),
+                                          (DriverCannotDriveGpu, refs.DRV008))
+              if rule.explains(ctx, name)]
+    driver = ctx.facts.driver_kernel.get(name)
+    if driver is not None and driver.broken:
+        found.append(refs.OP010(name))
+    return found
+
+
+_HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"
+
+
+def _docker_refused(cri: str) -> str:
+    return (f"its sandbox cannot be created: the node's CRI is Docker ({cri}), which runs "
+            "no 'nvidia' RuntimeClass handler (see RT015)")
+
+
+def _refused_plugin(ctx: Context) -> CreateRefusal | None:
+    """A device-plugin DaemonSet (the operator's or a standalone one) whose pods are
+    refused at creation."""
+    for _, refusal in sorted(ctx.facts.refused_daemonsets.items()):
+        ds = refusal.daemonset
+        if ds.metadata.name == "nvidia-device-plugin-daemonset" or \
+                stack_component(ds) == "device-plugin":
+            return refusal
+    return None
+
+
+def _ev(locator: Locator) -> Evidence:
+    return Evidence(path=locator.path, line=locator.line, excerpt=locator.excerpt)
+
+
+def _dedupe(items: list[Evidence]) -> list[Evidence]:
+    seen: set[tuple[str, int | None, str | None]] = set()
+    result = []
+    for item in items:
+        key = (item.path, item.line, item.pointer)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result

@@ -1,0 +1,29 @@
+"""OP017: a GPU-stack DaemonSet cannot create its pods (see ``facts.refusals``)."""
+
+from __future__ import annotations
+
+from analyzers.facts.preconditions import operator_made, stack_component
+from analyzers.facts.refusals import CreateRefusal
+from analyzers.rules.op._common import quote
+from bundle.kube import DaemonSet
+
+_NFD_WORKER = ("node-feature-discovery-worker", "nfd-worker")
+
+
+def gpu_stack(ds: DaemonSet, operator_namespace: str | None) -> bool:
+    """The operator's DaemonSets, a standalone plugin's, exporter's, GFD's or NFD's."""
+    return operator_made(ds, operator_namespace) or stack_component(ds) is not None or \
+        any(part in ds.metadata.name for part in _NFD_WORKER)
+
+
+def is_nfd_worker(ds: DaemonSet) -> bool:
+    labels = ds.metadata.labels
+    return any(part in ds.metadata.name for part in _NFD_WORKER) or (
+        labels.get("app.kubernetes.io/name") == "node-feature-discovery"
+        and labels.get("role", labels.get("app.kubernetes.io/component")) == "worker")
+
+
+def describe(refusal: CreateRefusal) -> str:
+    """One clause for another rule's summary: which DaemonSet, its counts, the refusal."""
+    return (f"the DaemonSet {refusal.key} cannot create its pods ({refusal.counts()}): "
+            f"{refusal.by} refuses them ({quote(refusal.latest.message or '', 320)})")
