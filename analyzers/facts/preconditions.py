@@ -180,6 +180,10 @@ _STANDALONE_LABELS: tuple[tuple[str, str, str], ...] = (
     ("app", "dcgm-exporter", "dcgm-exporter"),
     ("k8s-app", "nvidia-driver-installer", "driver"),
     ("app.kubernetes.io/name", "node-feature-discovery", "nfd"),
+    # NVIDIA's DRA driver (kubelet plugin DaemonSet and controller): it sees GPUs by design.
+    # https://github.com/NVIDIA/k8s-dra-driver-gpu (Helm chart; pods
+    # nvidia-dra-driver-gpu-kubelet-plugin-*, label app.kubernetes.io/name=nvidia-dra-driver-gpu)
+    ("app.kubernetes.io/name", "nvidia-dra-driver-gpu", "dra-driver"),
 )
 _STANDALONE_NAMES: tuple[tuple[str, str], ...] = (
     ("nvidia-device-plugin", "device-plugin"),
@@ -188,6 +192,7 @@ _STANDALONE_NAMES: tuple[tuple[str, str], ...] = (
     ("nvidia-dcgm-exporter", "dcgm-exporter"),
     ("dcgm-exporter", "dcgm-exporter"),
     ("nvidia-driver-installer", "driver"),
+    ("nvidia-dra-driver", "dra-driver"),
 )
 
 
@@ -212,7 +217,7 @@ def operator_made(pod: Pod | DaemonSet, namespace: str | None) -> bool:
 
 def stack_component(obj: Pod | DaemonSet) -> str | None:
     """Which GPU-stack component a pod or DaemonSet outside the operator is (device
-    plugin, GFD, dcgm-exporter, a managed driver installer, NFD), or None."""
+    plugin, GFD, dcgm-exporter, a managed driver installer, NFD, the DRA driver), or None."""
     labels = obj.metadata.labels
     for key, value, component in _STANDALONE_LABELS:
         if labels.get(key) == value:

@@ -408,6 +408,20 @@ def test_sc003_operator_operands_are_excluded(tmp_path: Path) -> None:
     assert findings(report, "SC003") == {}
 
 
+def test_sc003_a_dra_driver_kubelet_plugin_is_excluded(tmp_path: Path) -> None:
+    """NVIDIA's DRA driver reaches GPUs outside the device plugin's accounting by design
+    (held-out measurement: kubernetes-sigs/dra-driver-nvidia-gpu#149 read it as misuse)."""
+    plugin = workload("nvidia-dra-driver-gpu-kubelet-plugin-8kz5p", "gpu-a",
+                      namespace="nvidia-dra-driver-gpu",
+                      owner="nvidia-dra-driver-gpu-kubelet-plugin",
+                      containers=[container(privileged=True)])
+    plugin["metadata"]["ownerReferences"][0]["kind"] = "DaemonSet"
+    plugin["metadata"]["labels"] = {"app.kubernetes.io/name": "nvidia-dra-driver-gpu"}
+    look_alike = workload("dra-demo", "gpu-a", containers=[container(privileged=True)])
+    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[plugin, look_alike])
+    assert list(findings(report, "SC003")) == ["SC003:ml/dra-demo"]
+
+
 def test_sc003_log_shows_missing_limit(tmp_path: Path) -> None:
     pods = [workload("notebook", "gpu-a"), workload("ok", "gpu-a", gpus=1)]
     log = ("2026-11-29T10:00:00Z starting\n"

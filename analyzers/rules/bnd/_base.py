@@ -63,6 +63,9 @@ _REMEDIATION = {
     "not-found": "kubectl api-resources   # the resource types the cluster serves (a GPU "
                  "Operator CRD may not be installed)\n# what the cluster does not have has "
                  "nothing to collect",
+    "skipped": "gpu-triage collect --nodes <node>,<node>   # collect the nodes named here "
+               "(or raise --max-nodes)\n# the collector visits nodes with problems first, "
+               "then one of each kind; these came later",
     "missing-command": "# the command or file does not exist on the node: nothing more to "
                        "collect;\n# the rules named above could not check what it shows",
     SMI_FAILED: "# nvidia-smi ran and reported the driver or GPU unusable: follow DRV009 "
