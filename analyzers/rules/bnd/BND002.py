@@ -22,7 +22,7 @@ class UnreadableBundleParts(Rule):
     re-collect the named files. Verify the archive locally with:
       gzip -t bundle.tgz && tar -tzf bundle.tgz | tail
     A bundle that is big but genuine can be read with higher caps:
-    --max-member-mib, --max-total-gib, --max-members and --max-ratio.
+    --max-member-mib, --max-total-gib, --max-members, --max-ratio and --max-nodes.
     """
 
     id = "BND002"

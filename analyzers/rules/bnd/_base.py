@@ -42,7 +42,8 @@ _OTHER_GAP = ("# as the collecting identity: what may it read?\n"
 _UNREADABLE = ("gzip -t bundle.tgz && tar -tzf bundle.tgz | tail   # check the archive you "
                "received\n# ask for the bundle again (its size against the collector's final "
                "line) or re-collect the named files;\n# a big but genuine bundle is read with "
-               "higher caps: --max-member-mib, --max-total-gib, --max-members, --max-ratio")
+               "higher caps: --max-member-mib, --max-total-gib, --max-members, --max-ratio, "
+               "--max-nodes")
 
 
 # What to do about each kind of gap: the first line is the first step shown.
