@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from analyzers import grouping
 from analyzers.engine import link
 from analyzers.models import Finding, Report, Severity, Summary, SuppressedFinding
@@ -35,6 +37,27 @@ from analyzers.rule import RULE_ID
 
 _FINDING_ID = re.compile(r"^[A-Z]{2,5}[0-9]{3}:.+$")
 _KEYS = frozenset({"id", "rule", "reason", "until"})
+
+
+class SuppressionEntry(BaseModel):
+    """One ``[[suppress]]`` table, as docs/schemas/suppressions.schema.json describes it
+    (the schema only: :func:`parse` reads the file and gives the error messages)."""
+
+    model_config = ConfigDict(extra="forbid", title="[[suppress]]", json_schema_extra={
+        "oneOf": [{"required": ["id"]}, {"required": ["rule"]}]})
+    id: str | None = Field(None, pattern=_FINDING_ID.pattern,
+                           description="One finding, by its stable id (RT004:gpu-a).")
+    rule: str | None = Field(None, pattern=RULE_ID.pattern,
+                             description="Every finding of a rule (RT004).")
+    reason: str = Field(pattern=r"\S", description="Why, recorded in the report.")
+    until: date | None = Field(None, description="Ignored from this date on.")
+
+
+class SuppressionFile(BaseModel):
+    """A ``--suppress`` file (TOML): an array of ``[[suppress]]`` tables."""
+
+    model_config = ConfigDict(extra="forbid", title="gpu-triage suppressions")
+    suppress: list[SuppressionEntry] = Field(default_factory=list)
 
 
 class SuppressionError(ValueError):

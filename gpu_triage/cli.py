@@ -54,7 +54,27 @@ class _SafeFormatter(logging.Formatter):
         return lines(super().format(record))
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+_GLOBAL_FLAGS = ("-v", "--verbose")
+
+
+class _Group(click.Group):
+    """A group whose global flags (``-v/--verbose``) may also follow the subcommand:
+    ``gpu-triage analyze X --verbose`` is ``gpu-triage --verbose analyze X``. Arguments
+    after ``--`` and those of ``collect`` (handed to the collector as given) stay put."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        command = next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
+        if command is not None and args[command] != "collect":
+            end = args.index("--") if "--" in args else len(args)
+            moved = [arg for arg in args[command + 1:end] if arg in _GLOBAL_FLAGS]
+            if moved:
+                rest = [arg for arg in args[command + 1:end] if arg not in _GLOBAL_FLAGS]
+                args = [*moved, *args[:command + 1], *rest, *args[end:]]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_Group, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gpu-triage")
 @click.option("-v", "--verbose", is_flag=True, help="Log details (and tracebacks) to stderr.")
 @click.pass_context

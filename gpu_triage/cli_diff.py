@@ -18,6 +18,7 @@ from gpu_triage.cli_common import (
     check_output,
     colour,
     load_rules,
+    one_line,
     shown,
     stderr,
     unreadable,
@@ -73,6 +74,7 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
             result = compare(reports[0], reports[1], *facts)
     except BundleError as exc:
         raise unreadable(exc) from None
+    warn_if_reversed(reports[0].bundle.created_at, reports[1].bundle.created_at)
     if fmt is None and output not in (None, "-"):
         fmt = SUFFIXES.get(Path(output).suffix.lower(), "text")
     fmt = fmt or "text"
@@ -85,3 +87,22 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     threshold = Severity(fail_on)
     if any(f.severity.at_least(threshold) for f in result.new):
         ctx.exit(int(Exit.FINDINGS))
+
+
+def warn_if_reversed(before: str | None, after: str | None) -> None:
+    """A warning on stderr when BEFORE's bundle was created after AFTER's (the arguments
+    were likely swapped: the diff would call the fixed findings new). Silent when either
+    time is missing or unreadable."""
+    from datetime import UTC, datetime
+
+    def parsed(value: str | None) -> datetime | None:
+        try:
+            stamp = datetime.fromisoformat(value or "")
+        except ValueError:
+            return None
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+    first, second = parsed(before), parsed(after)
+    if first is not None and second is not None and first > second:
+        stderr(f"warning: BEFORE was collected after AFTER ({one_line(before, 40)} > "
+               f"{one_line(after, 40)}): are the two bundles swapped?")

@@ -15,6 +15,10 @@ the next Python start). So :func:`write`:
   link swapped in after the check is replaced, not written through; a reader never sees
   a half-written report; a regular file already there (a rerun) is replaced as expected.
 
+The one exception is the null device (``-o /dev/null``, :data:`os.devnull`): a character
+device at exactly that path is written to directly, so a run can be timed or checked for
+its exit code alone. Any other device, pipe or link stays refused.
+
 The directories on the way are the engineer's choice (the current directory, ``-o``,
 ``--out-dir``) and are used as given. :func:`safe_name` turns a bundle's name into a
 file-name part that carries no control characters.
@@ -47,14 +51,28 @@ class OutputError(Exception):
         self.reason = reason
 
 
+def is_null_device(path: Path) -> bool:
+    """``path`` is the null device itself: exactly :data:`os.devnull`, a character device
+    (not a link to it, not a file of that name)."""
+    if os.path.abspath(path) != os.devnull:
+        return False
+    try:
+        return stat.S_ISCHR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def check(path: Path) -> None:
-    """Raise :class:`OutputError` unless ``path`` is absent or a regular file (not a link)."""
+    """Raise :class:`OutputError` unless ``path`` is absent, a regular file (not a link)
+    or the null device."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
     except OSError as exc:
         raise OutputError(path, exc.strerror or type(exc).__name__) from None
+    if stat.S_ISCHR(mode) and is_null_device(path):
+        return
     if stat.S_ISLNK(mode):
         raise OutputError(path, "it is a symbolic link; gpu-triage never writes through a "
                                 "link (remove it, or choose another file)")
@@ -67,6 +85,13 @@ def write(path: Path, data: str | bytes, mode: int = 0o666) -> None:
     new file's permission before the umask (0o600 for a redacted bundle: the owner's only)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     check(path)
+    if is_null_device(path):
+        try:
+            with open(os.devnull, "wb") as handle:
+                handle.write(payload)
+        except OSError as exc:
+            raise OutputError(path, exc.strerror or type(exc).__name__) from None
+        return
     temporary, fd = _create_beside(path, mode)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -86,7 +86,9 @@ def test_reverse_direction_makes_them_new_and_exits_one() -> None:
     assert data["kind"] == "gpu-triage-diff"
     new = {f["id"] for f in data["new"]}
     assert {"CFG004:cluster-policy", "RT001:gpu-a", "RT001:gpu-d"} <= new
-    assert err == ""
+    # HEALTHY was collected after INCIDENT: the one line on stderr says they look swapped
+    assert err == ("warning: BEFORE was collected after AFTER (2026-11-20T11:05:00Z > "
+                   "2026-11-20T09:30:00Z): are the two bundles swapped?\n")
 
 
 def test_fixed_cluster_exits_zero_and_text_lists_resolved(tmp_path: Path) -> None:
