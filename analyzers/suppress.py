@@ -46,7 +46,8 @@ class SuppressionEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", title="[[suppress]]", json_schema_extra={
         "oneOf": [{"required": ["id"]}, {"required": ["rule"]}]})
     id: str | None = Field(None, pattern=_FINDING_ID.pattern,
-                           description="One finding, by its stable id (RT004:gpu-a).")
+                           description="One finding, by its stable id: its rule, a colon "
+                                       "and its subject, as the report prints it.")
     rule: str | None = Field(None, pattern=RULE_ID.pattern,
                              description="Every finding of a rule (RT004).")
     reason: str = Field(pattern=r"\S", description="Why, recorded in the report.")
