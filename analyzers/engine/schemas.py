@@ -1,6 +1,7 @@
 """JSON Schemas of the findings report and of the suppression file, generated from their
 pydantic models (:class:`analyzers.results.models.Report`,
-:class:`analyzers.engine.suppress.SuppressionFile`) into ``docs/schemas/``, so that other tools can validate without Python.
+:class:`analyzers.engine.suppress.SuppressionFile`) into ``docs/schemas/``, so that other
+tools can validate without Python.
 
 ``python -m analyzers.engine.schemas`` writes them; ``--check`` exits 1 when a file is stale.
 """
