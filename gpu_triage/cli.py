@@ -155,7 +155,7 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
     from analyzers.engine.suppress import apply
-    from analyzers.speed.stream import NodeStream
+    from analyzers.speed import Preload
     from bundle import BundleError, Limits, open_bundle
     from bundle.spooldir import remove_stale
     from gpu_triage.bundle_paths import expand, report_stem
@@ -192,11 +192,11 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
         progress = Progress(sys.stderr, terminal=sys.stderr.isatty())
     try:
         jobs = min(jobs or 4, usable_cpus())
-        with NodeStream(jobs) as stream, open_bundle(
-                bundle_path, limits, watcher=stream,
+        with Preload(jobs) as preload, open_bundle(
+                bundle_path, limits, watcher=preload.watcher,
                 reading=progress.reading if progress else None) as opened:
             report = run(opened, choice.rules, progress=progress.step if progress else None,
-                         selection=choice.selection or None, jobs=jobs, stream=stream)
+                         selection=choice.selection or None, preload=preload)
     except BundleError as exc:
         if progress is not None:
             progress.clear()

@@ -53,9 +53,8 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
 
     Suppressions do not apply here: a suppressed finding is still there, not fixed.
     """
-    from analyzers.engine import analyze
+    from analyzers.engine import analyze, facts_of
     from analyzers.engine.diff import compare
-    from analyzers.facts import Facts
     from analyzers.results.models import Severity
     from bundle import BundleError, Limits, open_bundle
     from reports.diff import render
@@ -67,11 +66,11 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     reports = []
     try:
         with open_bundle(before, limits) as first, open_bundle(after, limits) as second:
-            facts = (Facts(first), Facts(second))  # built once, by the analysis; reused
-            for opened, known in zip((first, second), facts, strict=True):
-                reports.append(analyze(opened, choice.rules, facts=known,
+            for opened in (first, second):
+                reports.append(analyze(opened, choice.rules,
                                        selection=choice.selection or None))
-            result = compare(reports[0], reports[1], *facts)
+            # the facts each analysis built, compared as they are (not built again)
+            result = compare(reports[0], reports[1], facts_of(first), facts_of(second))
     except BundleError as exc:
         raise unreadable(exc) from None
     warn_if_reversed(reports[0].bundle.created_at, reports[1].bundle.created_at)

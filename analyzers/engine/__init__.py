@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,7 @@ from analyzers.results.models import (
     ToolInfo,
 )
 from analyzers.rule import CannotJudge, Context, Rule
-from analyzers.speed import prefetch
-from analyzers.speed.stream import NodeStream
+from analyzers.speed import Preload
 from bundle import Bundle
 
 log = logging.getLogger(__name__)
@@ -117,36 +117,40 @@ def link(findings: list[Finding]) -> list[Finding]:
                                  "causes": sorted(causes[f.id])}) for f in findings]
 
 
+# The facts of each open bundle's latest analysis (a bundle is closed long before a
+# second analysis of the same path could want them: kept only while it is referenced).
+_FACTS: weakref.WeakKeyDictionary[Bundle, Facts] = weakref.WeakKeyDictionary()
+
+
+def facts_of(bundle: Bundle) -> Facts:
+    """The facts :func:`analyze` built for ``bundle`` (filled by its rules), or new ones
+    when it was not analysed."""
+    found = _FACTS.get(bundle)
+    return found if found is not None else Facts(bundle)
+
+
 def _order(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-f.severity.rank, f.rule_id, f.id))
 
 
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
             progress: Progress | None = None, selection: Selection | None = None,
-            jobs: int = 1, facts: Facts | None = None, stream: NodeStream | None = None
-            ) -> Report:
-    """Run the rules over an opened bundle. With ``jobs`` > 1 and a bundle of many
-    nodes, node files are parsed up front by worker processes (speed/prefetch.py) while
-    this process reads the cluster objects; otherwise everything is read when a rule
-    first asks. ``stream``: the watcher the bundle was opened with, whose workers began
-    on the node files while the archive was read (speed/stream.py). The report is the
-    same either way. ``facts``: the bundle's facts, for a caller that reads them after
-    the analysis (``diff``); made here when not given."""
+            preload: Preload | None = None) -> Report:
+    """Run the rules over an opened bundle. ``preload``: worker processes that parse the
+    node files before the first rule (:mod:`analyzers.speed`; give its ``watcher`` to
+    ``open_bundle`` too, and workers begin while the archive is read); without one,
+    everything is read when a rule first asks. The report is the same either way. The
+    facts the analysis built stay available through :func:`facts_of` (``diff`` compares
+    them)."""
     rules = sorted(rules, key=lambda loaded: (loaded.rule.phase, loaded.rule.id))
-    facts = Facts(bundle) if facts is None else facts
+    facts = _FACTS[bundle] = Facts(bundle)
     cluster = bundle.cluster
     meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events,
                  *facts.cluster_indexes(), lambda: timeline.fold_cluster(facts))
-    if stream is not None and not stream.serves(bundle):
-        stream.close()  # no worker parsed this bundle's nodes: none may compete below
-        stream = None
     if progress is not None and bundle.node_names:
         progress(f"the files of {len(bundle.node_names)} node(s)")
-    if stream is not None:
-        rest = stream.collect(bundle, meanwhile)
-        prefetch.preload(bundle, jobs, names=rest)
-    elif jobs > 1 and len(bundle.node_names) >= prefetch.MIN_NODES:
-        prefetch.preload(bundle, jobs, meanwhile=meanwhile)
+    if preload is not None:
+        preload.run(bundle, meanwhile)
     ctx = Context(bundle, facts, [loaded.rule for loaded in rules])
     results: list[RuleResult] = []
     findings: list[Finding] = []
