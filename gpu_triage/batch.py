@@ -30,7 +30,7 @@ from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
-from gpu_triage.exitcodes import Exit, analysis_exit
+from gpu_triage.exitcodes import Exit, errored_rules, exit_code
 from gpu_triage.termination import unwind_on_termination
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
@@ -163,7 +163,7 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
             outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
                                          generated_at=options.generated_at))
             written.append(str(target))
-        code = int(analysis_exit(report, options.fail_on))
+        code = int(exit_code(report.findings, options.fail_on, errored=errored_rules(report)))
         notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
         return Outcome(_record(job, report, code, written), notes)
     except BundleError as exc:

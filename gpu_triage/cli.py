@@ -38,7 +38,7 @@ from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.cli_serve import serve as serve_command
-from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
+from gpu_triage.exitcodes import Exit, errored_rules, exit_code
 from gpu_triage.termination import Terminated, unwind_on_termination
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
@@ -216,9 +216,10 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     for fmt, target in files.items():  # one analysis, each format to its own file
         write_output(target, render(report, fmt, html_name=html_name, inspect=inspect))
         stderr(f"{'HTML' if fmt == 'html' and not formats else fmt} report: {shown(target)}")
-    code = analysis_exit(report, fail_on)
+    errored = errored_rules(report)
+    code = exit_code(report.findings, fail_on, errored=errored)
     if code is Exit.INCOMPLETE:
-        stderr(f"analysis incomplete: {one_line(', '.join(errored_rules(report)), None)} "
+        stderr(f"analysis incomplete: {one_line(', '.join(errored), None)} "
                f"ended in error (exit {int(code)}; rerun with --verbose for the tracebacks)")
     if code is not Exit.OK:
         ctx.exit(int(code))

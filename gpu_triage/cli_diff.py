@@ -25,7 +25,7 @@ from gpu_triage.cli_common import (
     write_output,
 )
 from gpu_triage.cli_rules import only_skip_options, resolve
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, exit_code
 
 EPILOG = ("\b\nExit codes:\n  0  no new finding at or above --fail-on\n"
           "  1  new findings at or above --fail-on\n  2  usage error\n"
@@ -55,7 +55,6 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     """
     from analyzers.engine import analyze, facts_of
     from analyzers.engine.diff import compare
-    from analyzers.results.models import Severity
     from bundle import BundleError, Limits, open_bundle
     from reports.diff import render
 
@@ -83,9 +82,9 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     else:
         write_output(Path(output), text)
         stderr(f"{fmt} diff: {shown(output)}")
-    threshold = Severity(fail_on)
-    if any(f.severity.at_least(threshold) for f in result.new):
-        ctx.exit(int(Exit.FINDINGS))
+    code = exit_code(result.new, fail_on)  # what is still there is not the fix's doing
+    if code is not Exit.OK:
+        ctx.exit(int(code))
 
 
 def warn_if_reversed(before: str | None, after: str | None) -> None:
