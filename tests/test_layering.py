@@ -7,6 +7,14 @@ the customer with a bare ``python3``, so it imports none of the other packages, 
 the CLI imports it.
 Inside and across packages, the module import graph has no cycle.
 
+Inside ``analyzers`` the modules live in rooms, in the order the data flows:
+``results`` (the models everything returns) -> ``knowledge`` (the packaged data and their
+loaders) -> ``facts`` -> ``rules`` (the rule base ``analyzers/rule.py``, ``refs.py``,
+``commands.py`` and ``analyzers/rules/``) -> ``engine`` (what runs the rules and assembles
+the report). ``speed`` (the worker processes behind ``engine.analyze(..., preload=)``)
+stands beside the rules: it reads facts, only the engine reads it. A room never imports
+one above it, and no module of ``analyzers`` stands outside a room.
+
 Every import statement counts, wherever it is: at the top of a module, inside a
 function (a lazy import still ties the two modules together; hiding a cycle in a
 function is what this test exists to stop), and under ``if TYPE_CHECKING:``. A type-only
@@ -29,8 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("bundle", "analyzers", "reports", "gpu_triage")
 PACKAGES = (*ORDER, "collectors")
 # What reports may import of analyzers: the result models, nothing that analyses.
-RESULT_MODELS = frozenset({"analyzers.results.models", "analyzers.results.overview_models",
-                           "analyzers.results.diff_models", "analyzers.results.batch_models"})
+RESULTS = "analyzers.results"
 
 Graph = Mapping[str, frozenset[str]]
 
@@ -144,10 +151,54 @@ def layer_violations(graph: Graph) -> list[str]:
             elif here in ORDER and there in ORDER and ORDER.index(there) > ORDER.index(here):
                 why = f"{here} is below {there} ({' -> '.join(ORDER)})"
             elif (here == "reports" and there in ("bundle", "analyzers")
-                  and target not in RESULT_MODELS):
+                  and target != RESULTS and not target.startswith(RESULTS + ".")):
                 why = "reports read the result models only"
             if why:
                 found.append(f"{source} -> {target} ({why})")
+    return found
+
+
+ROOMS = ("results", "knowledge", "facts", "rules", "speed", "engine")
+# room -> the rooms it may import (its own included)
+MAY_IMPORT: Mapping[str, frozenset[str]] = {
+    "results": frozenset({"results"}),
+    "knowledge": frozenset({"results", "knowledge"}),
+    "facts": frozenset({"results", "knowledge", "facts"}),
+    "rules": frozenset({"results", "knowledge", "facts", "rules"}),
+    "speed": frozenset({"results", "knowledge", "facts", "speed"}),
+    "engine": frozenset(ROOMS),
+}
+# The rule base and what every rule uses beside it, at the top of analyzers/.
+RULE_BASE = frozenset({"analyzers.rule", "analyzers.refs", "analyzers.commands"})
+
+
+def room(module: str) -> str | None:
+    """The room of a module of ``analyzers`` (None for the package itself, which only
+    names the version, and for a module outside every room)."""
+    if module == "analyzers":
+        return None
+    if module in RULE_BASE:
+        return "rules"
+    second = module.split(".")[1]
+    return second if second in ROOMS else None
+
+
+def room_violations(graph: Graph) -> list[str]:
+    """Every import inside ``analyzers`` against the order of its rooms, and every
+    module that stands in no room, as ``a -> b (why)``."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        if not source.startswith("analyzers."):
+            continue
+        here = room(source)
+        if here is None:
+            found.append(f"{source} (in no room: put it in one of {', '.join(ROOMS)})")
+            continue
+        for target in sorted(targets):
+            there = room(target) if target.startswith("analyzers.") else None
+            if there is not None and there not in MAY_IMPORT[here]:
+                found.append(f"{source} -> {target} ({here} may not import {there}: "
+                             f"{' -> '.join(ROOMS)})")
     return found
 
 
@@ -158,6 +209,33 @@ def graph() -> dict[str, frozenset[str]]:
 
 def test_no_package_imports_one_above_it(graph: Graph) -> None:
     assert layer_violations(graph) == []
+
+
+def test_rooms_of_analyzers_import_only_below_them(graph: Graph) -> None:
+    assert room_violations(graph) == []
+
+
+def test_room_violations_name_the_edge() -> None:
+    graph = {"analyzers.knowledge.xid": frozenset({"analyzers.facts.gpu"}),
+             "analyzers.rules.drv.DRV001": frozenset({"analyzers.engine.selection",
+                                                      "analyzers.speed", "analyzers.rule"}),
+             "analyzers.facts.gpu": frozenset({"analyzers.knowledge.xid", "analyzers",
+                                               "analyzers.results.models", "bundle.kube"}),
+             "analyzers.speed.prefetch": frozenset({"analyzers.facts.gpu", "analyzers.rule"}),
+             "analyzers.engine": frozenset({"analyzers.speed", "analyzers.rules.drv.DRV001"}),
+             "analyzers.loose": frozenset()}
+    assert room_violations(graph) == [
+        "analyzers.knowledge.xid -> analyzers.facts.gpu (knowledge may not import facts: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.loose (in no room: put it in one of results, knowledge, facts, rules, "
+        "speed, engine)",
+        "analyzers.rules.drv.DRV001 -> analyzers.engine.selection (rules may not import "
+        "engine: results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.rules.drv.DRV001 -> analyzers.speed (rules may not import speed: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.speed.prefetch -> analyzers.rule (speed may not import rules: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+    ]
 
 
 def test_no_import_cycle(graph: Graph) -> None:

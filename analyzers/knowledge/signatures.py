@@ -2,9 +2,8 @@
 
 The knowledge base is data (``analyzers/data/signatures.toml``), not code, so a support
 engineer can add an entry without writing Python; :func:`load_file` validates an extra
-TOML file with the same rules as the packaged one. A run reads the packaged file from its
-generated JSON twin (:mod:`analyzers.knowledge.packaged`), which ``python -m analyzers.datafiles``
-checked when it wrote it.
+TOML file with the same rules as the packaged one, and every run reads the packaged file
+(:mod:`analyzers.knowledge.packaged`) with all of them.
 
 Each signature says *what a line means* (one diagnosis, many wordings across component
 versions), where such a line can appear (``sources``, optionally narrowed to container
@@ -321,9 +320,8 @@ def _parse_entry(index: int, raw: object, origin: str) -> Signature:
 
 
 def _build(raw: Mapping[str, Any]) -> Signature:
-    """The signature of one ``[[signature]]`` table that has been checked: by
-    :func:`_parse_entry`, or before its file's JSON twin was written. The only place that
-    fills in the defaults of optional keys."""
+    """The signature of one ``[[signature]]`` table that :func:`_parse_entry` has
+    checked. The only place that fills in the defaults of optional keys."""
     sources = tuple(raw["sources"])
     needle = raw.get("needle", ())
     return Signature(
@@ -421,13 +419,8 @@ def _parse_text(text: str, origin: str, known_ids: Iterable[str]) -> tuple[Signa
 
 @functools.cache
 def load() -> tuple[Signature, ...]:
-    """The packaged signatures, read once: from the JSON twin while it matches the TOML
-    (checked when it was written), else from the TOML with every check."""
-    document = packaged.twin(_DATA_NAME)
-    if document is None:
-        return _parse_text(packaged.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml",
-                           ())
-    return tuple(_build(raw) for raw in document["signature"])
+    """The packaged signatures, read once, from the TOML with every check."""
+    return _parse_text(packaged.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml", ())
 
 
 def load_file(path: str | os.PathLike[str]) -> tuple[Signature, ...]:

@@ -180,9 +180,8 @@ def _entry(number: int, table: Mapping[str, object]) -> XidInfo:
 
 @functools.cache
 def catalog() -> Mapping[int, XidInfo]:
-    """Every catalog entry by Xid number (read from the package data once, from its JSON
-    twin while that matches the TOML)."""
-    data = packaged.twin("xid") or tomllib.loads(packaged.read_toml("xid"))
+    """Every catalog entry by Xid number (read from the package data once)."""
+    data = tomllib.loads(packaged.read_toml("xid"))
     tables = data.get("xid", {})
     entries = {
         int(key): _entry(int(key), value)
