@@ -40,10 +40,11 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.node import NodeFacts
 from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence
 from analyzers.signatures import SignatureMatch
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 from bundle.lspci import PciDevice
 
@@ -70,6 +71,15 @@ class Facts:
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
+        self._node_facts: dict[str, NodeFacts] = {}
+
+    def node(self, name: str) -> NodeFacts:
+        """Everything about the node ``name`` (``facts.node.NodeFacts``): its object, its
+        files (each parsed once) and its per-node facts; one object per node and run."""
+        found = self._node_facts.get(name)
+        if found is None:
+            found = self._node_facts[name] = NodeFacts(self, name)
+        return found
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
         """A rule's verdict on one node that other rules link to (DRV003's driver not
@@ -102,7 +112,7 @@ class Facts:
     def foreign_gpus(self, node: str) -> list[PciDevice]:
         """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
         if node not in self._foreign_gpus:
-            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.bundle, node)
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.node(node).lspci)
         return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
@@ -390,7 +400,7 @@ class Facts:
         if state is None:
             state = runtimes.runtime_state(
                 self.bundle.node(node), self.node_runtime(node),
-                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
+                self._dump_commands.get(specs.node_file(node, specs.CONTAINERD_DUMP)))
             self._runtime[node] = state
         return state
 
