@@ -5,7 +5,7 @@ collected under ``nodes/<name>/`` (each parsed at most once per run, on first us
 the per-node facts (its runtime, CRI, kernel events, modules ...). Rules do not open
 node files themselves: a file is read by the attribute that parses it, so the same
 file is never parsed twice in two ways, and what a rule reads has a name the input
-check can follow (``READS``).
+check can follow (``facts.reads``).
 """
 
 from __future__ import annotations
@@ -30,30 +30,6 @@ if TYPE_CHECKING:
     from analyzers.facts.preconditions import NodeCri
     from analyzers.facts.runtimes import RuntimeState
     from analyzers.models import Evidence
-
-
-# What each attribute of NodeFacts reads, as node paths (bundle.specs): a rule that
-# reads an attribute declares these among its inputs; tests/test_rule_reads.py checks it.
-READS: dict[str, tuple[str, ...]] = {
-    "config_dump": (specs.CONTAINERD_DUMP,),
-    "config_dump_text": (specs.CONTAINERD_DUMP,),
-    "containerd_version": (specs.CONTAINERD_VERSION,),
-    "containerd_files": (specs.CONTAINERD_FILES,),
-    "cdi_files": (specs.CDI_ANY,),
-    "cdi_specs": (specs.CDI_ANY,),
-    "nvidia_smi": (specs.NVIDIA_SMI,),
-    "nvidia_smi_text": (specs.NVIDIA_SMI,),
-    "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),
-    "systemd": (specs.SYSTEMD_ANY,),
-    "lspci": (specs.LSPCI,),
-    "modules": (specs.MODULES,),
-    "secure_boot": (specs.SECUREBOOT,),
-    "nvidia_ctk": (specs.NVIDIA_CTK,),
-    "docker_daemon": (specs.DOCKER_DAEMON_JSON,),
-    "device_access": (specs.CGROUP, specs.DEV_NVIDIA),
-    "journal": (specs.JOURNALS,),
-    "kernel": (specs.DMESG, specs.JOURNALS),
-}
 
 
 class Facts(Protocol):
@@ -186,7 +162,7 @@ class NodeFacts:
         """``systemctl show containerd``'s properties (``systemd/containerd.txt``)."""
         return self._files.systemd_containerd
 
-    def systemd(self, unit: str) -> dict[str, str] | None:
+    def systemd_unit(self, unit: str) -> dict[str, str] | None:
         """``systemctl show <unit>``'s properties (``systemd/<unit>.txt``), read once;
         None where that file was not collected."""
         if unit not in self._units:

@@ -134,7 +134,7 @@ def _unit(ctx: Context, node_name: str) -> tuple[_Unit | None, str]:
         return None, f"{node_name} runs {where.runtime}, not containerd"
     if where.non_stock_containerd:
         for name in where.layout.units:
-            show = artifacts.systemd(name)
+            show = artifacts.systemd_unit(name)
             if show is not None and show.get("LoadState", "loaded") != "not-found":
                 return _Unit(name, show), ""
         return None, (f"{node_name} runs {where.layout.distribution}, whose units "
