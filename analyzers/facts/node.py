@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from analyzers.facts import hostmodules, journals, smi
 from analyzers.facts.cdi import CdiSpec, node_specs
+from analyzers.facts.driverkernel import node_kernel as node_kernel_release
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
 from bundle import Bundle, NodeArtifacts, specs
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
+from bundle.evidence import Locator
 from bundle.kube import Node
 from bundle.lspci import PciDevice, parse_lspci
 from bundle.nvsmi import NvidiaSmi
@@ -223,6 +225,12 @@ class NodeFacts:
         if text is None:
             return None
         return parse_lspci(text) if text else []
+
+    @cached_property
+    def kernel_release(self) -> tuple[str | None, Locator | None]:
+        """(release, where read) of the running kernel: ``host/uname.txt``, else the Node
+        object's ``kernelVersion``; (None, None) where neither says."""
+        return node_kernel_release(self._files, self.object)
 
     @property
     def modules(self) -> hostmodules.Modules | None:
