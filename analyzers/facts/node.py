@@ -85,7 +85,6 @@ class NodeFacts:
     def __init__(self, facts: Facts, name: str) -> None:
         self._facts = facts
         self.name = name
-        self._texts: dict[str, str | None] = {}
         self._units: dict[str, dict[str, str] | None] = {}
 
     # -- where --------------------------------------------------------------------------
@@ -109,11 +108,11 @@ class NodeFacts:
         return self._facts.bundle.has(self.path(relative))
 
     def text(self, relative: str) -> str | None:
-        """The text of the node file ``relative``, read once; None where absent. For a
-        file no attribute below parses, and for quoting a line of one that is."""
-        if relative not in self._texts:
-            self._texts[relative] = self._files.text(relative)
-        return self._texts[relative]
+        """The text of the node file ``relative``; None where absent. For a file no
+        attribute below parses, and for quoting a line of one that is. Not kept: a
+        node's nvidia-smi.xml may be megabytes, and a bundle may hold a thousand nodes
+        (the attributes below keep what they parse)."""
+        return self._files.text(relative)
 
     # -- the Node object and the facts drawn from the cluster ----------------------------
 
