@@ -24,11 +24,13 @@ from analyzers.facts import (
     gpu,
     hostmodules,
     mig,
+    operand_images,
     operands,
     operator_presence,
     operator_version,
     podlogs,
     preconditions,
+    quotas,
     refusals,
     runtimes,
     scheduling,
@@ -39,13 +41,23 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.node import NodeFacts
 from analyzers.facts.operands import OperandPod
 from analyzers.knowledge import signatures
 from analyzers.knowledge.signatures import SignatureMatch
 from analyzers.results.models import Evidence
-from bundle import Bundle
-from bundle.kube import ClusterPolicy, Event, Node, Pod
+from bundle import Bundle, specs
+from bundle.kube import (
+    ClusterPolicy,
+    Event,
+    HelmRevision,
+    Node,
+    Pod,
+    RuntimeClass,
+)
 from bundle.lspci import PciDevice
+from bundle.manifest import Manifest
+from bundle.problems import Problem
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
 T = TypeVar("T")
@@ -70,6 +82,70 @@ class Facts:
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
+        self._node_facts: dict[str, NodeFacts] = {}
+
+    def node(self, name: str) -> NodeFacts:
+        """Everything about the node ``name`` (``facts.node.NodeFacts``): its object, its
+        files (each parsed once) and its per-node facts; one object per node and run."""
+        found = self._node_facts.get(name)
+        if found is None:
+            found = self._node_facts[name] = NodeFacts(self, name)
+        return found
+
+    # -- the cluster files and the bundle itself, as rules reach them ---------------------
+
+    @property
+    def pods(self) -> list[Pod]:
+        """Every pod of ``cluster/pods.json``, in bundle order."""
+        return self.bundle.cluster.pods
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event of ``cluster/events.json``, in bundle order."""
+        return self.bundle.cluster.events
+
+    @property
+    def runtimeclasses(self) -> list[RuntimeClass]:
+        """The RuntimeClasses of ``cluster/runtimeclasses.json``."""
+        return self.bundle.cluster.runtimeclasses
+
+    @property
+    def helm_releases(self) -> dict[str, list[HelmRevision]]:
+        """Helm release name → its revisions by number (``cluster/helm/<release>.json``)."""
+        return self.bundle.cluster.helm
+
+    @cached_property
+    def gpu_quotas(self) -> list[quotas.GpuQuota]:
+        """Every ``nvidia.com/*`` key of every ResourceQuota, with its hard and used."""
+        return quotas.gpu_quotas(self.bundle.cluster.resourcequotas)
+
+    def operand_mismatches(self, version: str) -> list[operand_images.OperandMismatch]:
+        """The operator namespace's operand images (every pod's, where the namespace is
+        not known) that are not the versions operator ``version`` expects."""
+        namespace = self.operator_namespace
+        pods = (self.bundle.cluster.pods if namespace is None
+                else self.pods_by_namespace.get(namespace, []))
+        return operand_images.mismatches(pods, version)
+
+    @property
+    def manifest(self) -> Manifest:
+        """The bundle's ``manifest.json``: what the collector ran and what failed."""
+        return self.bundle.manifest
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """What reading the bundle has found wrong so far (damaged, refused, unparsed)."""
+        return self.bundle.problems
+
+    def has(self, path: str) -> bool:
+        """Whether the bundle holds ``path`` (a ``bundle.specs`` cluster path)."""
+        return self.bundle.has(path)
+
+    def container_log(self, namespace: str, pod: str, container: str) -> tuple[str, str] | None:
+        """(path, text) of a container's current log; None where none was collected."""
+        path = self.bundle.logs.get((namespace, pod, container))
+        text = self.bundle.read_text(path) if path else None
+        return (path, text) if path and text is not None else None
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
         """A rule's verdict on one node that other rules link to (DRV003's driver not
@@ -102,7 +178,7 @@ class Facts:
     def foreign_gpus(self, node: str) -> list[PciDevice]:
         """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
         if node not in self._foreign_gpus:
-            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.bundle, node)
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.node(node).lspci)
         return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
@@ -390,7 +466,7 @@ class Facts:
         if state is None:
             state = runtimes.runtime_state(
                 self.bundle.node(node), self.node_runtime(node),
-                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
+                self._dump_commands.get(specs.node_file(node, specs.CONTAINERD_DUMP)))
             self._runtime[node] = state
         return state
 

@@ -11,6 +11,7 @@ from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._support import _devices, _Refusal, _refusal, _remediation
 from analyzers.rules.drv.DRV003 import DriverNotUsable
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -51,13 +52,13 @@ class DriverCannotDriveGpu(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("dmesg.txt"),
-        node("journal/*.jsonl", optional=True),
-        node("host/lspci.txt", optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
-        node("nvidia-smi.xml", optional=True),
+        node(specs.DMESG),
+        node(specs.JOURNALS, optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
+        node(specs.NVIDIA_SMI, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel")
@@ -92,7 +93,7 @@ class DriverCannotDriveGpu(Rule):
     def _finding(self, ctx: Context, name: str, refusal: _Refusal) -> Finding:
         devices = _devices(ctx, name, refusal)
         evidence = list(refusal.evidence)
-        path = ctx.bundle.node(name).path("host/lspci.txt")
+        path = ctx.bundle.node(name).path(specs.LSPCI)
         evidence += [Evidence(path=path, line=d.line, excerpt=clip(d.text)) for d in devices[:2]]
         what = ", ".join(sorted({d.name for d in devices})) or ", ".join(
             sorted(refusal.pci_ids)) or "its NVIDIA GPU"

@@ -15,6 +15,7 @@ from analyzers.rules.drv._binding import (
     _remediation,
 )
 from analyzers.rules.drv.DRV003 import DriverNotUsable
+from bundle import specs
 from bundle.evidence import clip
 from bundle.lspci import PciDevice
 
@@ -54,13 +55,13 @@ class GpuBoundToOtherDriver(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("host/lspci.txt"),
-        node("host/modules.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
+        node(specs.LSPCI),
+        node(specs.MODULES, optional=True),
+        node(specs.DMESG, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
     )
     tags = ("driver", "kernel", "pci")
 
@@ -79,7 +80,7 @@ class GpuBoundToOtherDriver(Rule):
         return bool(ctx.facts.foreign_gpus(name)) and not _meant_for_vms(ctx, name)
 
     def _finding(self, ctx: Context, name: str, devices: list[PciDevice]) -> Finding:
-        path = ctx.bundle.node(name).path("host/lspci.txt")
+        path = ctx.bundle.node(name).path(specs.LSPCI)
         drivers = sorted({device.driver or "" for device in devices})
         evidence: list[Evidence] = []
         for device in devices[:4]:

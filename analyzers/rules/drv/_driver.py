@@ -15,6 +15,7 @@ from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import event_evidence
 from analyzers.rules.drv._common import capped
+from bundle import specs
 from bundle.evidence import clip
 
 MISMATCH_SIGNATURE = "nvml-driver-library-mismatch"
@@ -34,10 +35,10 @@ def smi_failure(ctx: Context, name: str) -> str | None:
     said = ctx.facts.smi_failure(name)
     if said is not None:
         return f"nvidia-smi failed: {clip(said.said, 160) or said.meaning}"
-    item = ctx.bundle.manifest.item(artifacts.path("nvidia-smi.xml"))
+    item = ctx.bundle.manifest.item(artifacts.path(specs.NVIDIA_SMI))
     if item is not None and item.error:
         return f"nvidia-smi failed: {item.error}"
-    if not artifacts.has("nvidia-smi.xml"):
+    if not artifacts.has(specs.NVIDIA_SMI):
         return "nvidia-smi.xml was not collected"
     return "nvidia-smi listed no GPU"
 
@@ -67,7 +68,7 @@ def _mismatch_evidence(ctx: Context, name: str, kernel: NodeKernel) -> list[Evid
             break
     for unit in ("kubelet", "containerd"):  # the shared scan (facts/journals) kept the hits
         for entry in journal_scan(ctx.bundle, name, unit).matching(MISMATCH_SIGNATURE)[:1]:
-            found.append(Evidence(path=f"nodes/{name}/journal/{unit}.jsonl",
+            found.append(Evidence(path=specs.node_file(name, specs.journal(unit)),
                                   line=entry.line, excerpt=clip(entry.message)))
     for pod in ctx.facts.pods_by_node.get(name, []):
         found += [event_evidence(event)

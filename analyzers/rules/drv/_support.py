@@ -11,6 +11,7 @@ from analyzers.facts.logindex import node_logs
 from analyzers.knowledge import signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
+from bundle import specs
 from bundle.evidence import clip
 from bundle.lspci import PciDevice, parse_lspci
 
@@ -102,7 +103,7 @@ def _refusal(ctx: Context, name: str) -> _Refusal | None:
 
 def _devices(ctx: Context, name: str, refusal: _Refusal) -> list[PciDevice]:
     """The lspci entries of the refused GPUs (by address, else by PCI ID)."""
-    text = ctx.bundle.node(name).host("lspci.txt")
+    text = ctx.bundle.node(name).text(specs.LSPCI)
     if not text:
         return []
     gpus = [device for device in parse_lspci(text) if device.is_gpu]

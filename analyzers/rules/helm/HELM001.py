@@ -19,6 +19,7 @@ from analyzers.rules.helm._base import (
     _shown,
     latest_of,
 )
+from bundle import specs
 from bundle.evidence import Locator, at_pointer
 from bundle.kube import HelmRevision
 
@@ -48,13 +49,13 @@ class ValuesDroppedByUpgrade(Rule):
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
+    inputs = (cluster(specs.HELM_RELEASES), cluster(specs.PODS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             for before, after in _pairs(revisions):
                 finding = self._diff(ctx, release, namespace, before, after)
                 if finding is not None:

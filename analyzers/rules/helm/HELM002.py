@@ -9,6 +9,7 @@ from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.helm._base import STUCK
+from bundle import specs
 
 
 class ReleaseStuck(Rule):
@@ -32,13 +33,13 @@ class ReleaseStuck(Rule):
     slug = "release-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"),)
+    inputs = (cluster(specs.HELM_RELEASES),)
     needs = (Need.OPERATOR,)
     tags = ("helm",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             if not revisions or revisions[-1].status not in STUCK:
                 continue
             latest = revisions[-1]

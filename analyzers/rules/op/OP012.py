@@ -24,6 +24,7 @@ from analyzers.rules.op._hostdriver import (
     _in_use,
     _remediation,
 )
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 
@@ -68,18 +69,18 @@ class HostDriverConflict(Rule):
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("clusterpolicies.json"),
-        node("host/modules.txt", optional=True),
+        cluster(specs.CLUSTERPOLICIES),
+        node(specs.MODULES, optional=True),
         node(VERSION_FILE, optional=True),
-        node("host/lspci.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("helm/*.json", optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.DMESG, optional=True),
+        node(specs.JOURNALS, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.HELM_RELEASES, optional=True),
         LOGS,
-        cluster("events.json", optional=True),
-        node("nvidia-smi.xml", optional=True),
+        cluster(specs.EVENTS, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
@@ -161,7 +162,7 @@ class HostDriverConflict(Rule):
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
         item = ctx.bundle.manifest.item(artifacts.path(VERSION_FILE))
         if item is not None and item.error:
-            evidence.append(Evidence(path="manifest.json",
+            evidence.append(Evidence(path=specs.MANIFEST,
                                      excerpt=clip(f"{item.path}: {item.error}")))
         summary = (f"On {name}, the ClusterPolicy disables the driver container "
                    "(driver.enabled=false) but the host has no NVIDIA driver loaded either: "

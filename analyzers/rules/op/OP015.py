@@ -21,6 +21,7 @@ from analyzers.rules.op._driverbuild import (
     _remediation,
     _selinux,
 )
+from bundle import specs
 
 
 class DriverBuildFails(Rule):
@@ -58,9 +59,9 @@ class DriverBuildFails(Rule):
     inputs = (
         LOGS_REQUIRED,
         node(SELINUX_FILE, optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")

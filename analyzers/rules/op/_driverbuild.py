@@ -7,6 +7,7 @@ from analyzers.facts.logindex import node_logs
 from analyzers.knowledge import signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
+from bundle import specs
 from bundle.evidence import clip
 
 HEADERS = "driver-kernel-headers-unavailable"
@@ -18,7 +19,7 @@ PACKAGES = "driver-build-package-unavailable"
 DENIED = "driver-module-insert-permission-denied"
 
 
-SELINUX_FILE = "host/selinux.txt"
+SELINUX_FILE = specs.SELINUX
 
 
 _ENFORCING = frozenset({"enforcing", "1"})
@@ -37,7 +38,7 @@ def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
 
 def _selinux(ctx: Context, name: str) -> tuple[str | None, Evidence | None]:
     artifacts = ctx.bundle.node(name)
-    text = artifacts.host("selinux.txt")
+    text = artifacts.text(specs.SELINUX)
     if not text or not text.strip():
         return None, None
     first = text.strip().splitlines()[0].strip()

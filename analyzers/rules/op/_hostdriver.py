@@ -15,6 +15,7 @@ from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import flatten
 from analyzers.rules.drv.DRV003 import DriverNotUsable
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 from bundle.lspci import parse_lspci
@@ -38,7 +39,7 @@ _DRIVER_TRIED = ("driver_loaded", "nouveau", "nova_core", "probe_failed", "unsup
                  "lockdown", "module_load_failed", "module_verification", "api_mismatch")
 
 
-VERSION_FILE = "host/nvidia-driver-version.txt"
+VERSION_FILE = specs.DRIVER_VERSION
 
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
@@ -60,7 +61,7 @@ def _host_driver(ctx: Context, name: str) -> _HostDriver | None:
     host = _HostDriver()
     modules = ctx.facts.modules(name)
     artifacts = ctx.bundle.node(name)
-    text = artifacts.host("nvidia-driver-version.txt")
+    text = artifacts.text(specs.DRIVER_VERSION)
     if modules is None and text is None:
         return None
     if modules is not None and modules.loaded("nvidia"):
@@ -89,7 +90,7 @@ def _host_driver_tried(ctx: Context, name: str) -> bool:
 def _has_gpu(ctx: Context, name: str) -> bool:
     if name in ctx.facts.gpu_node_set:
         return True
-    text = ctx.bundle.node(name).host("lspci.txt")
+    text = ctx.bundle.node(name).text(specs.LSPCI)
     return any(device.is_gpu for device in parse_lspci(text or ""))
 
 

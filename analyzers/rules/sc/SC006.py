@@ -22,6 +22,7 @@ from analyzers.rules.sc._common import (
     status_message_matches,
 )
 from analyzers.rules.sc._sharing import _pod_configs
+from bundle import specs
 from bundle.evidence import join_pointer
 from bundle.kube import Pod
 
@@ -53,10 +54,10 @@ class SharedGpuMisuse(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("pods.json"),
-        cluster("configmaps.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.PODS),
+        cluster(specs.CONFIGMAPS, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     tags = ("sharing",)
 
@@ -65,7 +66,7 @@ class SharedGpuMisuse(Rule):
         # containers of every pod need not be read.
         refusing = any(c.fail_requests_greater_than_one
                        for c in ctx.facts.gpu_sharing.configs.values())
-        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.bundle.cluster.pods)
+        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.facts.pods)
         for subject, group in by_workload(found):
             yield self._request_finding(subject, group)
         stale = self._stale_config(ctx)
