@@ -6,7 +6,6 @@ sections ``Why it matters:`` and ``Remediation:``. ``gpu-triage explain ID`` pri
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import re
 from collections.abc import Iterable, Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from analyzers.commands import opens_destructively
+from analyzers.facts.collected import holds
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
@@ -46,10 +46,10 @@ class Input:
     def present(self, bundle: Bundle) -> bool:
         if self.per_node:
             return any(self.present_on(bundle, node) for node in bundle.node_names)
-        return _matches(bundle, self.path)
+        return holds(bundle, self.path)
 
     def present_on(self, bundle: Bundle, node: str) -> bool:
-        return _matches(bundle, f"nodes/{node}/{self.path}")
+        return holds(bundle, f"nodes/{node}/{self.path}")
 
     def missing_reason(self, bundle: Bundle) -> str:
         refused = [(path, problem.message)
@@ -73,15 +73,6 @@ def cluster(name: str, *, optional: bool = False) -> Input:
 def node(path: str, *, optional: bool = False, fallback: str | None = None) -> Input:
     return Input(path, per_node=True, optional=optional or fallback is not None,
                  fallback=fallback)
-
-
-def _matches(bundle: Bundle, pattern: str) -> bool:
-    if not any(ch in pattern for ch in "*?["):
-        return bundle.has(pattern)
-    # Only the paths under the pattern's literal head: checking every path for every
-    # node is quadratic in a bundle with many nodes and files.
-    head = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
-    return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths_under(head))
 
 
 class CannotJudge(Exception):

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
-from typing import TypeVar, cast
 
 from analyzers import signatures
 from analyzers.facts import (
@@ -48,7 +47,6 @@ from bundle.kube import ClusterPolicy, Event, Node, Pod
 from bundle.lspci import PciDevice
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
-T = TypeVar("T")
 
 
 def _listed(cris: list[preconditions.NodeCri]) -> str:
@@ -64,21 +62,12 @@ class Facts:
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
-        self._judged: dict[tuple[str, str], object] = {}
         self._smi_failures: dict[str, smi.SmiFailure | None] = {}
         self._modules: dict[str, hostmodules.Modules | None] = {}
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
+        self._lspci: dict[str, hostmodules.PciListing | None] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
-
-    def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
-        """A rule's verdict on one node that other rules link to (DRV003's driver not
-        usable, DRV004's module refused): ``judge()`` runs once per run and node, the
-        rule that owns the judgement and the rules that ask for it read the same answer."""
-        key = (rule_id, node)
-        if key not in self._judged:
-            self._judged[key] = judge()
-        return cast(T, self._judged[key])
 
     def smi_failure(self, node: str) -> smi.SmiFailure | None:
         """How nvidia-smi failed on ``node`` (its manifest item, the words it left in
@@ -99,10 +88,17 @@ class Facts:
             self._secure_boot[node] = hostmodules.secure_boot(self.bundle, node)
         return self._secure_boot[node]
 
+    def lspci(self, node: str) -> hostmodules.PciListing | None:
+        """The node's ``host/lspci.txt`` (``lspci -nnk -d 10de:``), parsed once; None
+        where it was not collected or is empty."""
+        if node not in self._lspci:
+            self._lspci[node] = hostmodules.read_lspci(self.bundle, node)
+        return self._lspci[node]
+
     def foreign_gpus(self, node: str) -> list[PciDevice]:
         """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
         if node not in self._foreign_gpus:
-            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.bundle, node)
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.lspci(node))
         return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:

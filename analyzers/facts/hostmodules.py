@@ -60,11 +60,31 @@ def secure_boot(bundle: Bundle, name: str) -> tuple[bool | None, Evidence | None
 NVIDIA_DRIVERS = frozenset({"nvidia"})
 
 
-def foreign_gpus(bundle: Bundle, name: str) -> list[PciDevice]:
-    """The node's NVIDIA GPUs (display/3D class) bound to a driver other than nvidia."""
-    text = bundle.node(name).host("lspci.txt")
+@dataclass(frozen=True, slots=True)
+class PciListing:
+    """A node's ``host/lspci.txt``: its devices, parsed once, and the file's path."""
+
+    path: str
+    devices: tuple[PciDevice, ...]
+
+    @property
+    def gpus(self) -> tuple[PciDevice, ...]:
+        """The NVIDIA display and 3D controllers."""
+        return tuple(device for device in self.devices if device.is_gpu)
+
+
+def read_lspci(bundle: Bundle, name: str) -> PciListing | None:
+    """``host/lspci.txt`` of ``name``, None where absent or empty."""
+    artifacts = bundle.node(name)
+    text = artifacts.host("lspci.txt")
     if not text:
+        return None
+    return PciListing(artifacts.path("host/lspci.txt"), tuple(parse_lspci(text)))
+
+
+def foreign_gpus(listing: PciListing | None) -> list[PciDevice]:
+    """The node's NVIDIA GPUs (display/3D class) bound to a driver other than nvidia."""
+    if listing is None:
         return []
-    return [device for device in parse_lspci(text)
-            if device.is_gpu and device.driver is not None
-            and device.driver not in NVIDIA_DRIVERS]
+    return [device for device in listing.gpus
+            if device.driver is not None and device.driver not in NVIDIA_DRIVERS]

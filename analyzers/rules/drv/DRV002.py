@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts import driver
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, line_evidence
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
@@ -12,7 +13,6 @@ from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import KERNEL_INPUTS, capped, device_health, gpu_name, when
 from analyzers.rules.drv._lost import _AER_SERIOUS, _TEXT, _aer_level, _groups, _remediation
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.kernel import KernelSignal
 
 
@@ -54,9 +54,9 @@ class GpuLost(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name, kernel in sorted(ctx.facts.kernel_events.items()):
             groups = _groups(ctx, name, kernel)
-            refused = DriverCannotDriveGpu.refused_gpus(ctx, name)
+            refused = driver.gpu_refusal(ctx.facts, name)
             for key, signals in sorted(groups.items()):
-                cause = [refs.DRV008(name)] if refused and key in refused[0] else []
+                cause = [refs.DRV008(name)] if refused and key in refused.keys else []
                 yield self._finding(ctx, name, key, kernel, signals, cause)
 
     def _finding(self, ctx: Context, name: str, key: str, kernel: NodeKernel,

@@ -64,14 +64,6 @@ class NvidiaSmiFailed(Rule):
             if failure is not None:
                 yield self._finding(ctx, failure)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether nvidia-smi failed on ``name`` and no other finding explains it (for
-        OP001's driver stage on a host-driver node, which then hangs under it)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return ctx.facts.smi_failure(name) is not None and not _explanations(ctx, name)
-
     def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
         name = failure.node
         links = _explanations(ctx, name)

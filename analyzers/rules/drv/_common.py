@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from analyzers import signatures
+from analyzers.facts.evidence import capped as capped
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
 from analyzers.models import Evidence
@@ -28,9 +29,6 @@ KERNEL_INPUTS: tuple[Input, ...] = (
     cluster("pods.json", optional=True),
     LOGS,
 )
-
-
-CAP = 4
 
 
 ALL_DEVICES = "*"
@@ -68,13 +66,6 @@ def smi_evidence(ctx: Context, node: str, bus_id: str, reading: Reading) -> Evid
     if found is None:
         return Evidence(path=path, excerpt=clip(f"gpu {bus_id}: {reading.path} = {reading.value}"))
     return Evidence(path=path, line=found[0], excerpt=clip(found[1]))
-
-
-def capped(items: list[Evidence], cap: int = CAP) -> list[Evidence]:
-    if len(items) <= cap:
-        return items
-    rest = len(items) - cap
-    return [*items[:cap], Evidence(path=items[cap].path, excerpt=f"... and {rest} more")]
 
 
 @dataclass

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import refs
+from analyzers.facts import driver
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
@@ -15,8 +16,6 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.models import Evidence
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.evidence import Locator
 from bundle.kube import Node, quantity_int
 
@@ -109,11 +108,12 @@ def _advertised(obj: Node | None) -> tuple[bool, str]:
 def _driver_down(ctx: Context, name: str) -> list[Link]:
     """The findings saying the node's driver cannot load or drive its GPU."""
     found = [refs.DRV004(name)] if secure_boot_refusal(ctx.facts, name) is not None else []
-    found += [ref(name) for rule, ref in ((DriverNotUsable, refs.DRV003),
-                                          (DriverCannotDriveGpu, refs.DRV008))
-              if rule.explains(ctx, name)]
-    driver = ctx.facts.driver_kernel.get(name)
-    if driver is not None and driver.broken:
+    if driver.unusable(ctx.facts, name) is not None:
+        found.append(refs.DRV003(name))
+    if driver.gpu_refusal(ctx.facts, name) is not None:
+        found.append(refs.DRV008(name))
+    install = ctx.facts.driver_kernel.get(name)
+    if install is not None and install.broken:
         found.append(refs.OP010(name))
     return found
 
