@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from analyzers.gaps import LOST, kind_of
 from analyzers.models import RuleResult, RuleStatus
 from analyzers.rule import Input, Rule
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.problems import Problem
 from bundle.reader import NODES_JSON
 
@@ -101,7 +101,7 @@ class Coverage:
     def _readable(self, needed: Input) -> int:
         """How many files of the input the bundle holds (refused ones are not held)."""
         bundle = self._bundle
-        prefixes = [f"nodes/{node}/" for node in bundle.node_names] if needed.per_node else [""]
+        prefixes = [specs.node_dir(node) for node in bundle.node_names] if needed.per_node else [""]
         if _GLOB.isdisjoint(needed.path):
             return sum(bundle.has(prefix + needed.path) for prefix in prefixes)
         head = re.split(r"[*?\[]", needed.path, maxsplit=1)[0]

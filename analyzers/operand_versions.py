@@ -6,16 +6,12 @@ should carry; :func:`image_version` reads an image reference; :func:`fits` compa
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 
 from analyzers import packaged
-
-# A match never starts after a digit (the leftmost one would have started there), so a
-# long run of digits with no dot is tried once, not again from each of its positions.
-_NUMERIC = re.compile(r"(?<!\d)(\d+(?:\.\d+)+)")
+from bundle import versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,32 +45,16 @@ def table() -> OperandTable:
     )
 
 
-def image_version(image: str) -> tuple[str, str | None]:
-    """(repository name, numeric tag version) of an image reference.
-
-    ``nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04`` gives
-    ``("container-toolkit", "1.17.8")``; a digest-only reference has no version.
-    """
-    reference = image.split("@", 1)[0]
-    name, _, tag = reference.rpartition(":")
-    if not name or "/" in tag:
-        name, tag = reference, ""
-    repository = name.rsplit("/", 1)[-1]
-    found = _NUMERIC.search(tag)
-    return repository, (found.group(1) if found else None)
-
-
-def fits(expected: str, actual: str) -> bool:
-    """Whether ``actual`` (numeric) is the expected release or lies in the expected series."""
-    want = expected.split(".")
-    have = actual.split(".")
-    return have[: len(want)] == want
+# (repository, numeric tag version) of an image reference, and whether a version is the
+# expected release or in its series: read by bundle.versions, by the names callers know
+image_version = versions.image
+fits = versions.fits
 
 
 def expected(version: str) -> dict[str, Expected]:
     """Image repository → expected version for an operator version such as ``26.3.1``."""
     data = table()
-    series = ".".join(version.split(".")[:2])
+    series = versions.series(version)
     found: dict[str, Expected] = {}
     for image, value in data.lines.get(series, {}).items():
         found[image] = Expected(image, data.labels.get(image, image), value,

@@ -31,6 +31,7 @@ from analyzers.overview_models import (
     Timeline,
     ValueSpread,
 )
+from bundle import specs
 from bundle.kernel import XidEvent
 from bundle.kube import Deployment, Node
 
@@ -291,9 +292,9 @@ def _node_row(facts: Facts, name: str, xids: tuple[list[XidEvent], str | None]) 
 def _pattern(path: str) -> str:
     parts = path.split("/")
     if parts[0] == "nodes" and len(parts) > 2:
-        return "nodes/*/" + "/".join(parts[2:])
+        return specs.any_node("/".join(parts[2:]))
     if parts[0] == "logs" and len(parts) > 2:
-        return f"logs/{parts[1]}/*"
+        return specs.logs_of_namespace(parts[1]) + "*"
     return path
 
 
@@ -327,11 +328,11 @@ def _inventory(facts: Facts) -> Inventory:
 
 
 def _source_of(path: str) -> str | None:
-    if path == "cluster/events.json":
+    if path == specs.EVENTS:
         return "event"
-    if path == "cluster/pods.json":
+    if path == specs.PODS:
         return "pod-status"
-    if path.startswith("logs/"):
+    if path.startswith(specs.LOGS_DIR):
         return "log"
     if path.endswith("/dmesg.txt"):
         return "kernel"

@@ -7,17 +7,17 @@ answers for any version string a bundle shows (an image tag ``v26.3.1``, a Helm 
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 
 from analyzers import packaged
+from bundle import versions
 
-Version = tuple[int, int, int]
-
-_VERSION = re.compile(r"(?<![0-9.])v?(\d{2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
+Version = versions.Version
+# the one reader of an operator version (bundle.versions), by the name callers know
+parse_version = versions.operator_release
 
 
 class SupportStatus(StrEnum):
@@ -62,16 +62,6 @@ class Support:
     known_release: bool     # the patch release is listed in the table
     as_of: str
     note: str
-
-
-def parse_version(text: str | None) -> Version | None:
-    """The first ``YY.MM.PP`` in a tag, chart name or app version; None if there is none."""
-    if not text:
-        return None
-    match = _VERSION.search(text)
-    if match is None:
-        return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
 def _series(text: str) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from analyzers.facts.collected import holds
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from bundle import specs
 from bundle.evidence import Locator
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class Input:
     fallback: str | None = None
 
     def describe(self) -> str:
-        return f"nodes/*/{self.path}" if self.per_node else self.path
+        return specs.any_node(self.path) if self.per_node else self.path
 
     def present(self, bundle: Bundle) -> bool:
         if self.per_node:
@@ -49,7 +50,7 @@ class Input:
         return holds(bundle, self.path)
 
     def present_on(self, bundle: Bundle, node: str) -> bool:
-        return holds(bundle, f"nodes/{node}/{self.path}")
+        return holds(bundle, specs.node_file(node, self.path))
 
     def missing_reason(self, bundle: Bundle) -> str:
         refused = [(path, problem.message)
@@ -66,8 +67,11 @@ class Input:
         return f"{self.path} is not in the bundle"
 
 
-def cluster(name: str, *, optional: bool = False) -> Input:
-    return Input(f"cluster/{name}", optional=optional)
+def cluster(path: str, *, optional: bool = False) -> Input:
+    """A cluster file as an input: a ``bundle.specs`` path (``specs.PODS``) or, as plugins
+    written before the specs name it, the file's name under ``cluster/`` (``pods.json``)."""
+    prefix = specs.CLUSTER_DIR
+    return Input(path if path.startswith(prefix) else prefix + path, optional=optional)
 
 
 def node(path: str, *, optional: bool = False, fallback: str | None = None) -> Input:

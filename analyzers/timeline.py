@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 from analyzers.facts import Facts
 from analyzers.facts.journals import journal_scan
 from analyzers.overview_models import Timeline, TimelinePoint
+from bundle import specs
 from bundle.kernel import XidEvent
 from bundle.kube import ContainerStateDetail, Pod
 from bundle.textfiles import JournalEntry
@@ -383,9 +384,9 @@ def build(facts: Facts, xids: Mapping[str, list[XidEvent]]) -> Timeline:
     folder = _CLUSTER_FOLDS.pop(facts)  # taken: the node records are added to it
     for name in sorted(xids):
         artifacts = facts.bundle.node(name)
-        if artifacts.has("journal/containerd.jsonl"):
+        if artifacts.has(specs.CONTAINERD_JOURNAL):
             lifecycle = journal_scan(facts.bundle, name, "containerd").lifecycle
-            folder.add(containerd_records(name, artifacts.path("journal/containerd.jsonl"),
+            folder.add(containerd_records(name, artifacts.path(specs.CONTAINERD_JOURNAL),
                                           lifecycle))
         folder.add(_xid_records(name, xids[name]))
     # By first record: folds the cap ranks equal keep this order, not the order in

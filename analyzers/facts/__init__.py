@@ -39,10 +39,11 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.node import NodeFacts
 from analyzers.facts.operands import OperandPod
 from analyzers.models import Evidence
 from analyzers.signatures import SignatureMatch
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 from bundle.lspci import PciDevice
 
@@ -66,8 +67,16 @@ class Facts:
         self._modules: dict[str, hostmodules.Modules | None] = {}
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
-        self._lspci: dict[str, hostmodules.PciListing | None] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
+        self._node_facts: dict[str, NodeFacts] = {}
+
+    def node(self, name: str) -> NodeFacts:
+        """Everything about the node ``name`` (``facts.node.NodeFacts``): its object, its
+        files (each parsed once) and its per-node facts; one object per node and run."""
+        found = self._node_facts.get(name)
+        if found is None:
+            found = self._node_facts[name] = NodeFacts(self, name)
+        return found
 
     def smi_failure(self, node: str) -> smi.SmiFailure | None:
         """How nvidia-smi failed on ``node`` (its manifest item, the words it left in
@@ -88,17 +97,10 @@ class Facts:
             self._secure_boot[node] = hostmodules.secure_boot(self.bundle, node)
         return self._secure_boot[node]
 
-    def lspci(self, node: str) -> hostmodules.PciListing | None:
-        """The node's ``host/lspci.txt`` (``lspci -nnk -d 10de:``), parsed once; None
-        where it was not collected or is empty."""
-        if node not in self._lspci:
-            self._lspci[node] = hostmodules.read_lspci(self.bundle, node)
-        return self._lspci[node]
-
     def foreign_gpus(self, node: str) -> list[PciDevice]:
         """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
         if node not in self._foreign_gpus:
-            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.lspci(node))
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.node(node).lspci)
         return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
@@ -386,7 +388,7 @@ class Facts:
         if state is None:
             state = runtimes.runtime_state(
                 self.bundle.node(node), self.node_runtime(node),
-                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
+                self._dump_commands.get(specs.node_file(node, specs.CONTAINERD_DUMP)))
             self._runtime[node] = state
         return state
 

@@ -38,6 +38,7 @@ from analyzers.facts.memo import per_node
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import Stage
 from analyzers.models import Evidence, Severity
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 from bundle.lspci import PciDevice
@@ -46,11 +47,9 @@ if TYPE_CHECKING:
     from analyzers.facts import Facts
 
 # The input each verdict rests on: without it on any node, the verdict is not judged.
-KERNEL_LOG = "dmesg.txt"
-LSPCI_FILE = "host/lspci.txt"
-POLICIES_FILE = "cluster/clusterpolicies.json"
-CONTAINER_LOGS = "logs/*"
-MANIFEST_FILE = "manifest.json"
+KERNEL_LOG = specs.DMESG
+POLICIES_FILE = specs.CLUSTERPOLICIES
+CONTAINER_LOGS = specs.LOGS_ANY
 
 # -- the driver is not usable ---------------------------------------------------------
 
@@ -90,17 +89,17 @@ class _Problems:
 def smi_words(facts: Facts, name: str) -> str | None:
     """Why nvidia-smi gave nothing on the node, or None when it listed GPUs: in
     nvidia-smi's own words and exit code when they say the driver is not usable."""
-    artifacts = facts.bundle.node(name)
-    smi = artifacts.nvidia_smi
+    node = facts.node(name)
+    smi = node.nvidia_smi
     if smi is not None and smi.gpus:
         return None
-    said = facts.smi_failure(name)
+    said = node.smi_failure
     if said is not None:
         return f"nvidia-smi failed: {clip(said.said, 160) or said.meaning}"
-    item = facts.bundle.manifest.item(artifacts.path(smifail.SMI_FILE))
+    item = facts.bundle.manifest.item(node.path(specs.NVIDIA_SMI))
     if item is not None and item.error:
         return f"nvidia-smi failed: {item.error}"
-    if not artifacts.has(smifail.SMI_FILE):
+    if not node.has(specs.NVIDIA_SMI):
         return "nvidia-smi.xml was not collected"
     return "nvidia-smi listed no GPU"
 
@@ -114,7 +113,7 @@ def _mismatch_evidence(facts: Facts, name: str, kernel: NodeKernel) -> list[Evid
             break
     for unit in ("kubelet", "containerd"):  # the shared scan (facts/journals) kept the hits
         for entry in journal_scan(facts.bundle, name, unit).matching(MISMATCH_SIGNATURE)[:1]:
-            found.append(Evidence(path=f"nodes/{name}/journal/{unit}.jsonl",
+            found.append(Evidence(path=specs.node_file(name, specs.journal(unit)),
                                   line=entry.line, excerpt=clip(entry.message)))
     for pod in facts.pods_by_node.get(name, []):
         found += [event_evidence(event)
@@ -267,15 +266,14 @@ def judge_gpu_refusal(facts: Facts, name: str) -> GpuRefusal | None:
             break
     if not reading.evidence:
         return None
-    listing = facts.lspci(name)
-    gpus = listing.gpus if listing is not None else ()
+    gpus = [device for device in facts.node(name).lspci or () if device.is_gpu]
     devices = [d for d in gpus if _short(d.address) in reading.addresses] or [
         d for d in gpus if f"10de:{d.device_id}" in reading.pci_ids]
     keys = frozenset(kernel.key(s.pci) for s in signals if s.pci and kernel is not None)
     return GpuRefusal(
         name, reading.open_flavour, reading.needs_open, reading.open_datacenter,
         reading.branch, reading.legacy, reading.version, frozenset(reading.pci_ids),
-        tuple(reading.evidence), tuple(devices), facts.bundle.node(name).path(LSPCI_FILE),
+        tuple(reading.evidence), tuple(devices), specs.node_file(name, specs.LSPCI),
         keys, not signals or any(not s.pci for s in signals))
 
 
@@ -318,12 +316,12 @@ def meant_for_vms(facts: Facts, name: str) -> bool:
 def judge_foreign_binding(facts: Facts, name: str) -> ForeignBinding | None:
     """``name``'s GPUs bound to another driver, or None (none, meant for VMs, or no
     node's ``host/lspci.txt`` collected)."""
-    if not on_a_node(facts.bundle, LSPCI_FILE):
+    if not on_a_node(facts.bundle, specs.LSPCI):
         return None
     devices = facts.foreign_gpus(name)
     if not devices or meant_for_vms(facts, name):
         return None
-    return ForeignBinding(name, tuple(devices), facts.bundle.node(name).path(LSPCI_FILE))
+    return ForeignBinding(name, tuple(devices), specs.node_file(name, specs.LSPCI))
 
 
 # What rules read: judge_foreign_binding on a node, once per run.
@@ -341,7 +339,7 @@ _SETTLED = frozenset({"", "upgrade-done"})
 # Kernel signals that show a host driver was there and tried (or another driver won).
 _DRIVER_TRIED = ("driver_loaded", "nouveau", "nova_core", "probe_failed", "unsupported_gpu",
                  "lockdown", "module_load_failed", "module_verification", "api_mismatch")
-VERSION_FILE = "host/nvidia-driver-version.txt"
+VERSION_FILE = specs.DRIVER_VERSION
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build ..."
 _HOST_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)")
@@ -379,8 +377,8 @@ class HostConflict:
 def host_driver(facts: Facts, name: str) -> HostDriver | None:
     """The node's loaded NVIDIA driver, or None when the bundle cannot tell."""
     modules = facts.modules(name)
-    artifacts = facts.bundle.node(name)
-    text = artifacts.host("nvidia-driver-version.txt")
+    node = facts.node(name)
+    text = node.text(VERSION_FILE)
     if modules is None and text is None:
         return None
     loaded, version, evidence = False, "", []
@@ -391,7 +389,7 @@ def host_driver(facts: Facts, name: str) -> HostDriver | None:
         first = text.splitlines()[0] if text.splitlines() else ""
         if found := _HOST_VERSION.search(first):
             loaded, version = True, found["version"]
-            evidence.append(Evidence(path=artifacts.path(VERSION_FILE), line=1,
+            evidence.append(Evidence(path=node.path(VERSION_FILE), line=1,
                                      excerpt=clip(first)))
     return HostDriver(loaded, version, tuple(evidence))
 
@@ -414,8 +412,7 @@ def _host_driver_tried(facts: Facts, name: str) -> bool:
 def _has_gpu(facts: Facts, name: str) -> bool:
     if name in facts.gpu_node_set:
         return True
-    listing = facts.lspci(name)
-    return listing is not None and bool(listing.gpus)
+    return any(device.is_gpu for device in facts.node(name).lspci or ())
 
 
 def _in_use(facts: Facts, name: str) -> tuple[Evidence, ...]:
@@ -471,8 +468,8 @@ def _nobody(facts: Facts, policy: ClusterPolicy, name: str,
             host: HostDriver) -> HostConflict | None:
     if host.loaded or not _has_gpu(facts, name) or _host_driver_tried(facts, name):
         return None
-    item = facts.bundle.manifest.item(facts.bundle.node(name).path(VERSION_FILE))
-    error = Evidence(path="manifest.json", excerpt=clip(f"{item.path}: {item.error}")) \
+    item = facts.bundle.manifest.item(specs.node_file(name, VERSION_FILE))
+    error = Evidence(path=specs.MANIFEST, excerpt=clip(f"{item.path}: {item.error}")) \
         if item is not None and item.error else None
     return HostConflict(name, False, host, policy, version_error=error)
 
@@ -482,7 +479,7 @@ def _nobody(facts: Facts, policy: ClusterPolicy, name: str,
 HEADERS = "driver-kernel-headers-unavailable"
 PACKAGES = "driver-build-package-unavailable"
 DENIED = "driver-module-insert-permission-denied"
-SELINUX_FILE = "host/selinux.txt"
+SELINUX_FILE = specs.SELINUX
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,12 +507,12 @@ def judge_build_failure(facts: Facts, name: str) -> BuildFailure | None:
                              Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
     if not found:
         return None
-    artifacts = facts.bundle.node(name)
-    selinux = artifacts.host("selinux.txt")
+    node = facts.node(name)
+    selinux = node.text(SELINUX_FILE)
     if not selinux or not selinux.strip():
         return BuildFailure(name, found, None, None)
     first = selinux.strip().splitlines()[0].strip()
-    return BuildFailure(name, found, first, Evidence(path=artifacts.path(SELINUX_FILE), line=1,
+    return BuildFailure(name, found, first, Evidence(path=node.path(SELINUX_FILE), line=1,
                                                      excerpt=clip(first)))
 
 
@@ -562,5 +559,5 @@ def smi_causes(facts: Facts, name: str) -> tuple[SmiCause, ...]:
 def smi_unexplained(facts: Facts, name: str) -> bool:
     """Whether nvidia-smi failed on ``name`` and no verdict here explains it (judged
     where the bundle has its manifest, which records how nvidia-smi ended)."""
-    return (holds(facts.bundle, MANIFEST_FILE) and facts.smi_failure(name) is not None
+    return (holds(facts.bundle, specs.MANIFEST) and facts.smi_failure(name) is not None
             and not smi_causes(facts, name))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from analyzers import signatures
 from analyzers.facts.podlogs import PodLogs
-from bundle import NodeArtifacts
+from bundle import NodeArtifacts, specs, versions
 from bundle.evidence import Locator, join_pointer
 from bundle.kube import Event, Node, Pod
 
@@ -69,12 +69,12 @@ class DriverKernel:
 def node_kernel(artifacts: NodeArtifacts, node: Node | None) -> tuple[str | None,
                                                                       Locator | None]:
     """The running kernel: ``uname -a`` (third field) first, else the Node's nodeInfo."""
-    text = artifacts.host("uname.txt")
+    text = artifacts.text(specs.UNAME)
     if text:
         for number, line in enumerate(text.splitlines(), start=1):
-            fields = line.split()
-            if len(fields) >= 3 and fields[0] == "Linux":
-                return fields[2], Locator(path=artifacts.path("host/uname.txt"), line=number,
+            release = versions.uname_release(line)
+            if release is not None:
+                return release, Locator(path=artifacts.path(specs.UNAME), line=number,
                                           excerpt=line.strip())
     if node is not None and node.status.node_info.kernel_version:
         kernel = node.status.node_info.kernel_version

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.podlogs import PodLogs
-from bundle import NodeArtifacts
+from bundle import NodeArtifacts, specs
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 from bundle.nvsmi_health import locate
@@ -26,9 +26,9 @@ FABRIC_WORDINGS = frozenset({
     "cuda-system-not-initialized", "fm-nvswitch-query-failed", "fm-driver-version-mismatch",
     "fm-service-failed", "fm-config-invalid",
 })
-FM_UNIT = "nvidia-fabricmanager"
-FM_JOURNAL = f"journal/{FM_UNIT}.jsonl"
-SMI_FILE = "nvidia-smi.xml"
+FM_UNIT = specs.FABRIC_MANAGER_UNIT
+FM_JOURNAL = specs.FABRIC_MANAGER_JOURNAL
+SMI_FILE = specs.NVIDIA_SMI
 NOT_INITIALIZED = ("validator-fabric-not-initialized", "cuda-system-not-initialized")
 NO_SWITCH = "fm-nvswitch-query-failed"   # on PCIe systems this is expected
 FM_STARTED = "driver-fabricmanager-starting"

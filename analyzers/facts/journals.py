@@ -50,7 +50,7 @@ from weakref import WeakKeyDictionary
 
 from analyzers import signatures
 from analyzers.signatures import SignatureMatch
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.kernel import KernelLine, Note, kernel_lines_from_journal
 from bundle.textfiles import (
     JournalEntry,
@@ -104,7 +104,7 @@ def journal_scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
 
 def journal_units(bundle: Bundle, node: str) -> list[str]:
     """Units with a journal in the node's directory (``journal/<unit>.jsonl``), in order."""
-    prefix = f"nodes/{node}/journal/"
+    prefix = specs.node_file(node, specs.JOURNAL_DIR)
     return [path[len(prefix):-len(".jsonl")] for path in bundle.paths_under(prefix)
             if path.endswith(".jsonl")]
 
@@ -115,7 +115,7 @@ def remember_scan(bundle: Bundle, node: str, unit: str, scan: JournalScan) -> No
 
 
 def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
-    path = bundle.node(node).path(f"journal/{unit}.jsonl")
+    path = bundle.node(node).path(specs.journal(unit))
     records, problems = journal_records(bundle.read_text(path) or "")
     for line, error in problems:  # what reading the journal through the bundle records
         bundle.problem(path, error, where=f"line {line}")

@@ -23,7 +23,7 @@ from weakref import WeakKeyDictionary
 
 from analyzers.facts.journals import journal_scan, journal_units
 from analyzers.models import Evidence
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.evidence import clip
 from bundle.kernel import (
     KernelLine,
@@ -144,13 +144,13 @@ _KERNELS: WeakKeyDictionary[Bundle, dict[str, NodeKernel]] = WeakKeyDictionary()
 def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     artifacts = bundle.node(name)
     lines: list[KernelLine] = list(artifacts.dmesg)
-    sources = [artifacts.path("dmesg.txt")] if artifacts.has("dmesg.txt") else []
+    sources = [artifacts.path(specs.DMESG)] if artifacts.has(specs.DMESG) else []
     for unit in journal_units(bundle, name):
         kernel = list(journal_scan(bundle, name, unit).kernel)  # one shared pass per journal
         if kernel:
-            sources.append(artifacts.path(f"journal/{unit}.jsonl"))
+            sources.append(artifacts.path(specs.journal(unit)))
             lines = merge_lines(lines, kernel)
-    where = sources[0] if sources else artifacts.path("dmesg.txt")
+    where = sources[0] if sources else artifacts.path(specs.DMESG)
 
     def note(message: str) -> None:
         bundle.problem(where, message, kind="refused")

@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from analyzers.facts import prefetch
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.archive import ArchiveSource
 from bundle.container import MANIFEST, manifest_root
 from bundle.manifest import Manifest
@@ -74,7 +74,8 @@ class NodeStream:
 
     def spooled(self, name: str) -> bool:
         root = self._root or ""
-        return not self._stopped and (name == root + MANIFEST or name.startswith(root + "nodes/"))
+        return not self._stopped and (name == root + MANIFEST
+                                      or name.startswith(root + specs.NODES_DIR))
 
     def stored(self, name: str, offset: int, size: int) -> None:
         relative = name[len(self._root or ""):]

@@ -10,6 +10,7 @@ from analyzers.facts.evidence import field as field
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
+from bundle import specs
 from bundle.evidence import at_pointer
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
@@ -19,19 +20,19 @@ if TYPE_CHECKING:
 EVENT_CAP = 3
 # container logs (logs/<namespace>/<pod>/<container>.log) as a rule input; LOGS_REQUIRED for
 # a rule that finds its cause only in them: without them it is skipped, not passed
-LOGS = Input("logs/*", optional=True)
-LOGS_REQUIRED = Input("logs/*")
+LOGS = Input(specs.LOGS_ANY, optional=True)
+LOGS_REQUIRED = Input(specs.LOGS_ANY)
 # What the container-runtime facts read of a node (ctx.facts.runtime, .node_runtime,
 # .runtime_gate): the runtime's copied config files, loaded config and version, runtime.json
-RUNTIME_FILE = node("runtime.json", fallback="the runtime and distribution the Node "
+RUNTIME_FILE = node(specs.RUNTIME_JSON, fallback="the runtime and distribution the Node "
                    "objects report (nodeInfo, labels)")
-RUNTIME_FILES = (node("containerd/*", optional=True), node("crio/*", optional=True),
+RUNTIME_FILES = (node(specs.CONTAINERD_ANY, optional=True), node(specs.CRIO_ANY, optional=True),
                  RUNTIME_FILE)
 # A node's kernel lines as facts.kernel_events reads them: dmesg and the journals
-KERNEL_LINES = (node("dmesg.txt", optional=True), node("journal/*.jsonl", optional=True))
+KERNEL_LINES = (node(specs.DMESG, optional=True), node(specs.JOURNALS, optional=True))
 # The operator's settings as facts.cluster_policy and facts.toolkit_enabled read them
-OPERATOR_SETTINGS = (cluster("clusterpolicies.json", optional=True),
-                     cluster("helm/*.json", optional=True))
+OPERATOR_SETTINGS = (cluster(specs.CLUSTERPOLICIES, optional=True),
+                     cluster(specs.HELM_RELEASES, optional=True))
 
 
 def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:

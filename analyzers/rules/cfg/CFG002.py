@@ -11,6 +11,7 @@ from analyzers.products import Verdict as ProductVerdict
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _mig_wanted
 from analyzers.rules.common import field, node_ref
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Node
 
@@ -38,7 +39,7 @@ class UnsupportedGpuProduct(Rule):
     slug = "unsupported-gpu-product"
     severity = Severity.LOW
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node("nvidia-smi.xml", optional=True))
+    inputs = (cluster(specs.NODES), node(specs.NVIDIA_SMI, optional=True))
     tags = ("support",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -65,7 +66,7 @@ class UnsupportedGpuProduct(Rule):
                         seen.setdefault(verdict.family or value, (verdict, field(
                             node_obj, f"{node_name}: {key}={value}", "metadata", "labels", key)))
             smi = ctx.bundle.node(node_name).nvidia_smi
-            path = ctx.bundle.node(node_name).path("nvidia-smi.xml")
+            path = ctx.bundle.node(node_name).path(specs.NVIDIA_SMI)
             xml = ctx.bundle.read_text(path) if smi is not None else None
             for gpu in smi.gpus if smi is not None else ():
                 if not gpu.product_name:

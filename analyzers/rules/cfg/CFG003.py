@@ -11,6 +11,7 @@ from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _label_int
 from analyzers.rules.common import field, node_ref
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -39,11 +40,11 @@ class TimeSlicingExplained(Rule):
     severity = Severity.INFO
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("nodes.json"),
-        cluster("configmaps.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        cluster("pods.json", optional=True),
+        cluster(specs.NODES),
+        cluster(specs.CONFIGMAPS, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     tags = ("sharing",)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from analyzers.models import Evidence, Severity
 from analyzers.operand_versions import expected as expected_operands
-from analyzers.operand_versions import fits, image_version
 from analyzers.releases import SupportStatus
 from analyzers.rule import Context
 from analyzers.rules.common import field
+from bundle import versions
 from bundle.kube import HelmRevision, Node
 
 
@@ -34,9 +34,9 @@ def _operand_mismatches(ctx: Context, version: str) -> list[tuple[str, Evidence]
                     ("containers", pod.spec.containers))
         for section, containers in sections:
             for index, item in enumerate(containers):
-                repository, actual = image_version(item.image)
+                repository, actual = versions.image(item.image)
                 want = wanted.get(repository)
-                if want is None or actual is None or fits(want.version, actual):
+                if want is None or actual is None or versions.fits(want.version, actual):
                     continue
                 if (repository, actual) in seen:
                     continue

@@ -11,6 +11,7 @@ from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._driver import _driver_remediation
+from bundle import specs
 
 
 class DriverNotUsable(Rule):
@@ -45,12 +46,12 @@ class DriverNotUsable(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("dmesg.txt"),
-        node("host/modules.txt", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        node(specs.DMESG),
+        node(specs.MODULES, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        node(specs.JOURNALS, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel")

@@ -11,6 +11,7 @@ from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._common import capped
 from analyzers.rules.drv._driver import _secure_boot_remediation
+from bundle import specs
 
 
 class SecureBootRefusedModule(Rule):
@@ -43,13 +44,13 @@ class SecureBootRefusedModule(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("host/secureboot.txt"),
-        node("dmesg.txt", optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        node("journal/*.jsonl", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.SECUREBOOT),
+        node(specs.DMESG, optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        node(specs.JOURNALS, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        cluster(specs.PODS, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel", "secure-boot")
@@ -77,7 +78,7 @@ class SecureBootRefusedModule(Rule):
         summary = f"On {name}, Secure Boot is enabled and " + "; ".join(texts) + "."
         evidence = [sb_line, *capped(refused, 3), *capped(unsigned, 2)]
         if absent:
-            evidence.append(Evidence(path=f"nodes/{name}/host/modules.txt",
+            evidence.append(Evidence(path=specs.node_file(name, specs.MODULES),
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
         # The refusal is the root: the driver container's failed install (OP010) and the
         # missing module (DRV003) follow from it.

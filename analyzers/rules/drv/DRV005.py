@@ -16,6 +16,7 @@ from analyzers.rules.drv._host import (
     driver_container_nodes,
     read_apt,
 )
+from bundle import specs
 
 
 class AutomaticKernelUpgrades(Rule):
@@ -46,12 +47,12 @@ class AutomaticKernelUpgrades(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
     inputs = (
-        node("host/uname.txt"),
-        node("host/unattended-upgrades.txt", optional=True),
-        node("host/os-release", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.UNAME),
+        node(specs.UNATTENDED_UPGRADES, optional=True),
+        node(specs.OS_RELEASE, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     tags = ("driver", "kernel", "upgrade")
 
@@ -60,7 +61,7 @@ class AutomaticKernelUpgrades(Rule):
         upgrading: set[str] = set()
         uncollected = []
         for name in drivers:
-            if not ctx.bundle.has(f"nodes/{name}/host/unattended-upgrades.txt"):
+            if not ctx.bundle.has(specs.node_file(name, specs.UNATTENDED_UPGRADES)):
                 uncollected.append(name)  # the collector writes it, empty where no apt
                 continue
             finding = self._unattended(ctx, name)
@@ -73,7 +74,7 @@ class AutomaticKernelUpgrades(Rule):
         yield from self._drift(ctx, drivers, upgrading)
 
     def _unattended(self, ctx: Context, name: str) -> Finding | None:
-        path = f"nodes/{name}/host/unattended-upgrades.txt"
+        path = specs.node_file(name, specs.UNATTENDED_UPGRADES)
         text = ctx.bundle.read_text(path)
         if not text:
             return None

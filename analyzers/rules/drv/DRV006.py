@@ -11,6 +11,7 @@ from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv._common import smi_evidence
 from analyzers.rules.drv._health import Issue, _memory, _other, _remediation
+from bundle import specs
 from bundle.kernel import normalize_pci
 
 
@@ -43,7 +44,7 @@ class GpuHealth(Rule):
     slug = "gpu-health"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (node("nvidia-smi.xml"), *KERNEL_LINES)
+    inputs = (node(specs.NVIDIA_SMI), *KERNEL_LINES)
     tags = ("gpu", "hardware", "ecc")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -11,6 +11,7 @@ from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.drv._idle import _gib
+from bundle import specs
 from bundle.evidence import first_line
 
 
@@ -38,7 +39,7 @@ class IdleButNotEmpty(Rule):
     slug = "idle-but-not-empty"
     severity = Severity.LOW
     confidence = Confidence.LIKELY
-    inputs = (node("nvidia-smi.xml"), cluster("pods.json"))
+    inputs = (node(specs.NVIDIA_SMI), cluster(specs.PODS))
     tags = ("capacity",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -64,7 +65,7 @@ class IdleButNotEmpty(Rule):
                    f"allocated to {names(item.holders, 4)}; the scheduler counts them as "
                    "taken whether or not they work.")
         artifacts = ctx.bundle.node(item.node)
-        path = artifacts.path("nvidia-smi.xml")
+        path = artifacts.path(specs.NVIDIA_SMI)
         text = ctx.bundle.read_text(path) or ""
         hit = first_line(path, text, f'id="{gpu.bus_id}"')
         evidence = [Evidence(

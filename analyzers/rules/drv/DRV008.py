@@ -12,6 +12,7 @@ from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._support import _remediation
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -52,13 +53,13 @@ class DriverCannotDriveGpu(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("dmesg.txt"),
-        node("journal/*.jsonl", optional=True),
-        node("host/lspci.txt", optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
-        node("nvidia-smi.xml", optional=True),
+        node(specs.DMESG),
+        node(specs.JOURNALS, optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
+        node(specs.NVIDIA_SMI, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel")

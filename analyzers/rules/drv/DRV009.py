@@ -10,6 +10,7 @@ from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._smi import _explanations
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -44,16 +45,16 @@ class NvidiaSmiFailed(Rule):
     slug = "nvidia-smi-failed"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
-              node("host/modules.txt", optional=True), cluster("pods.json", optional=True),
-              cluster("clusterpolicies.json", optional=True),
-              cluster("events.json", optional=True))  # the operand stages' evidence
+    inputs = (Input(specs.MANIFEST), node(SMI_FILE, optional=True),
+              node(specs.MODULES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.EVENTS, optional=True))  # the operand stages' evidence
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         names = {item.node for item in ctx.bundle.manifest.items
                  if item.node and item.path.endswith("/" + SMI_FILE)}
-        if not names and not any(ctx.bundle.has(f"nodes/{name}/{SMI_FILE}")
+        if not names and not any(ctx.bundle.has(specs.node_file(name, SMI_FILE))
                                  for name in ctx.bundle.node_names):
             # No node ran nvidia-smi for the collector (no node files: a managed or
             # immutable OS, a layout without them): nothing says it worked either.

@@ -12,6 +12,7 @@ from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._binding import _FOREIGN_MODULES, _remediation
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -50,13 +51,13 @@ class GpuBoundToOtherDriver(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("host/lspci.txt"),
-        node("host/modules.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
+        node(specs.LSPCI),
+        node(specs.MODULES, optional=True),
+        node(specs.DMESG, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
     )
     tags = ("driver", "kernel", "pci")
 

@@ -22,6 +22,7 @@ from analyzers.rules.drv._sxid import (
     _reports,
     _serious,
 )
+from bundle import specs
 from bundle.kernel import SXidEvent
 
 
@@ -58,7 +59,7 @@ class NvswitchSXid(Rule):
     slug = "nvswitch-sxid"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (*KERNEL_INPUTS, node("journal/nvidia-fabricmanager.jsonl", optional=True))
+    inputs = (*KERNEL_INPUTS, node(specs.FABRIC_MANAGER_JOURNAL, optional=True))
     tags = ("gpu", "kernel", "nvswitch", "sxid")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -15,6 +15,7 @@ from analyzers.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
 from analyzers.rules.common import LOGS
 from analyzers.rules.common import field as object_field
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kernel import KernelLine
 from bundle.nvsmi_health import Reading, locate
@@ -22,11 +23,11 @@ from bundle.nvsmi_health import Reading, locate
 # What DRV001, DRV002 and DRV011 read: kernel lines, mapped to GPUs and to the node's
 # health, and the container lines (NVML, the device plugin) that name a GPU's loss.
 KERNEL_INPUTS: tuple[Input, ...] = (
-    node("dmesg.txt"),
-    node("nvidia-smi.xml", optional=True),
-    node("journal/*.jsonl", optional=True),
-    cluster("nodes.json", optional=True),
-    cluster("pods.json", optional=True),
+    node(specs.DMESG),
+    node(specs.NVIDIA_SMI, optional=True),
+    node(specs.JOURNALS, optional=True),
+    cluster(specs.NODES, optional=True),
+    cluster(specs.PODS, optional=True),
     LOGS,
 )
 
@@ -55,7 +56,7 @@ def gpu_name(node: str, key: str, gpu: GpuIdentity | None) -> str:
 
 
 def smi_path(node: str) -> str:
-    return f"nodes/{node}/nvidia-smi.xml"
+    return specs.node_file(node, specs.NVIDIA_SMI)
 
 
 def smi_evidence(ctx: Context, node: str, bus_id: str, reading: Reading) -> Evidence:

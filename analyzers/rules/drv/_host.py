@@ -9,6 +9,7 @@ from analyzers import commands as sh
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
+from bundle import specs
 from bundle.evidence import clip
 
 _SETTING_RE = re.compile(r'^\s*(?P<key>[\w:-]+)\s+"(?P<value>[^"]*)"\s*;')
@@ -90,12 +91,12 @@ def driver_container_nodes(ctx: Context) -> list[str]:
 
 
 def _kernel(ctx: Context, name: str) -> tuple[str, Evidence] | None:
-    text = ctx.bundle.node(name).host("uname.txt")
+    text = ctx.bundle.node(name).text(specs.UNAME)
     if text and text.split():
         fields = text.split()
         release = fields[2] if len(fields) > 2 and fields[0] == "Linux" else fields[0]
         first = text.splitlines()[0]
-        return release, Evidence(path=f"nodes/{name}/host/uname.txt", line=1,
+        return release, Evidence(path=specs.node_file(name, specs.UNAME), line=1,
                                  excerpt=clip(first))
     obj = ctx.facts.nodes.get(name)
     if obj is not None and obj.status.node_info.kernel_version:

@@ -19,6 +19,7 @@ from analyzers.rules.helm._base import (
     _shown,
     latest_of,
 )
+from bundle import specs
 from bundle.evidence import Locator, at_pointer
 from bundle.kube import HelmRevision
 
@@ -48,7 +49,7 @@ class ValuesDroppedByUpgrade(Rule):
     slug = "values-dropped-by-upgrade"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
+    inputs = (cluster(specs.HELM_RELEASES), cluster(specs.PODS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
 

@@ -9,6 +9,7 @@ from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.helm._base import STUCK
+from bundle import specs
 
 
 class ReleaseStuck(Rule):
@@ -32,7 +33,7 @@ class ReleaseStuck(Rule):
     slug = "release-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"),)
+    inputs = (cluster(specs.HELM_RELEASES),)
     needs = (Need.OPERATOR,)
     tags = ("helm",)
 

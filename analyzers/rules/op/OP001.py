@@ -26,6 +26,7 @@ from analyzers.rules.op._common import (
     warnings,
 )
 from analyzers.rules.op._stack import _STAGE_HINT, _STAGE_LOOK, _describe, _stage_logs
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -68,11 +69,11 @@ class OperandsStuck(Rule):
     slug = "operands-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
-              cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
-              node("journal/nvidia-fabricmanager.jsonl", optional=True),
-              cluster("daemonsets.json", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True), LOGS,
+              node(specs.NVIDIA_SMI, optional=True), node(specs.UNAME, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True), *RUNTIME_FILES,
+              node(specs.FABRIC_MANAGER_JOURNAL, optional=True),
+              cluster(specs.DAEMONSETS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
 

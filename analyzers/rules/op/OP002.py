@@ -24,6 +24,7 @@ from analyzers.rules.op._labels import (
     has_pci_label,
     misses,
 )
+from bundle import specs
 from bundle.kube import DaemonSet, Node
 
 
@@ -56,7 +57,7 @@ class OperandsNotScheduled(Rule):
     slug = "operands-not-scheduled"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("daemonsets.json"), cluster("nodes.json"))
+    inputs = (cluster(specs.DAEMONSETS), cluster(specs.NODES))
     needs = (Need.OPERATOR,)
     tags = ("operator", "scheduling")
 

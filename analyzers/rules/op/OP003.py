@@ -22,6 +22,7 @@ from analyzers.rules.op._labels import (
     has_pci_label,
     misses,
 )
+from bundle import specs
 from bundle.evidence import Locator, clip
 from bundle.kube import DaemonSet, Node
 
@@ -58,9 +59,9 @@ class NfdNotLabelling(Rule):
     slug = "nfd-not-labelling"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True),
-              node("host/lspci.txt", optional=True), cluster("clusterpolicies.json", optional=True),
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True),
+              cluster(specs.DAEMONSETS, optional=True), node(specs.NVIDIA_SMI, optional=True),
+              node(specs.LSPCI, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
               LOGS)
     tags = ("operator", "nfd", "labels")
 

@@ -22,6 +22,7 @@ from analyzers.rules.op._common import (
     quote,
 )
 from analyzers.rules.op._components import _restarts, exporter_hits, exporter_logs
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -50,7 +51,7 @@ class DcgmExporterNoDcgm(Rule):
     slug = "dcgm-exporter-no-dcgm"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), LOGS)
+    inputs = (cluster(specs.PODS), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring")
 

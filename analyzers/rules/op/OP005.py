@@ -15,6 +15,7 @@ from analyzers.rules.op._common import (
     namespace,
     quote,
 )
+from bundle import specs
 
 
 class FabricManagerNotWorking(Rule):
@@ -46,7 +47,7 @@ class FabricManagerNotWorking(Rule):
     slug = "fabric-manager-not-working"
     severity = Severity.CRITICAL
     confidence = Confidence.LIKELY
-    inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), LOGS, node(specs.NVIDIA_SMI, optional=True),
               node(FM_JOURNAL, optional=True))
     tags = ("operator", "nvswitch", "fabric-manager")
 

@@ -22,6 +22,7 @@ from analyzers.rules.op._lifecycle import (
     PolicyList,
     missing_crd,
 )
+from bundle import specs
 from bundle.evidence import Locator, clip
 from bundle.kube import ClusterPolicy
 from bundle.manifest import ManifestItem
@@ -101,7 +102,7 @@ class ClusterPolicyNotReady(Rule):
                    "nothing deploys the operands.")
         return self.finding(
             refs.OP006.MISSING, summary, title="ClusterPolicy CRD missing",
-            evidence=[Evidence(path="manifest.json", pointer=f"/items/{index}/error",
+            evidence=[Evidence(path=specs.MANIFEST, pointer=f"/items/{index}/error",
                                excerpt=error)],
             remediation=sh.lines("kubectl get crd | grep -i nvidia",
                                  sh.cmd("helm", "-n", sh.namespace(ns), "list", "-a"),

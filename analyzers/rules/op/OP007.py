@@ -29,6 +29,7 @@ from analyzers.rules.op._lifecycle import (
     UPGRADE_STATE,
     _age,
 )
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -60,9 +61,9 @@ class DriverUpgradeStuck(Rule):
     slug = "driver-upgrade-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True), LOGS,
-              cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True),
+              cluster(specs.EVENTS, optional=True), LOGS,
+              cluster(specs.CLUSTERPOLICIES, optional=True), node(specs.UNAME, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "upgrade")
 

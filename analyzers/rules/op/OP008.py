@@ -42,6 +42,7 @@ from analyzers.rules.op._components import (
     _refused_plugin,
 )
 from analyzers.rules.op._refused import describe
+from bundle import specs
 from bundle.kernel import normalize_pci
 from bundle.kube import Node
 
@@ -75,10 +76,10 @@ class DevicePluginUnhealthy(Rule):
     slug = "device-plugin-unhealthy"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
-              cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("nvidia-smi.xml", optional=True), *KERNEL_LINES,
-              cluster("daemonsets.json", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.NODES, optional=True), LOGS,
+              cluster(specs.EVENTS, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.NVIDIA_SMI, optional=True), *KERNEL_LINES,
+              cluster(specs.DAEMONSETS, optional=True))
     tags = ("operator", "device-plugin")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -23,6 +23,7 @@ from analyzers.rules.op._common import (
 )
 from analyzers.rules.op._driverfit import named_error
 from analyzers.rules.op._lifecycle import _BUILD_NEXT, _signing_without_secure_boot
+from bundle import specs
 
 
 class DriverKernelMismatch(Rule):
@@ -55,9 +56,9 @@ class DriverKernelMismatch(Rule):
     slug = "driver-kernel-mismatch"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("host/secureboot.txt", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True), LOGS,
+              node(specs.UNAME, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.SECUREBOOT, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "kernel")
 

@@ -15,6 +15,7 @@ from analyzers.rules.op._common import capped, logs_cmd, namespace, quote
 from analyzers.rules.op._labels import PCI_LABELS
 from analyzers.rules.op._nfd import _CAP, SUBJECT, Labelling, labelling, nfd_role
 from analyzers.rules.op._refused import describe
+from bundle import specs
 
 
 class NodeLabellingBroken(Rule):
@@ -57,14 +58,14 @@ class NodeLabellingBroken(Rule):
     slug = "node-labelling-broken"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
-              cluster("clusterpolicies.json", optional=True),
-              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True),
-              cluster("daemonsets.json", optional=True), cluster("events.json", optional=True))
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True), LOGS,
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.LSPCI, optional=True), node(specs.NVIDIA_SMI, optional=True),
+              cluster(specs.DAEMONSETS, optional=True), cluster(specs.EVENTS, optional=True))
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.bundle.has("cluster/pods.json"):
+        if not ctx.bundle.has(specs.PODS):
             # without the pods nothing says whether NFD runs: OP003 still names the nodes
             raise CannotJudge("the pods were not collected, so NFD's state is unknown")
         picture = labelling(ctx)

@@ -16,6 +16,7 @@ from analyzers.rules.op._hostdriver import (
     _enabled_evidence,
     _remediation,
 )
+from bundle import specs
 
 
 class HostDriverConflict(Rule):
@@ -58,18 +59,18 @@ class HostDriverConflict(Rule):
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("clusterpolicies.json"),
-        node("host/modules.txt", optional=True),
+        cluster(specs.CLUSTERPOLICIES),
+        node(specs.MODULES, optional=True),
         node(VERSION_FILE, optional=True),
-        node("host/lspci.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("helm/*.json", optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.DMESG, optional=True),
+        node(specs.JOURNALS, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.HELM_RELEASES, optional=True),
         LOGS,
-        cluster("events.json", optional=True),
-        node("nvidia-smi.xml", optional=True),
+        cluster(specs.EVENTS, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")

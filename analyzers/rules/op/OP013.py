@@ -20,6 +20,7 @@ from analyzers.rules.op._common import (
     quote,
 )
 from analyzers.rules.op._dcgm import MODULE_ERROR, NOT_SUPPORTED, _product, profiling_hits
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -55,7 +56,7 @@ class DcgmProfilingUnavailable(Rule):
     slug = "dcgm-profiling-unavailable"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True))
+    inputs = (cluster(specs.PODS), LOGS, node(specs.NVIDIA_SMI, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring", "dcgm")
 

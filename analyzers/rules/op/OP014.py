@@ -10,6 +10,7 @@ from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.op._migbusy import PROCESSES_FILE, _Blocked, _holders, _log_hits, _remediation
+from bundle import specs
 
 
 class MigChangeBlocked(Rule):
@@ -45,8 +46,8 @@ class MigChangeBlocked(Rule):
     inputs = (
         LOGS_REQUIRED,
         node(PROCESSES_FILE, optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "mig")

@@ -13,6 +13,7 @@ from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.op._driverbuild import _ENFORCING, _remediation
+from bundle import specs
 
 
 class DriverBuildFails(Rule):
@@ -50,9 +51,9 @@ class DriverBuildFails(Rule):
     inputs = (
         LOGS_REQUIRED,
         node(SELINUX_FILE, optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")

@@ -12,6 +12,7 @@ from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS
 from analyzers.rules.op._common import capped, namespace, quote
 from analyzers.rules.op._crd import _gap_text, _rejections, schema_gap
+from bundle import specs
 from bundle.crds import CRDS
 from bundle.crds import POLICY_CRD as CRD
 
@@ -53,9 +54,10 @@ class ClusterPolicySchemaRejected(Rule):
     slug = "clusterpolicy-schema-rejected"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
-              cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
-              cluster("crds.json", optional=True), cluster("deployments.json", optional=True))
+    inputs = (LOGS, cluster(specs.EVENTS, optional=True),
+              cluster(specs.HELM_RELEASES, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.CRDS, optional=True), cluster(specs.DEPLOYMENTS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "clusterpolicy", "crd", "helm")
 

@@ -10,6 +10,7 @@ from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, field
 from analyzers.rules.op._refused import describe, gpu_stack
+from bundle import specs
 
 
 class DaemonSetRefused(Rule):
@@ -44,7 +45,7 @@ class DaemonSetRefused(Rule):
     slug = "daemonset-refused"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("daemonsets.json"), cluster("events.json"))
+    inputs = (cluster(specs.DAEMONSETS), cluster(specs.EVENTS))
     tags = ("operator", "admission")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -11,6 +11,7 @@ from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT, field
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import DaemonSet, Node, Pod, quantity_int
 from bundle.lspci import parse_lspci
@@ -129,7 +130,7 @@ def gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
     smi = ctx.bundle.node(obj.name).nvidia_smi
     if smi is not None and smi.gpus:
         product_name = smi.gpus[0].product_name or "GPU"
-        found.append(Evidence(path=ctx.bundle.node(obj.name).path("nvidia-smi.xml"),
+        found.append(Evidence(path=ctx.bundle.node(obj.name).path(specs.NVIDIA_SMI),
                               excerpt=f"nvidia-smi lists {len(smi.gpus)} GPU(s): "
                                       f"{product_name}"))
     found += _lspci_signs(ctx, obj.name)
@@ -142,11 +143,11 @@ def _lspci_signs(ctx: Context, name: str) -> list[Evidence]:
     """The first NVIDIA GPU of the node's ``host/lspci.txt``: the one sign that needs
     neither the driver nor any operand, so it holds on a fresh install."""
     artifacts = ctx.bundle.node(name)
-    text = artifacts.host("lspci.txt")
+    text = artifacts.text(specs.LSPCI)
     gpus = [d for d in parse_lspci(text) if d.is_gpu] if text else []
     if not gpus:
         return []
-    return [Evidence(path=artifacts.path("host/lspci.txt"), line=gpus[0].line,
+    return [Evidence(path=artifacts.path(specs.LSPCI), line=gpus[0].line,
                      excerpt=f"lspci lists {len(gpus)} NVIDIA GPU(s): {clip(gpus[0].text)}")]
 
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from analyzers.rule import Context, Input
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.kube import Node
 from bundle.manifest import ManifestItem
 
-POLICIES = "cluster/clusterpolicies.json"
+POLICIES = specs.CLUSTERPOLICIES
 
 
 _MISSING_CRD = re.compile(r"doesn.t have a resource type|no matches for kind|"

@@ -8,6 +8,7 @@ from analyzers.facts.mig import MigEntry, device_id
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
+from bundle import specs
 from bundle.kube import Node, quantity_int
 from bundle.nvsmi_health import locate
 
@@ -38,8 +39,8 @@ def _gpus(ctx: Context, obj: Node) -> list[GpuView]:
     smi = artifacts.nvidia_smi
     capable = obj.labels.get(CAPABLE_LABEL)
     if smi is not None and smi.gpus:
-        path = artifacts.path("nvidia-smi.xml")
-        text = artifacts.text("nvidia-smi.xml") or ""
+        path = artifacts.path(specs.NVIDIA_SMI)
+        text = artifacts.text(specs.NVIDIA_SMI) or ""
         views = []
         for index, gpu in enumerate(smi.gpus):
             element = gpu.element.find("mig_mode/current_mig")

@@ -20,6 +20,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._base import _CAUSE_TEXT, _cause_link, _remediation, _uses_nvidia
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod, RuntimeClass
 
@@ -50,10 +51,10 @@ class NoNvidiaRuntime(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("containerd/config-dump.toml"),
-        cluster("runtimeclasses.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        node(specs.CONTAINERD_DUMP),
+        cluster(specs.RUNTIMECLASSES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
         *OPERATOR_SETTINGS,
         *RUNTIME_FILES,
         LOGS,

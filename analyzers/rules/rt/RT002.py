@@ -15,6 +15,7 @@ from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _merged_dropin, _restart_line
+from bundle import specs
 
 
 class DropInClobber(Rule):
@@ -42,8 +43,8 @@ class DropInClobber(Rule):
     slug = "dropin-clobber"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
-              node("containerd/version.txt", optional=True), RUNTIME_FILE)
+    inputs = (node(specs.CONTAINERD_FILES), node(specs.CONTAINERD_DUMP, optional=True),
+              node(specs.CONTAINERD_VERSION, optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 

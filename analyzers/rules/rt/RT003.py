@@ -13,6 +13,7 @@ from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _relative_imports, _restart_line
+from bundle import specs
 from bundle.evidence import first_line
 
 
@@ -40,8 +41,8 @@ class DropInNotImported(Rule):
     slug = "dropin-not-imported"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
-              *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
+    inputs = (node(specs.CONTAINERD_FILES), node(specs.CONTAINERD_DUMP), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, cluster(specs.PODS, optional=True), LOGS)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 

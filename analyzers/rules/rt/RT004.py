@@ -22,6 +22,7 @@ from analyzers.rules.rt._service import (
     _unit,
     restarts,
 )
+from bundle import specs
 from bundle.textfiles import JournalEntry
 
 
@@ -51,8 +52,8 @@ class ContainerdRestarts(Rule):
     slug = "containerd-restarts"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
-              node("systemd/*", optional=True), RUNTIME_FILE)
+    inputs = (node(specs.CONTAINERD_JOURNAL), node(specs.SYSTEMD_CONTAINERD, optional=True),
+              node(specs.SYSTEMD_ANY, optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -81,7 +82,7 @@ class ContainerdRestarts(Rule):
     def _node(self, ctx: Context, node_name: str, seen: tuple[list[Restart], list[JournalEntry]],
               moments: _Moments, judged: _Unit) -> Finding | None:
         artifacts = ctx.bundle.node(node_name)
-        journal_path = artifacts.path("journal/containerd.jsonl")
+        journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
         found, failures = seen
         unit = judged.show or {}
         policy = unit.get("Restart")
@@ -140,7 +141,7 @@ class ContainerdRestarts(Rule):
                                      excerpt=restart.entry.message))
         evidence += [Evidence(path=journal_path, line=e.line, excerpt=e.message)
                      for e in failures[:2]]
-        systemd_path = artifacts.path(f"systemd/{name}.txt")
+        systemd_path = artifacts.path(specs.systemd(name))
         if weak_policy or dead:
             evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
                                      f"ActiveState={state}"))

@@ -10,6 +10,7 @@ from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.rt._service import _CRI_NAMES, _cri_remediation
+from bundle import specs
 
 
 class CriPluginDisabled(Rule):
@@ -33,7 +34,7 @@ class CriPluginDisabled(Rule):
     slug = "cri-plugin-disabled"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
+    inputs = (node(specs.CONTAINERD_DUMP), node(specs.CONTAINERD_JOURNAL, optional=True))
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -49,13 +50,13 @@ class CriPluginDisabled(Rule):
             disabled = [str(p) for p in dump.get("disabled_plugins", []) or []
                         if str(p) in _CRI_NAMES]
             if disabled:
-                dump_path = artifacts.path("containerd/config-dump.toml")
+                dump_path = artifacts.path(specs.CONTAINERD_DUMP)
                 text = artifacts.config_dump_text or ""
                 line = next((i for i, raw in enumerate(text.splitlines(), 1)
                              if raw.strip().startswith("disabled_plugins")), None)
                 evidence.append(Evidence(path=dump_path, line=line,
                                          excerpt=f"disabled_plugins = {disabled}"))
-            journal_path = artifacts.path("journal/containerd.jsonl")
+            journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
             for entry, found in journal_scan(ctx.bundle, node_name, "containerd").matches:
                 if any("RT005" in m.signature.rules for m in found):
                     evidence.append(Evidence(path=journal_path, line=entry.line,

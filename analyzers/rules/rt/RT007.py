@@ -26,6 +26,7 @@ from analyzers.rules.rt._refs import (
     _not_gpu_node,
     _runtime_word,
 )
+from bundle import specs
 from bundle.kube import RuntimeClass
 
 
@@ -50,10 +51,10 @@ class BrokenRuntimeReference(Rule):
     slug = "broken-runtime-reference"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
-              node("containerd/config-dump.toml", optional=True), *RUNTIME_FILES,
-              *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS,
-              cluster("events.json", optional=True))
+    inputs = (cluster(specs.RUNTIMECLASSES), cluster(specs.PODS),
+              node(specs.CONTAINERD_DUMP, optional=True), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, node(specs.NVIDIA_SMI, optional=True), LOGS,
+              cluster(specs.EVENTS, optional=True))
     tags = ("runtime",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

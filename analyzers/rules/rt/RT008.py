@@ -17,6 +17,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._distro import _distro_evidence, _env_fixes, _log_evidence, _where
+from bundle import specs
 
 
 class ToolkitMisdirected(Rule):
@@ -47,9 +48,9 @@ class ToolkitMisdirected(Rule):
     slug = "toolkit-misdirected"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
-              cluster("helm/*.json", optional=True), RUNTIME_FILE,
-              *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
+    inputs = (cluster(specs.NODES), cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.HELM_RELEASES, optional=True), RUNTIME_FILE,
+              *RUNTIME_FILES, cluster(specs.PODS, optional=True), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("runtime", "containerd", "distribution")
 

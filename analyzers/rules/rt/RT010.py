@@ -23,6 +23,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._distro import _distro_evidence, _needs_nvidia, _where
+from bundle import specs
 from bundle.kube import Event, Pod
 
 
@@ -51,9 +52,9 @@ class CrioNoNvidiaHandler(Rule):
     slug = "crio-no-nvidia-handler"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node("crio/*", optional=True),
-              cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    inputs = (cluster(specs.NODES), node(specs.CRIO_ANY, optional=True),
+              cluster(specs.RUNTIMECLASSES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.EVENTS, optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     needs = (Need.CRIO,)
     tags = ("runtime", "cri-o", "distribution")
 
@@ -104,7 +105,7 @@ class CrioNoNvidiaHandler(Rule):
             hooks = (f"; {crio.nvidia_files[0]} defines the handler but the running CRI-O has "
                      "not loaded it (restarted since?)")
             evidence.append(Evidence(path=ctx.bundle.node(node_name).path(
-                "crio/files" + crio.nvidia_files[0]), excerpt="[crio.runtime.runtimes.nvidia]"))
+                specs.crio_file(crio.nvidia_files[0])), excerpt="[crio.runtime.runtimes.nvidia]"))
         elif crio is not None and crio.hooks:
             hooks = (f"; the NVIDIA OCI hook is installed ({crio.hooks[0]}), so GPUs are "
                      "injected without a handler and these pods should not name the nvidia "

@@ -28,6 +28,7 @@ from analyzers.rules.rt._handler import (
     _Starved,
     _wants_gpu,
 )
+from bundle import specs
 from bundle.kube import Pod
 
 
@@ -60,9 +61,9 @@ class NvidiaNotDefault(Rule):
     slug = "nvidia-not-default"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
-              cluster("events.json", optional=True), LOGS,
-              cluster("runtimeclasses.json", optional=True), *RUNTIME_FILES)
+    inputs = (node(specs.CONTAINERD_DUMP), cluster(specs.PODS),
+              cluster(specs.EVENTS, optional=True), LOGS,
+              cluster(specs.RUNTIMECLASSES, optional=True), *RUNTIME_FILES)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -105,7 +106,7 @@ class NvidiaNotDefault(Rule):
                  starved: _Starved) -> Finding:
         facts = ctx.facts
         where = facts.node_runtime(node_name)
-        dump = ctx.bundle.node(node_name).path("containerd/config-dump.toml")
+        dump = ctx.bundle.node(node_name).path(specs.CONTAINERD_DUMP)
         line = _dump_line(ctx, node_name, "default_runtime_name")
         evidence = [line if line is not None else Evidence(
             path=dump, excerpt=f"(no default_runtime_name: containerd's default {cri.default})")]

@@ -17,6 +17,7 @@ from analyzers.rules.rt._docker import (
     _remediation,
     read_daemon_json,
 )
+from bundle import specs
 from bundle.kube import Event
 
 
@@ -51,9 +52,9 @@ class DockerNoNvidiaRuntime(Rule):
     slug = "docker-no-nvidia-runtime"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node(DAEMON_JSON, optional=True),
-              node("host/kubelet.txt", optional=True), node("runtime.json", optional=True),
-              cluster("pods.json", optional=True), cluster("events.json", optional=True))
+    inputs = (cluster(specs.NODES), node(DAEMON_JSON, optional=True),
+              node(specs.KUBELET_FLAGS, optional=True), node(specs.RUNTIME_JSON, optional=True),
+              cluster(specs.PODS, optional=True), cluster(specs.EVENTS, optional=True))
     needs = (Need.DOCKER,)
     tags = ("runtime", "docker")
 

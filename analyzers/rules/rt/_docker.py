@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers.rule import Context
+from bundle import specs
 from bundle.kube import Pod
 
-DAEMON_JSON = "docker/files/etc/docker/daemon.json"
+DAEMON_JSON = specs.DOCKER_DAEMON_JSON
 
 
 HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"

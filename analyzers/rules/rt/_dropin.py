@@ -10,13 +10,14 @@ from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
 from analyzers.models import Evidence
 from analyzers.rule import Context
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.tomlsafe import loads as toml_loads
 
 
 def _file_evidence(ctx: Context, node_name: str, host_path: str, needle: str) -> Evidence:
     artifacts = ctx.bundle.node(node_name)
-    path = artifacts.path("containerd/files" + host_path)
+    path = artifacts.path(specs.containerd_file(host_path))
     text = artifacts.containerd_files.get(host_path, "")
     hit = first_line(path, text, needle)
     if hit is None:

@@ -15,6 +15,7 @@ from analyzers.facts.podlogs import ContainerLog
 from analyzers.models import Evidence
 from analyzers.rule import Context
 from analyzers.signatures import SignatureMatch
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
 
@@ -38,7 +39,7 @@ _DRIVER_ROOT_MOUNT = "/driver-root"
 
 def _dump_line(ctx: Context, node_name: str, pattern: str) -> Evidence | None:
     artifacts = ctx.bundle.node(node_name)
-    hit = first_line(artifacts.path("containerd/config-dump.toml"),
+    hit = first_line(artifacts.path(specs.CONTAINERD_DUMP),
                      artifacts.config_dump_text or "", pattern)
     return Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt) if hit else None
 

@@ -12,6 +12,7 @@ from analyzers.facts.runtimes import Cause
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
+from bundle import specs
 from bundle.manifest import ManifestItem
 
 _SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
@@ -35,7 +36,7 @@ class _ItemsByPath:
 
 
 def _cdi_collected(ctx: Context, items: _ItemsByPath, node_name: str) -> bool:
-    return bool(items.under(f"nodes/{node_name}/cdi")) or \
+    return bool(items.under(specs.node_file(node_name, specs.CDI_DIR).rstrip("/"))) or \
         bool(ctx.bundle.node(node_name).cdi_files)
 
 

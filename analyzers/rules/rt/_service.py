@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from analyzers import commands as sh
 from analyzers.rule import Context
+from bundle import specs
 from bundle.textfiles import JournalEntry, parse_key_values
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
@@ -134,7 +135,7 @@ def _unit(ctx: Context, node_name: str) -> tuple[_Unit | None, str]:
         return None, f"{node_name} runs {where.runtime}, not containerd"
     if where.non_stock_containerd:
         for name in where.layout.units:
-            text = artifacts.text(f"systemd/{name}.txt")
+            text = artifacts.text(specs.systemd(name))
             show = parse_key_values(text) if text is not None else None
             if show is not None and show.get("LoadState", "loaded") != "not-found":
                 return _Unit(name, show), ""

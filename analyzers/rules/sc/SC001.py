@@ -24,6 +24,7 @@ from analyzers.rules.sc._common import (
     pod_ref,
     scheduling_evidence,
 )
+from bundle import specs
 from bundle.evidence import clip, join_pointer
 
 
@@ -55,9 +56,9 @@ class InsufficientGPU(Rule):
     slug = "insufficient-gpu"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True),
-              cluster("clusterpolicies.json", optional=True),
-              cluster("configmaps.json", optional=True), node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), cluster(specs.NODES), cluster(specs.EVENTS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.CONFIGMAPS, optional=True), node(specs.NVIDIA_SMI, optional=True),
               *RUNTIME_FILES, *KERNEL_LINES)
     tags = ("scheduling",)
 

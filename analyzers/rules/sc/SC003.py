@@ -21,6 +21,7 @@ from analyzers.rules.sc._common import (
     pod_key,
     pod_ref,
 )
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import Pod
 
@@ -50,7 +51,7 @@ class GpuAccessOutsideScheduler(Rule):
     slug = "gpu-access-outside-scheduler"
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
-    inputs = (cluster("pods.json"), LOGS)
+    inputs = (cluster(specs.PODS), LOGS)
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -11,6 +11,7 @@ from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._common import container_limits, containers_of, pod_key
 from analyzers.rules.sc._quota import _QUOTA_NAME, _Quota
+from bundle import specs
 from bundle.kube import quantity_int
 
 
@@ -35,8 +36,8 @@ class GpuQuotaExhausted(Rule):
     slug = "gpu-quota-exhausted"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True),
-              cluster("pods.json", optional=True))
+    inputs = (cluster(specs.RESOURCEQUOTAS), cluster(specs.EVENTS, optional=True),
+              cluster(specs.PODS, optional=True))
     tags = ("admission",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -21,6 +21,7 @@ from analyzers.rules.sc._common import (
     status_message_matches,
     workload_subject,
 )
+from bundle import specs
 
 
 class AdmissionAllocateFailed(Rule):
@@ -49,8 +50,8 @@ class AdmissionAllocateFailed(Rule):
     slug = "admission-allocate-failed"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
-              cluster("nodes.json", optional=True), node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True),
+              cluster(specs.NODES, optional=True), node(specs.NVIDIA_SMI, optional=True),
               *KERNEL_LINES)
     tags = ("admission",)
 

@@ -22,6 +22,7 @@ from analyzers.rules.sc._common import (
     status_message_matches,
 )
 from analyzers.rules.sc._sharing import _pod_configs
+from bundle import specs
 from bundle.evidence import join_pointer
 from bundle.kube import Pod
 
@@ -53,10 +54,10 @@ class SharedGpuMisuse(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("pods.json"),
-        cluster("configmaps.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.PODS),
+        cluster(specs.CONFIGMAPS, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     tags = ("sharing",)
 
