@@ -16,7 +16,7 @@ from analyzers.commands import opens_destructively
 from analyzers.facts.collected import holds
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
-from analyzers.refs import Link
+from analyzers.refs import NODE, Link, Subject
 from bundle import specs
 from bundle.evidence import Locator
 
@@ -122,6 +122,9 @@ class Rule:
     # the rule quotes the cause, ``LIKELY`` when it infers it from an absence or a
     # pattern. Every built-in rule states it (tests/test_confidence.py).
     confidence: ClassVar[Confidence] = Confidence.CONFIRMED
+    # What one finding is about (``analyzers.refs``): a link to this rule's findings is
+    # checked against it. A node unless the rule says otherwise.
+    subject: ClassVar[Subject] = NODE
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0
@@ -186,7 +189,8 @@ class Rule:
         confidence: Confidence | None = None,
     ) -> Finding:
         """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
-        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``).
+        Links name other findings by id through ``analyzers.refs``
+        (``refs.link("RT001", node)``).
         A ``likely`` finding whose remediation opens with a command that changes the
         cluster is a programming error (ValueError): a guess is checked before acted on."""
         confidence = confidence or cls.confidence

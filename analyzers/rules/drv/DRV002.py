@@ -46,6 +46,7 @@ class GpuLost(Rule):
 
     id = "DRV002"
     slug = "gpu-lost"
+    subject = refs.GPU
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
@@ -56,7 +57,7 @@ class GpuLost(Rule):
             groups = _groups(ctx, name, kernel)
             refused = driver.gpu_refusal(ctx.facts, name)
             for key, signals in sorted(groups.items()):
-                cause = [refs.DRV008(name)] if refused and key in refused.keys else []
+                cause = [refs.link("DRV008", name)] if refused and key in refused.keys else []
                 yield self._finding(ctx, name, key, kernel, signals, cause)
 
     def _finding(self, ctx: Context, name: str, key: str, kernel: NodeKernel,
@@ -86,10 +87,10 @@ class GpuLost(Rule):
                    + (f" Kubernetes: {health.describe()}." if health.unhealthy else ""))
         evidence = capped([line_evidence(s.source) for s in signals], 5) + health.evidence
         return self.finding(
-            refs.DRV002.subject(name, key), summary, severity=severity, nodes=[name],
+            refs.GPU.of(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key),
-            causes=[refs.DRV001(name, key)], caused_by=caused_by,
+            causes=[refs.link("DRV001", name, key)], caused_by=caused_by,
             # only PCIe AER errors on its address: a pattern that often precedes a loss
             confidence=None if loss else Confidence.LIKELY,
         )

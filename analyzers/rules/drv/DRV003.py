@@ -68,7 +68,8 @@ class DriverNotUsable(Rule):
                    + "; ".join(problems.texts) + ".")
         # Nothing loads a module that was refused (DRV004) or never delivered because
         # the driver image for this kernel does not exist (OP010).
-        links = [refs.DRV004(name), refs.OP010(name)] if "not-loaded" in problems.kinds else []
+        links = [refs.link("DRV004", name), refs.link("OP010", name)] \
+            if "not-loaded" in problems.kinds else []
         return self.finding(
             name, summary, severity=problems.severity, nodes=[name],
             objects=[node_ref(name)], evidence=problems.evidence,

@@ -44,6 +44,7 @@ class AutomaticKernelUpgrades(Rule):
 
     id = "DRV005"
     slug = "automatic-kernel-upgrades"
+    subject = refs.NODE_OR_KERNELS
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
     inputs = (
@@ -112,5 +113,5 @@ class AutomaticKernelUpgrades(Rule):
                 f"kernels/{os_key}", summary, nodes=members,
                 objects=[node_ref(n) for n in members], evidence=evidence,
                 remediation=_remediation(members[0]),
-                caused_by=[refs.DRV005(n) for n in members if n in upgrading],
+                caused_by=[refs.link("DRV005", n) for n in members if n in upgrading],
             )

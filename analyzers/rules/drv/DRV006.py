@@ -42,6 +42,7 @@ class GpuHealth(Rule):
 
     id = "DRV006"
     slug = "gpu-health"
+    subject = refs.GPU
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (node(specs.NVIDIA_SMI), *KERNEL_LINES)
@@ -68,11 +69,12 @@ class GpuHealth(Rule):
         summary = f"On {name}, {who} at {pci}: " + "; ".join(i.text for i in issues) + "."
         evidence = [smi_evidence(ctx, name, bus_id, r) for i in issues for r in i.readings]
         kinds = {i.kind for i in issues}
-        causes = [refs.DRV001(name, pci)] if "memory" in kinds or "recovery" in kinds else []
+        causes = [refs.link("DRV001", name, pci)] \
+            if "memory" in kinds or "recovery" in kinds else []
         # A fabric that never finished initialising is Fabric Manager's doing (OP005).
-        explained_by = [refs.OP005(name)] if kinds == {"fabric"} else []
+        explained_by = [refs.link("OP005", name)] if kinds == {"fabric"} else []
         return self.finding(
-            refs.DRV006.subject(name, pci), summary, severity=severity, nodes=[name],
+            refs.GPU.of(name, pci), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence[:8],
             remediation=_remediation(name, pci, identity, kinds), causes=causes,
             caused_by=explained_by,

@@ -37,6 +37,7 @@ class IdleButNotEmpty(Rule):
 
     id = "DRV007"
     slug = "idle-but-not-empty"
+    subject = refs.GPU
     severity = Severity.LOW
     confidence = Confidence.LIKELY
     inputs = (node(specs.NVIDIA_SMI), cluster(specs.PODS))
@@ -85,6 +86,6 @@ class IdleButNotEmpty(Rule):
             sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
                    sh.join("spec.nodeName=", sh.node(item.node))),
             "# then ask the owner of the idle pod to release the GPU (or cull idle notebooks)")
-        subject = refs.DRV007.subject(item.node, item.pci)
+        subject = refs.GPU.of(item.node, item.pci)
         return self.finding(subject, summary, nodes=[item.node], objects=objects,
                             evidence=evidence, remediation=remediation)

@@ -99,10 +99,10 @@ class DriverCannotDriveGpu(Rule):
                    + ". The node has no usable GPU until the driver changes.")
         causes = []
         if driver.unusable(ctx.facts, name) is not None:
-            causes.append(refs.DRV003(name))
+            causes.append(refs.link("DRV003", name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, refusal))

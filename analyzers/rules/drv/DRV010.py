@@ -86,10 +86,10 @@ class GpuBoundToOtherDriver(Rule):
                    "cannot drive them, so the node offers no GPU to pods.")
         causes = []
         if driver.unusable(ctx.facts, name) is not None:
-            causes.append(refs.DRV003(name))
+            causes.append(refs.link("DRV003", name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, remediation=_remediation(name, drivers),
                             causes=causes)

@@ -10,18 +10,18 @@ from analyzers.refs import Link
 from analyzers.rule import Context
 
 # Each cause: the finding that reports it, and DRV009's sentence for it.
-_LINKS: dict[SmiCause, tuple[refs.NodeRef, str]] = {
-    SmiCause.MODULE_REFUSED: (refs.DRV004, "Secure Boot refuses the unsigned nvidia module "
+_LINKS: dict[SmiCause, tuple[str, str]] = {
+    SmiCause.MODULE_REFUSED: ("DRV004", "Secure Boot refuses the unsigned nvidia module "
                                            "(see DRV004)"),
-    SmiCause.UNUSABLE: (refs.DRV003, "the driver is not usable on the node (see DRV003)"),
-    SmiCause.INSTALL_BROKEN: (refs.OP010, "the driver container cannot install for the "
+    SmiCause.UNUSABLE: ("DRV003", "the driver is not usable on the node (see DRV003)"),
+    SmiCause.INSTALL_BROKEN: ("OP010", "the driver container cannot install for the "
                                           "node's kernel (see OP010)"),
-    SmiCause.DRIVER_CONTAINER: (refs.OP001, "the operator's driver stage is failing on the "
+    SmiCause.DRIVER_CONTAINER: ("OP001", "the operator's driver stage is failing on the "
                                             "node (see OP001)"),
 }
 
 
 def _explanations(ctx: Context, name: str) -> list[tuple[Link, str]]:
     """(finding id, sentence) of the findings that explain the failure."""
-    return [(_LINKS[cause][0](name), _LINKS[cause][1])
+    return [(refs.link(_LINKS[cause][0], name), _LINKS[cause][1])
             for cause in driver.smi_causes(ctx.facts, name)]

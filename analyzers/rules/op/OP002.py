@@ -120,7 +120,7 @@ class OperandsNotScheduled(Rule):
                         f"({PRESENT} is not 'true'), so it set no deploy labels")
             if not has_pci_label(obj):
                 summary += "; NFD's NVIDIA PCI label is missing too (see OP003)"
-                causes.append(refs.OP003(name))
+                causes.append(refs.link("OP003", name))
             summary += "."
         if "paused" in kinds:
             summary += (" A paused-for-* value is left behind by a driver upgrade or MIG "

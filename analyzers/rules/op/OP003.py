@@ -174,9 +174,9 @@ class NfdNotLabelling(Rule):
         all, no device plugin runs (OP008) and, where the policy runs the toolkit, no
         toolkit wrote the nvidia runtime (RT001) or a CDI spec (RT006)."""
         name = obj.name
-        links = [refs.OP002(name)]
+        links = [refs.link("OP002", name)]
         if obj.labels.get(PRESENT) != "true":
-            links.append(refs.OP008(name))
+            links.append(refs.link("OP008", name))
             if ctx.facts.toolkit_enabled():
-                links += [refs.RT001(name), refs.RT006(name)]
+                links += [refs.link("RT001", name), refs.link("RT006", name)]
         return links

@@ -116,5 +116,5 @@ class FabricManagerNotWorking(Rule):
         return self.finding(
             name, summary, severity=self.severity if unregistered_cuda else Severity.HIGH,
             nodes=[name], objects=[node_ref(name)], evidence=evidence,
-            remediation=sh.lines(lines), causes=[refs.OP001(name)],
+            remediation=sh.lines(lines), causes=[refs.link("OP001", name)],
         )

@@ -52,6 +52,7 @@ class ClusterPolicyNotReady(Rule):
 
     id = "OP006"
     slug = "clusterpolicy-not-ready"
+    subject = refs.POLICY_OR_MISSING
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (PolicyList(POLICIES), LOGS)
@@ -101,7 +102,7 @@ class ClusterPolicyNotReady(Rule):
                    "does not exist, so the GPU Operator (or its CRDs) is not installed and "
                    "nothing deploys the operands.")
         return self.finding(
-            refs.OP006.MISSING, summary, title="ClusterPolicy CRD missing",
+            refs.MISSING, summary, title="ClusterPolicy CRD missing",
             evidence=[Evidence(path=specs.MANIFEST, pointer=f"/items/{index}/error",
                                excerpt=error)],
             remediation=sh.lines("kubectl get crd | grep -i nvidia",
@@ -118,7 +119,7 @@ class ClusterPolicyNotReady(Rule):
         summary = (f"No ClusterPolicy exists{running}: the operator has nothing to reconcile "
                    "and deploys no operands.")
         return self.finding(
-            refs.OP006.MISSING, summary, title="No ClusterPolicy",
+            refs.MISSING, summary, title="No ClusterPolicy",
             evidence=[Evidence(path=POLICIES, pointer="/items", excerpt="[] (empty list)")],
             remediation=sh.lines(sh.cmd("helm", "-n", sh.namespace(ns), "history",
                                         "gpu-operator"),
@@ -162,9 +163,9 @@ class ClusterPolicyNotReady(Rule):
                    f"finished reconciling its operands.{states}")
         causes: list[Link] = []
         if not reasons or _NODE_REASONS & set(reasons):
-            causes += [refs.OP001(n) for n in ctx.facts.gpu_nodes]
+            causes += [refs.link("OP001", n) for n in ctx.facts.gpu_nodes]
         if _NFD_REASONS & set(reasons) or not reasons:
-            causes += [refs.OP003(n.name) for n in ctx.bundle.cluster.nodes]
+            causes += [refs.link("OP003", n.name) for n in ctx.bundle.cluster.nodes]
         return self.finding(
             name, summary, objects=[ObjectRef(kind="ClusterPolicy", name=name)],
             evidence=evidence, caused_by=causes,

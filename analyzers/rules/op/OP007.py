@@ -116,7 +116,7 @@ class DriverUpgradeStuck(Rule):
             kernel = ctx.facts.driver_kernel.get(name)
             if kernel is not None and kernel.broken:
                 summary += " — the new driver cannot install on the node (see OP010)"
-                causes.append(refs.OP010(name))
+                causes.append(refs.link("OP010", name))
         events = [e for key in (("Node", "", name), ("Node", "default", name))
                   for e in ctx.facts.events_by_object.get(key, [])
                   if e.reason == "GPUDriverUpgrade"]

@@ -116,4 +116,4 @@ class DcgmProfilingUnavailable(Rule):
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP004(name)])
+                            causes=[refs.link("OP004", name)])

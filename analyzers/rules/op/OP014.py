@@ -74,5 +74,5 @@ class MigChangeBlocked(Rule):
         return self.finding(name, summary, nodes=[name],
                             objects=[node_ref(name), *blocked.objects],
                             evidence=[*blocked.hits, *blocked.evidence],
-                            causes=[refs.OP009(name)],
+                            causes=[refs.link("OP009", name)],
                             remediation=_remediation(ctx, name, blocked))

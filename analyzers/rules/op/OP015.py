@@ -97,9 +97,9 @@ class DriverBuildFails(Rule):
         causes = []
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         if driver.unusable(ctx.facts, name) is not None:  # the module it never built is not loaded
-            causes.append(refs.DRV003(name))
+            causes.append(refs.link("DRV003", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, set(hits)))

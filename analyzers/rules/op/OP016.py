@@ -104,8 +104,9 @@ class ClusterPolicySchemaRejected(Rule):
             "# apply the CRDs of the chart version you run (kubectl apply -f <chart>/crds/), "
             "then retry: helm upgrade --reuse-values",
         )
-        causes = [refs.OP006(name) for name in policies] + [refs.OP006.missing()]
-        causes += [refs.HELM002(name) for name in releases]
+        causes = [refs.link("OP006", name) for name in policies]
+        causes.append(refs.link("OP006", refs.MISSING))
+        causes += [refs.link("HELM002", name) for name in releases]
         return_objects = [ObjectRef(kind="CustomResourceDefinition", name=CRD)]
         yield self.finding(CRD, summary, objects=return_objects,
                            evidence=capped(evidence, 5), remediation=remediation,

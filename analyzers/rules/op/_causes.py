@@ -60,9 +60,10 @@ def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                    if RUNTIME_HANDLER_REFUSED.search(e.message or "")]
         if not refused:
             return []
-        return [Cause(refs.RT015(node), f"Their sandboxes cannot be created: the node's CRI "
-                                        f"is Docker ({cri.describe()}), which runs no "
-                                        "'nvidia' RuntimeClass handler (see RT015).")]
+        return [Cause(refs.link("RT015", node),
+                      f"Their sandboxes cannot be created: the node's CRI "
+                      f"is Docker ({cri.describe()}), which runs no "
+                      "'nvidia' RuntimeClass handler (see RT015).")]
     if ctx.facts.runtime(node).has_nvidia is not False:
         return []
     if stages.sandbox:
@@ -70,15 +71,16 @@ def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                 "'nvidia' handler (see RT001).")
     else:
         text = "The node's containerd has no 'nvidia' runtime loaded (see RT001)."
-    return [Cause(refs.RT001(node), text)]
+    return [Cause(refs.link("RT001", node), text)]
 
 
 def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     fabric = ctx.facts.nvlink_fabric.get(node)
     if fabric is None or not fabric.not_initialized:
         return []
-    return [Cause(refs.OP005(node), "CUDA reports 'system not yet initialized': the NVLink "
-                                    "fabric is not set up (Fabric Manager, see OP005).")]
+    return [Cause(refs.link("OP005", node),
+                  "CUDA reports 'system not yet initialized': the NVLink "
+                  "fabric is not set up (Fabric Manager, see OP005).")]
 
 
 # Whether a cause holds on a node: a verdict of the facts.
@@ -86,18 +88,18 @@ _Holds = Callable[[Facts, str], bool]
 
 
 # What can stop the driver stage, in the order OP001 names them.
-_DRIVER_CAUSES: tuple[tuple[_Holds, refs.NodeRef, str], ...] = (
-    (lambda facts, node: secure_boot_refusal(facts, node) is not None, refs.DRV004,
+_DRIVER_CAUSES: tuple[tuple[_Holds, str, str], ...] = (
+    (lambda facts, node: secure_boot_refusal(facts, node) is not None, "DRV004",
      "Secure Boot refuses the unsigned nvidia module (see DRV004)."),
-    (lambda facts, node: driver.unusable(facts, node) is not None, refs.DRV003,
+    (lambda facts, node: driver.unusable(facts, node) is not None, "DRV003",
      "The NVIDIA driver is not usable on the node (see DRV003)."),
-    (lambda facts, node: driver.host_conflict(facts, node) is not None, refs.OP012,
+    (lambda facts, node: driver.host_conflict(facts, node) is not None, "OP012",
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
-    (lambda facts, node: driver.build_failure(facts, node) is not None, refs.OP015,
+    (lambda facts, node: driver.build_failure(facts, node) is not None, "OP015",
      "The driver container cannot build or load its module on this OS (see OP015)."),
-    (lambda facts, node: driver.gpu_refusal(facts, node) is not None, refs.DRV008,
+    (lambda facts, node: driver.gpu_refusal(facts, node) is not None, "DRV008",
      "The loaded driver cannot drive this GPU (see DRV008)."),
-    (lambda facts, node: driver.foreign_binding(facts, node) is not None, refs.DRV010,
+    (lambda facts, node: driver.foreign_binding(facts, node) is not None, "DRV010",
      "The GPUs are bound to another kernel driver (see DRV010)."),
 )
 
@@ -108,20 +110,22 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     found = []
     install = ctx.facts.driver_kernel.get(node)
     if install is not None and install.broken:
-        found.append(Cause(refs.OP010(node), "The driver container cannot install on the "
-                                             "node (see OP010)."))
-    found += [Cause(ref(node), text) for holds, ref, text in _DRIVER_CAUSES
+        found.append(Cause(refs.link("OP010", node),
+                           "The driver container cannot install on the "
+                           "node (see OP010)."))
+    found += [Cause(refs.link(rule_id, node), text) for holds, rule_id, text in _DRIVER_CAUSES
               if holds(ctx.facts, node)]
     if not found and driver.smi_unexplained(ctx.facts, node):
-        found.append(Cause(refs.DRV009(node), "nvidia-smi itself fails on the node "
-                                              "(see DRV009)."))
+        found.append(Cause(refs.link("DRV009", node),
+                           "nvidia-smi itself fails on the node "
+                           "(see DRV009)."))
     return found
 
 
 def _plugin(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     components = {b.operand.component for b in stages.at_first}
     if stages.first is Stage.PLUGIN and "device-plugin" in components:
-        return [Cause(refs.OP008(node), "The device plugin itself is failing (see OP008).")]
+        return [Cause(refs.link("OP008", node), "The device plugin itself is failing (see OP008).")]
     return []
 
 
@@ -132,11 +136,13 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     exporter = stages.row["dcgm-exporter"]
     found = []
     if profiling_hits(ctx, exporter):
-        found.append(Cause(refs.OP013(node), "The DCGM exporter cannot collect profiling "
-                                             "metrics (see OP013)."))
+        found.append(Cause(refs.link("OP013", node),
+                           "The DCGM exporter cannot collect profiling "
+                           "metrics (see OP013)."))
     if exporter_hits(ctx, exporter):
-        found.append(Cause(refs.OP004(node), "The DCGM exporter cannot reach DCGM "
-                                             "(see OP004)."))
+        found.append(Cause(refs.link("OP004", node),
+                           "The DCGM exporter cannot reach DCGM "
+                           "(see OP004)."))
     return found
 
 
@@ -151,8 +157,9 @@ def _refused(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
         if component is None or component in present or \
                 not operator_made(ds, ctx.facts.operator_namespace):
             continue
-        found.append(Cause(refs.OP017(key), f"The {component} has no pod on the node: "
-                                            f"{describe(refusal)} (see OP017)."))
+        found.append(Cause(refs.link("OP017", key),
+                           f"The {component} has no pod on the node: "
+                           f"{describe(refusal)} (see OP017)."))
     return found
 
 

@@ -107,14 +107,14 @@ def _advertised(obj: Node | None) -> tuple[bool, str]:
 
 def _driver_down(ctx: Context, name: str) -> list[Link]:
     """The findings saying the node's driver cannot load or drive its GPU."""
-    found = [refs.DRV004(name)] if secure_boot_refusal(ctx.facts, name) is not None else []
+    found = [refs.link("DRV004", name)] if secure_boot_refusal(ctx.facts, name) is not None else []
     if driver.unusable(ctx.facts, name) is not None:
-        found.append(refs.DRV003(name))
+        found.append(refs.link("DRV003", name))
     if driver.gpu_refusal(ctx.facts, name) is not None:
-        found.append(refs.DRV008(name))
+        found.append(refs.link("DRV008", name))
     install = ctx.facts.driver_kernel.get(name)
     if install is not None and install.broken:
-        found.append(refs.OP010(name))
+        found.append(refs.link("OP010", name))
     return found
 
 

@@ -25,7 +25,7 @@ def _dropped_by_helm(ctx: Context) -> list[Link]:
         before, after = revisions[-2], revisions[-1]
         if (flatten(before.values).get("driver.enabled") in (False, "false")
                 and "driver.enabled" not in flatten(after.values)):
-            found.append(refs.HELM001(release, after.revision))
+            found.append(refs.link("HELM001", release, after.revision))
     return found
 
 
@@ -40,9 +40,9 @@ def _causes(ctx: Context, name: str) -> list[Link]:
     causes = []
     stages = ctx.facts.operand_stages.get(name)
     if stages is not None and stages.first is not None:
-        causes.append(refs.OP001(name))
+        causes.append(refs.link("OP001", name))
     if driver.unusable(ctx.facts, name) is not None:
-        causes.append(refs.DRV003(name))
+        causes.append(refs.link("DRV003", name))
     return causes
 
 

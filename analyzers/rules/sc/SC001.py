@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers import signatures
+from analyzers import refs, signatures
 from analyzers.facts.scheduling import PodVerdict
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -54,6 +54,7 @@ class InsufficientGPU(Rule):
 
     id = "SC001"
     slug = "insufficient-gpu"
+    subject = refs.POD
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (cluster(specs.PODS), cluster(specs.NODES), cluster(specs.EVENTS, optional=True),
