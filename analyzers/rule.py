@@ -19,6 +19,7 @@ from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import NODE, Link, Subject
 from bundle import specs
 from bundle.evidence import Locator
+from bundle.manifest import ManifestItem
 
 if TYPE_CHECKING:
     from analyzers.facts import Facts
@@ -34,12 +35,16 @@ class Input:
     glob patterns are allowed. An ``optional`` input corroborates and never skips. An
     optional input with a ``fallback`` is one the rule replaces, when it cannot be read,
     by what ``fallback`` names: damaged, it makes a rule that found nothing ``partial``
-    with a reason saying what it fell back on."""
+    with a reason saying what it fell back on. A cluster input with an ``error``
+    pattern counts as present when the collector's item for it failed with words that
+    match it (case-insensitive): the rule then reports that failure instead of being
+    skipped."""
 
     path: str
     per_node: bool = False
     optional: bool = False
     fallback: str | None = None
+    error: str | None = None
 
     def describe(self) -> str:
         return specs.any_node(self.path) if self.per_node else self.path
@@ -47,7 +52,20 @@ class Input:
     def present(self, bundle: Bundle) -> bool:
         if self.per_node:
             return any(self.present_on(bundle, node) for node in bundle.node_names)
-        return holds(bundle, self.path)
+        return (holds(bundle, self.path)
+                or self.failed_as_expected(bundle.manifest.items) is not None)
+
+    def failed_as_expected(self, items: Sequence[ManifestItem]
+                           ) -> tuple[int, ManifestItem] | None:
+        """(index, item) of the manifest item of this cluster input whose error matches
+        ``error``; None without one."""
+        if self.error is None or self.per_node:
+            return None
+        pattern = re.compile(self.error, re.IGNORECASE)
+        for index, item in enumerate(items):
+            if item.path == self.path and item.error and pattern.search(item.error):
+                return index, item
+        return None
 
     def present_on(self, bundle: Bundle, node: str) -> bool:
         return holds(bundle, specs.node_file(node, self.path))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from bundle import specs
 from gpu_triage.cli_common import Failure, check_output, output_failure, shown, stderr, unreadable
 from gpu_triage.exitcodes import Exit
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from bundle.problems import ProblemLog
     from collectors.redact import CustomPatterns, Redactor
 
-MANIFEST = "manifest.json"
+MANIFEST = specs.MANIFEST
 
 
 @click.command()

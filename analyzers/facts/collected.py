@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from bundle import Bundle
+from bundle import Bundle, specs
 
 
 def holds(bundle: Bundle, pattern: str) -> bool:
@@ -21,4 +21,4 @@ def holds(bundle: Bundle, pattern: str) -> bool:
 
 def on_a_node(bundle: Bundle, path: str) -> bool:
     """Whether any node's directory holds ``path`` (relative to ``nodes/<name>/``)."""
-    return any(holds(bundle, f"nodes/{node}/{path}") for node in bundle.node_names)
+    return any(holds(bundle, specs.node_file(node, path)) for node in bundle.node_names)

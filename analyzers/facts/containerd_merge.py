@@ -1039,6 +1039,16 @@ def _align_top_level(earlier: MutableMapping[str, Any], later: MutableMapping[st
             later[key] = combined
 
 
+def relative_imports(text: str | None) -> list[str]:
+    """The ``imports`` of a containerd config file that are relative paths (resolved, by
+    containerd, against the file's folder); none when the text is not TOML."""
+    try:
+        imports = toml_loads(text or "").get("imports", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(i) for i in imports if isinstance(i, str) and not i.startswith("/")]
+
+
 def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:
     """One drop-in that carries both files of a clobber, to replace both of them.
 

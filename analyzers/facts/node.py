@@ -5,7 +5,7 @@ collected under ``nodes/<name>/`` (each parsed at most once per run, on first us
 the per-node facts (its runtime, CRI, kernel events, modules ...). Rules do not open
 node files themselves: a file is read by the attribute that parses it, so the same
 file is never parsed twice in two ways, and what a rule reads has a name the input
-check can follow (``READS``).
+check can follow (``facts.reads``).
 """
 
 from __future__ import annotations
@@ -20,38 +20,18 @@ from analyzers.facts.cdi import CdiSpec, node_specs
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
 from bundle import Bundle, NodeArtifacts, specs
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
+from bundle.hostprocs import HostProcess, parse_gpu_processes
 from bundle.kube import Node
 from bundle.lspci import PciDevice, parse_lspci
 from bundle.nvsmi import NvidiaSmi
+from bundle.nvsmi_health import locate
+from bundle.textfiles import parse_key_values
 
 if TYPE_CHECKING:
     from analyzers.facts.distro import NodeRuntime
     from analyzers.facts.preconditions import NodeCri
     from analyzers.facts.runtimes import RuntimeState
     from analyzers.models import Evidence
-
-
-# What each attribute of NodeFacts reads, as node paths (bundle.specs): a rule that
-# reads an attribute declares these among its inputs; tests/test_rule_reads.py checks it.
-READS: dict[str, tuple[str, ...]] = {
-    "config_dump": (specs.CONTAINERD_DUMP,),
-    "config_dump_text": (specs.CONTAINERD_DUMP,),
-    "containerd_version": (specs.CONTAINERD_VERSION,),
-    "containerd_files": (specs.CONTAINERD_FILES,),
-    "cdi_files": (specs.CDI_ANY,),
-    "cdi_specs": (specs.CDI_ANY,),
-    "nvidia_smi": (specs.NVIDIA_SMI,),
-    "nvidia_smi_text": (specs.NVIDIA_SMI,),
-    "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),
-    "lspci": (specs.LSPCI,),
-    "modules": (specs.MODULES,),
-    "secure_boot": (specs.SECUREBOOT,),
-    "nvidia_ctk": (specs.NVIDIA_CTK,),
-    "docker_daemon": (specs.DOCKER_DAEMON_JSON,),
-    "device_access": (specs.CGROUP, specs.DEV_NVIDIA),
-    "journal": (specs.JOURNALS,),
-    "kernel": (specs.DMESG, specs.JOURNALS),
-}
 
 
 class Facts(Protocol):
@@ -99,13 +79,14 @@ class NodeFacts:
     """What the bundle says about one node, parsed once (see the module's docstring).
 
     ``collected`` is False for a node without a ``nodes/<name>/`` folder: its files are
-    then all absent (None, empty), while its Node object and the per-node facts drawn
+    then all absent (None or empty), while its Node object and the per-node facts drawn
     from the cluster files may still be known."""
 
     def __init__(self, facts: Facts, name: str) -> None:
         self._facts = facts
         self.name = name
         self._texts: dict[str, str | None] = {}
+        self._units: dict[str, dict[str, str] | None] = {}
 
     # -- where --------------------------------------------------------------------------
 
@@ -161,31 +142,35 @@ class NodeFacts:
     @property
     def config_dump_text(self) -> str | None:
         """``containerd config dump`` as collected (``containerd/config-dump.toml``)."""
-        return self._files.config_dump_text if self.collected else None
+        return self._files.config_dump_text
 
     @property
     def config_dump(self) -> dict[str, Any] | None:
         """The same, parsed; None when absent or not TOML (a recorded problem)."""
-        return self._files.config_dump if self.collected else None
+        return self._files.config_dump
 
     @property
     def containerd_version(self) -> str | None:
         """``containerd --version`` (``containerd/version.txt``), stripped."""
-        return self._files.containerd_version if self.collected else None
+        return self._files.containerd_version
 
     @property
     def containerd_files(self) -> dict[str, str]:
         """Host path (``/etc/containerd/...``) → text of the copied containerd file."""
-        return self._files.containerd_files if self.collected else {}
+        return self._files.containerd_files
 
     @property
     def systemd_containerd(self) -> dict[str, str] | None:
         """``systemctl show containerd``'s properties (``systemd/containerd.txt``)."""
-        return self._files.systemd_containerd if self.collected else None
+        return self._files.systemd_containerd
 
-    def systemd(self, unit: str) -> str | None:
-        """``systemctl show <unit>``'s text (``systemd/<unit>.txt``), None where absent."""
-        return self.text(specs.systemd(unit))
+    def systemd_unit(self, unit: str) -> dict[str, str] | None:
+        """``systemctl show <unit>``'s properties (``systemd/<unit>.txt``), read once;
+        None where that file was not collected."""
+        if unit not in self._units:
+            text = self.text(specs.systemd(unit))
+            self._units[unit] = parse_key_values(text) if text is not None else None
+        return self._units[unit]
 
     def journal(self, unit: str) -> journals.JournalScan:
         """The one scan of the node's journal of ``unit`` (``journal/<unit>.jsonl``)."""
@@ -214,19 +199,19 @@ class NodeFacts:
     @property
     def cdi_files(self) -> dict[str, str]:
         """Name under ``cdi/`` → text of the node's copied CDI spec file."""
-        return self._files.cdi_files if self.collected else {}
+        return self._files.cdi_files
 
     @cached_property
     def cdi_specs(self) -> list[CdiSpec]:
         """The node's CDI specs, parsed (a file that is no spec is a recorded problem)."""
-        return node_specs(self._files) if self.collected else []
+        return node_specs(self._files)
 
     # -- the GPUs and the driver ---------------------------------------------------------
 
     @property
     def nvidia_smi(self) -> NvidiaSmi | None:
         """``nvidia-smi -q -x`` parsed (``nvidia-smi.xml``); None where absent or unread."""
-        return self._files.nvidia_smi if self.collected else None
+        return self._files.nvidia_smi
 
     @property
     def smi_failure(self) -> smi.SmiFailure | None:
@@ -256,7 +241,18 @@ class NodeFacts:
         """Xid events and GPU kernel signals from dmesg and the journals."""
         return node_kernel(self._facts.bundle, self.name)
 
+    def smi_line(self, bus_id: str, element: str) -> tuple[int, str] | None:
+        """(line, text) of ``element`` (a path below ``<gpu>``, ``mig_mode/current_mig``)
+        inside the ``<gpu id="bus_id">`` block of ``nvidia-smi.xml``; None where absent."""
+        return locate(self.text(specs.NVIDIA_SMI) or "", bus_id, element)
+
     # -- host files ------------------------------------------------------------------------
+
+    @cached_property
+    def gpu_processes(self) -> list[HostProcess]:
+        """The host processes holding ``/dev/nvidia*`` (``host/gpu-processes.txt``);
+        empty where not collected."""
+        return parse_gpu_processes(self.text(specs.GPU_PROCESSES) or "")
 
     @property
     def nvidia_ctk(self) -> str | None:
@@ -265,19 +261,21 @@ class NodeFacts:
 
     @cached_property
     def device_access(self) -> DeviceAccess:
-        """``host/cgroup.txt`` and ``host/dev-nvidia.txt``, each parsed once; a file over
-        the parser's budget is refused (a recorded problem) and named in ``refused``."""
+        """``host/cgroup.txt`` and ``host/dev-nvidia.txt``, parsed once when both were
+        collected; a file over the parser's budget is refused (a recorded problem) and
+        named in ``refused``, and neither is then parsed."""
         cgroup_text = self.text(specs.CGROUP)
         devices_text = self.text(specs.DEV_NVIDIA)
+        if cgroup_text is None or devices_text is None:
+            return DeviceAccess(None, None, cgroup_text, devices_text)
         refused = []
         for relative, text in ((specs.CGROUP, cgroup_text), (specs.DEV_NVIDIA, devices_text)):
-            why = over_budget(text) if text is not None else None
+            why = over_budget(text)
             if why is not None:
                 self._facts.bundle.problem(self.path(relative), why, kind="refused",
                                            lost=True)
                 refused.append(relative)
-        readable = cgroup_text is not None and devices_text is not None and not refused
-        return DeviceAccess(
-            parse_cgroup(cgroup_text) if readable and cgroup_text is not None else None,
-            parse_dev_nvidia(devices_text) if readable and devices_text is not None else None,
-            cgroup_text, devices_text, tuple(refused))
+        if refused:
+            return DeviceAccess(None, None, cgroup_text, devices_text, tuple(refused))
+        return DeviceAccess(parse_cgroup(cgroup_text), parse_dev_nvidia(devices_text),
+                            cgroup_text, devices_text)

@@ -47,7 +47,7 @@ class CollectionGaps(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, list[ManifestItem]] = defaultdict(list)
         meanings: dict[str, str] = {}
-        for item in ctx.bundle.manifest.failed_items:
+        for item in ctx.facts.manifest.failed_items:
             kind, meaning = _kind(item)
             groups[kind].append(item)
             meanings[kind] = meaning

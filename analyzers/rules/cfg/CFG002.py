@@ -65,9 +65,10 @@ class UnsupportedGpuProduct(Rule):
                         verdict = classified(value)
                         seen.setdefault(verdict.family or value, (verdict, field(
                             node_obj, f"{node_name}: {key}={value}", "metadata", "labels", key)))
-            smi = ctx.bundle.node(node_name).nvidia_smi
-            path = ctx.bundle.node(node_name).path(specs.NVIDIA_SMI)
-            xml = ctx.bundle.read_text(path) if smi is not None else None
+            about = ctx.facts.node(node_name)
+            smi = about.nvidia_smi
+            path = about.path(specs.NVIDIA_SMI)
+            xml = about.text(specs.NVIDIA_SMI) if smi is not None else None
             for gpu in smi.gpus if smi is not None else ():
                 if not gpu.product_name:
                     continue

@@ -109,7 +109,7 @@ class TimeSlicingExplained(Rule):
         if not advertised:
             return None
         labels = node_obj.labels
-        smi = ctx.bundle.node(node_obj.name).nvidia_smi
+        smi = ctx.facts.node(node_obj.name).nvidia_smi
         memory: int | None = None
         if resource.startswith("nvidia.com/mig-"):
             profile = resource.removeprefix("nvidia.com/").removesuffix(".shared")

@@ -63,7 +63,7 @@ class ToolkitDisabledHostNotConfigured(Rule):
             field(policy, "spec.toolkit.enabled: false", "spec", "toolkit", "enabled")]
         with_ctk = []
         for node_name in affected:
-            artifacts = ctx.bundle.node(node_name)
+            artifacts = ctx.facts.node(node_name)
             text = artifacts.text(specs.NVIDIA_CTK) or ""
             hit = first_line(artifacts.path(specs.NVIDIA_CTK), text, "nvidia-ctk")
             if hit is not None:

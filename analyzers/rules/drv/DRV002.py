@@ -78,7 +78,7 @@ class GpuLost(Rule):
         facts = list(described.values())
         shown = "; ".join(facts[:4]) + (f"; and {len(facts) - 4} more" if len(facts) > 4 else "")
         health = device_health(ctx, name)
-        smi = ctx.bundle.node(name).nvidia_smi
+        smi = ctx.facts.node(name).nvidia_smi
         listed = ""
         if smi is not None and smi.gpus and key != UNKNOWN_GPU:
             listed = (" nvidia-smi still lists it." if gpu is not None and gpu.bus_id

@@ -56,7 +56,7 @@ class SecureBootRefusedModule(Rule):
     tags = ("driver", "kernel", "secure-boot")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in ctx.bundle.node_names:
+        for name in ctx.facts.node_names:
             judged = secure_boot_refusal(ctx.facts, name)
             if judged is not None:
                 yield self._finding(*judged)

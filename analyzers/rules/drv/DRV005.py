@@ -62,7 +62,7 @@ class AutomaticKernelUpgrades(Rule):
         upgrading: set[str] = set()
         uncollected = []
         for name in drivers:
-            if not ctx.bundle.has(specs.node_file(name, specs.UNATTENDED_UPGRADES)):
+            if not ctx.facts.node(name).has(specs.UNATTENDED_UPGRADES):
                 uncollected.append(name)  # the collector writes it, empty where no apt
                 continue
             finding = self._unattended(ctx, name)
@@ -76,7 +76,7 @@ class AutomaticKernelUpgrades(Rule):
 
     def _unattended(self, ctx: Context, name: str) -> Finding | None:
         path = specs.node_file(name, specs.UNATTENDED_UPGRADES)
-        text = ctx.bundle.read_text(path)
+        text = ctx.facts.node(name).text(specs.UNATTENDED_UPGRADES)
         if not text:
             return None
         policy = read_apt(path, text)

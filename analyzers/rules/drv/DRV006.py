@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.facts.kernel_events import GpuIdentity
+from analyzers.facts import gpu_health
+from analyzers.facts.gpu_health import Issue
+from analyzers.facts.kernel_events import GpuIdentity, gpu_address
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv._common import smi_evidence
-from analyzers.rules.drv._health import Issue, _memory, _other, _remediation
+from analyzers.rules.drv._health import _remediation
 from bundle import specs
-from bundle.kernel import normalize_pci
 
 
 class GpuHealth(Rule):
@@ -49,14 +50,14 @@ class GpuHealth(Rule):
     tags = ("gpu", "hardware", "ecc")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in ctx.bundle.node_names:
-            smi = ctx.bundle.node(name).nvidia_smi
+        for name in ctx.facts.node_names:
+            smi = ctx.facts.node(name).nvidia_smi
             if smi is None:
                 continue
             kernel = ctx.facts.kernel_events.get(name)
             for gpu in smi.gpus:
-                issues = _memory(gpu.element) + _other(gpu.element)
-                pci = normalize_pci(gpu.bus_id)
+                issues = gpu_health.issues(gpu.element)
+                pci = gpu_address(gpu.bus_id)
                 if not issues or pci is None:
                     continue
                 identity = kernel.gpu(pci) if kernel is not None else None

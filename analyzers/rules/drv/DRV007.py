@@ -65,9 +65,9 @@ class IdleButNotEmpty(Rule):
                    f"of framebuffer{power}: idle, not empty.{procs} GPUs on this node are "
                    f"allocated to {names(item.holders, 4)}; the scheduler counts them as "
                    "taken whether or not they work.")
-        artifacts = ctx.bundle.node(item.node)
+        artifacts = ctx.facts.node(item.node)
         path = artifacts.path(specs.NVIDIA_SMI)
-        text = ctx.bundle.read_text(path) or ""
+        text = artifacts.text(specs.NVIDIA_SMI) or ""
         hit = first_line(path, text, f'id="{gpu.bus_id}"')
         evidence = [Evidence(
             path=path, line=hit.line if hit else None,

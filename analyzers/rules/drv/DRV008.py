@@ -65,7 +65,7 @@ class DriverCannotDriveGpu(Rule):
     tags = ("driver", "kernel")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in sorted(ctx.bundle.node_names):
+        for name in sorted(ctx.facts.node_names):
             refusal = driver.gpu_refusal(ctx.facts, name)
             if refusal is not None:
                 yield self._finding(ctx, name, refusal)

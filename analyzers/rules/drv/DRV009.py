@@ -52,14 +52,14 @@ class NvidiaSmiFailed(Rule):
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = {item.node for item in ctx.bundle.manifest.items
+        names = {item.node for item in ctx.facts.manifest.items
                  if item.node and item.path.endswith("/" + SMI_FILE)}
-        if not names and not any(ctx.bundle.has(specs.node_file(name, SMI_FILE))
-                                 for name in ctx.bundle.node_names):
+        if not names and not any(ctx.facts.node(name).has(SMI_FILE)
+                                 for name in ctx.facts.node_names):
             # No node ran nvidia-smi for the collector (no node files: a managed or
             # immutable OS, a layout without them): nothing says it worked either.
             self.unjudged("no node recorded an nvidia-smi run to judge")
-        names |= set(ctx.bundle.node_names)
+        names |= set(ctx.facts.node_names)
         for name in sorted(names):
             failure = ctx.facts.smi_failure(name)
             if failure is not None:

@@ -62,7 +62,7 @@ class GpuBoundToOtherDriver(Rule):
     tags = ("driver", "kernel", "pci")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in sorted(ctx.bundle.node_names):
+        for name in sorted(ctx.facts.node_names):
             binding = driver.foreign_binding(ctx.facts, name)
             if binding is not None:
                 yield self._finding(ctx, name, binding)

@@ -7,11 +7,10 @@ from collections import defaultdict
 from analyzers import commands as sh
 from analyzers.facts import driver
 from analyzers.facts.driver import GpuRefusal
-from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
+from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, log_signals
 from analyzers.facts.logindex import node_logs
 from analyzers.rule import Context
-from analyzers.rules.drv._common import log_lines
-from bundle.kernel import KernelSignal, scan_signals
+from bundle.kernel import KernelSignal
 
 LOSS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed", "device_handle")
 
@@ -51,8 +50,8 @@ def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[Kerne
     groups: dict[str, list[KernelSignal]] = defaultdict(list)
     signals = kernel.signals_of(*LOSS)
     for path, _container, text in node_logs(ctx.facts, name):
-        for line in log_lines(path, text, "device handle", "gpu is lost"):
-            signals += [s for s in scan_signals(line) if s.kind in ("device_handle", "gpu_lost")]
+        signals += log_signals(path, text, ("device_handle", "gpu_lost"), "device handle",
+                               "gpu is lost")
     refused = driver.gpu_refusal(ctx.facts, name)
     signals = [s for s in signals if not _deferred(s, kernel.key(s.pci), refused)]
     for signal in signals:

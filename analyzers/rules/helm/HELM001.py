@@ -56,7 +56,7 @@ class ValuesDroppedByUpgrade(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             for before, after in _pairs(revisions):
                 finding = self._diff(ctx, release, namespace, before, after)
                 if finding is not None:

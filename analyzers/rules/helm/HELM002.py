@@ -41,7 +41,7 @@ class ReleaseStuck(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             if not revisions or revisions[-1].status not in STUCK:
                 continue
             latest = revisions[-1]

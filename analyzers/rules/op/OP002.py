@@ -64,7 +64,7 @@ class OperandsNotScheduled(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = ctx.facts.operator_namespace
         groups: dict[str, list[DaemonSet]] = {}
-        for ds in ctx.bundle.cluster.daemonsets:
+        for ds in ctx.facts.daemonsets:
             if ns is not None and ds.metadata.namespace != ns:
                 continue
             key = _deploy_key(ds)

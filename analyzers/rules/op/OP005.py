@@ -64,7 +64,7 @@ class FabricManagerNotWorking(Rule):
 
     def _finding(self, ctx: Context, name: str, fabric: FabricState) -> Finding:
         ns = namespace(ctx)
-        artifacts = ctx.bundle.node(name)
+        artifacts = ctx.facts.node(name)
         driver = ctx.facts.operands.get(name, {}).get("driver")
         facts: list[str] = []
         if fabric.not_initialized:

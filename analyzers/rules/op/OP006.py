@@ -19,8 +19,7 @@ from analyzers.rules.op._lifecycle import (
     _NFD_REASONS,
     _NODE_REASONS,
     POLICIES,
-    PolicyList,
-    missing_crd,
+    POLICY_LIST,
 )
 from bundle import specs
 from bundle.evidence import Locator, clip
@@ -55,20 +54,20 @@ class ClusterPolicyNotReady(Rule):
     subject = refs.POLICY_OR_MISSING
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (PolicyList(POLICIES), LOGS)
+    inputs = (POLICY_LIST, LOGS)
     tags = ("operator", "clusterpolicy")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = namespace(ctx)
         if not ctx.facts.operator_expected and not (
-                ctx.bundle.has(POLICIES) and ctx.bundle.cluster.clusterpolicies):
+                ctx.facts.has(POLICIES) and ctx.facts.clusterpolicies):
             raise CannotJudge(STANDALONE)
-        if not ctx.bundle.has(POLICIES):
-            crd = missing_crd(ctx.bundle)
+        if not ctx.facts.has(POLICIES):
+            crd = POLICY_LIST.failed_as_expected(ctx.facts.manifest.items)
             if crd is not None:
                 yield self._missing_crd(ns, *crd)
             return
-        policies = ctx.bundle.cluster.clusterpolicies
+        policies = ctx.facts.clusterpolicies
         if not policies:
             yield self._empty(ctx, ns)
             return
@@ -165,7 +164,7 @@ class ClusterPolicyNotReady(Rule):
         if not reasons or _NODE_REASONS & set(reasons):
             causes += [refs.link("OP001", n) for n in ctx.facts.gpu_nodes]
         if _NFD_REASONS & set(reasons) or not reasons:
-            causes += [refs.link("OP003", n.name) for n in ctx.bundle.cluster.nodes]
+            causes += [refs.link("OP003", n.name) for n in ctx.facts.node_objects]
         return self.finding(
             name, summary, objects=[ObjectRef(kind="ClusterPolicy", name=name)],
             evidence=evidence, caused_by=causes,

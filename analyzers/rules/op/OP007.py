@@ -68,8 +68,8 @@ class DriverUpgradeStuck(Rule):
     tags = ("operator", "driver", "upgrade")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        created = ctx.bundle.manifest.created_at
-        for obj in ctx.bundle.cluster.nodes:
+        created = ctx.facts.manifest.created_at
+        for obj in ctx.facts.node_objects:
             state = obj.labels.get(UPGRADE_STATE)
             if state is None:
                 continue

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import CRIO, DOCKER
+from analyzers.facts.kernel_events import gpu_address
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Stage
@@ -43,7 +44,6 @@ from analyzers.rules.op._components import (
 )
 from analyzers.rules.op._refused import describe
 from bundle import specs
-from bundle.kernel import normalize_pci
 from bundle.kube import Node
 
 
@@ -240,7 +240,7 @@ class DevicePluginUnhealthy(Rule):
     def _gpu_links(ctx: Context, name: str, lines: list[str]) -> list[Link]:
         """DRV001/DRV002 ids of the GPUs the plugin marked, by UUID → PCI address."""
         kernel = ctx.facts.kernel_events.get(name)
-        smi = ctx.bundle.node(name).nvidia_smi
+        smi = ctx.facts.node(name).nvidia_smi
         links: list[Link] = []
         for text in lines:
             uuid = _UUID.search(text)
@@ -251,7 +251,7 @@ class DevicePluginUnhealthy(Rule):
             if gpu is not None:
                 pci = gpu.pci
             elif smi is not None:
-                pci = next((normalize_pci(g.bus_id) for g in smi.gpus
+                pci = next((gpu_address(g.bus_id) for g in smi.gpus
                             if g.uuid and g.uuid.lower() == uuid[0].lower()), None)
             if pci is None:
                 continue

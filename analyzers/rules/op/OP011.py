@@ -65,7 +65,7 @@ class NodeLabellingBroken(Rule):
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.bundle.has(specs.PODS):
+        if not ctx.facts.has(specs.PODS):
             # without the pods nothing says whether NFD runs: OP003 still names the nodes
             raise CannotJudge("the pods were not collected, so NFD's state is unknown")
         picture = labelling(ctx)

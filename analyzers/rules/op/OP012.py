@@ -76,7 +76,7 @@ class HostDriverConflict(Rule):
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set)
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set)
         for name in names:
             conflict = driver.host_conflict(ctx.facts, name)
             if conflict is not None:

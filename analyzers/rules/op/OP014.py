@@ -53,7 +53,7 @@ class MigChangeBlocked(Rule):
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set)
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set)
         for name in names:
             blocked = _Blocked()
             _log_hits(ctx, name, blocked)

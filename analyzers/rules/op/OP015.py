@@ -59,7 +59,7 @@ class DriverBuildFails(Rule):
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set
                        | set(ctx.facts.operands))
         for name in names:
             failure = driver.build_failure(ctx.facts, name)

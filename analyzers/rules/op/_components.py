@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from analyzers import refs
 from analyzers.facts import driver
+from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
@@ -17,7 +18,7 @@ from analyzers.models import Evidence
 from analyzers.refs import Link
 from analyzers.rule import Context
 from bundle.evidence import Locator
-from bundle.kube import Node, quantity_int
+from bundle.kube import Node
 
 _UUID = re.compile(r"\bGPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b")
 
@@ -100,7 +101,7 @@ def _advertised(obj: Node | None) -> tuple[bool, str]:
             continue
         cap = obj.status.capacity.get(resource)
         alloc = obj.status.allocatable.get(resource)
-        advertised |= (quantity_int(alloc) or 0) > 0
+        advertised |= (gpu_count(alloc) or 0) > 0
         shown.append(f"{resource} capacity {cap or 0}, allocatable {alloc or 0}")
     return advertised, "; ".join(shown) or "no nvidia.com/* resource in capacity"
 

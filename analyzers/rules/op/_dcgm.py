@@ -32,6 +32,6 @@ def _product(ctx: Context, name: str) -> str | None:
     label = obj.labels.get(PRODUCT_LABEL) if obj is not None else None
     if label:
         return label
-    smi = ctx.bundle.node(name).nvidia_smi if name in ctx.facts.node_dirs else None
+    smi = ctx.facts.node(name).nvidia_smi if name in ctx.facts.node_dirs else None
     products = sorted({g.product_name for g in smi.gpus if g.product_name}) if smi else []
     return ", ".join(products) or None

@@ -19,7 +19,7 @@ def _dropped_by_helm(ctx: Context) -> list[Link]:
     """HELM001's findings for a latest upgrade that dropped ``driver.enabled: false``:
     that is how the container came back over a host driver."""
     found = []
-    for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+    for release, revisions in sorted(ctx.facts.helm_releases.items()):
         if len(revisions) < 2:
             continue
         before, after = revisions[-2], revisions[-1]

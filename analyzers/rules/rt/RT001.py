@@ -64,7 +64,7 @@ class NoNvidiaRuntime(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        classes = ctx.bundle.cluster.runtimeclasses
+        classes = ctx.facts.runtimeclasses
         handlers = {rc.metadata.name: rc.handler for rc in classes}
         nvidia_classes = [rc for rc in classes if rc.handler == NVIDIA_HANDLER]
         namespace = facts.operator_namespace or "gpu-operator"
@@ -93,7 +93,7 @@ class NoNvidiaRuntime(Rule):
         evidence: list[Evidence] = [Evidence(
             path=state.dump_path, line=None,
             excerpt=f"(no runtimes.{NVIDIA_HANDLER} table; loaded runtimes: {loaded})")]
-        dump_text = ctx.bundle.node(node_name).config_dump_text or ""
+        dump_text = ctx.facts.node(node_name).config_dump_text or ""
         runtime_line = first_line(state.dump_path, dump_text, "runtimes.")
         if runtime_line is not None:
             evidence.append(Evidence(path=runtime_line.path, line=runtime_line.line,

@@ -58,8 +58,8 @@ class DropInClobber(Rule):
             clobber = state.nvidia_clobber()
             if clobber is None or state.has_nvidia is True:
                 continue
-            files = ctx.bundle.node(node_name).containerd_files
-            version = ctx.bundle.node(node_name).containerd_version or "unknown version"
+            files = ctx.facts.node(node_name).containerd_files
+            version = ctx.facts.node(node_name).containerd_version or "unknown version"
             later = posixpath.basename(clobber.file)
             earlier = posixpath.basename(clobber.overridden)
             loaded = ("the loaded configuration confirms it (no runtimes.nvidia)"

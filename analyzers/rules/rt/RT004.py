@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
@@ -71,7 +70,7 @@ class ContainerdRestarts(Rule):
             raise CannotJudge(f"no GPU node runs containerd under a unit that exists: "
                               f"{'; '.join(reasons[:3])}")
         # restarts() reads life-cycle lines only: the shared scan keeps those (facts/journals)
-        seen = {n: restarts(list(journal_scan(ctx.bundle, n, "containerd").lifecycle))
+        seen = {n: restarts(list(ctx.facts.node(n).journal(specs.CONTAINERD_UNIT).lifecycle))
                 if u.name == "containerd" else ([], []) for n, u in units.items()}
         moments = _Moments(seen)
         for node_name, unit in units.items():
@@ -81,7 +80,7 @@ class ContainerdRestarts(Rule):
 
     def _node(self, ctx: Context, node_name: str, seen: tuple[list[Restart], list[JournalEntry]],
               moments: _Moments, judged: _Unit) -> Finding | None:
-        artifacts = ctx.bundle.node(node_name)
+        artifacts = ctx.facts.node(node_name)
         journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
         found, failures = seen
         unit = judged.show or {}
@@ -109,7 +108,7 @@ class ContainerdRestarts(Rule):
                              if r.entry.time is not None)
             parts.append(f"containerd started {len(found)} time(s) in the journal ({when}"
                          f"{', …' if len(found) > 4 else ''}), {len(hups)} after a SIGHUP kill")
-        pids = _pids(journal_scan(ctx.bundle, node_name, "containerd").pids)
+        pids = _pids(ctx.facts.node(node_name).journal(specs.CONTAINERD_UNIT).pids)
         if len(pids) > 1:
             chain = " → ".join(map(str, pids[:5]))
             parts.append(f"its PID changed {len(pids) - 1} time(s) ({chain})")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
@@ -39,12 +38,12 @@ class CriPluginDisabled(Rule):
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for node_name in ctx.bundle.node_names:
+        for node_name in sorted(ctx.facts.node_dirs):
             if not ctx.facts.node_runtime(node_name).containerd:
                 # Docker's own containerd ships with CRI disabled: normal where the kubelet
                 # talks to Docker (or CRI-O), and no claim about the node's CRI
                 continue
-            artifacts = ctx.bundle.node(node_name)
+            artifacts = ctx.facts.node(node_name)
             evidence: list[Evidence] = []
             dump = artifacts.config_dump or {}
             disabled = [str(p) for p in dump.get("disabled_plugins", []) or []
@@ -57,7 +56,7 @@ class CriPluginDisabled(Rule):
                 evidence.append(Evidence(path=dump_path, line=line,
                                          excerpt=f"disabled_plugins = {disabled}"))
             journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
-            for entry, found in journal_scan(ctx.bundle, node_name, "containerd").matches:
+            for entry, found in ctx.facts.node(node_name).journal(specs.CONTAINERD_UNIT).matches:
                 if any("RT005" in m.signature.rules for m in found):
                     evidence.append(Evidence(path=journal_path, line=entry.line,
                                              excerpt=entry.message))

@@ -54,13 +54,13 @@ class CdiSpecMissing(Rule):
         cdi = policy.spec.get("cdi") if policy is not None else None
         if policy is None or not isinstance(cdi, dict) or cdi.get("enabled") is not True:
             return
-        items = _ItemsByPath(ctx.bundle.manifest.items)
+        items = _ItemsByPath(ctx.facts.manifest.items)
         judged = [n for n in ctx.facts.gpu_nodes
                   if n in ctx.facts.node_dirs and _cdi_collected(ctx, items, n)]
         if not judged:
             raise CannotJudge("no GPU node had its CDI directories (cdi/) collected")
         for node_name in judged:
-            artifacts = ctx.bundle.node(node_name)
+            artifacts = ctx.facts.node(node_name)
             nvidia_specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
             policy_evidence = field(policy, "spec.cdi.enabled: true", "spec", "cdi", "enabled")
             if not nvidia_specs:

@@ -58,13 +58,13 @@ class BrokenRuntimeReference(Rule):
     tags = ("runtime",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        classes = {rc.metadata.name: rc for rc in ctx.bundle.cluster.runtimeclasses}
+        classes = {rc.metadata.name: rc for rc in ctx.facts.runtimeclasses}
         yield from self._missing_classes(ctx, classes)
         yield from self._missing_handlers(ctx, classes)
 
     def _missing_classes(self, ctx: Context, classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
         users = defaultdict(list)
-        for pod in ctx.bundle.cluster.pods:
+        for pod in ctx.facts.pods:
             name = pod.spec.runtime_class_name
             if name and name not in classes and not pod.terminated:
                 users[name].append(pod)

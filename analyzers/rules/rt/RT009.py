@@ -65,7 +65,7 @@ class TemplateLostRuntime(Rule):
 
     def _finding(self, ctx: Context, node_name: str, loss: TemplateLoss) -> Finding:
         nr = ctx.facts.node_runtime(node_name)
-        artifacts = ctx.bundle.node(node_name)
+        artifacts = ctx.facts.node(node_name)
         files = artifacts.containerd_files
         parts: list[str] = []
         evidence: list[Evidence] = []

@@ -60,7 +60,7 @@ class CrioNoNvidiaHandler(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        handlers = {rc.metadata.name: rc.handler for rc in ctx.bundle.cluster.runtimeclasses}
+        handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         unread: list[str] = []
         for node_name in facts.gpu_nodes:
             nr = facts.node_runtime(node_name)
@@ -104,7 +104,7 @@ class CrioNoNvidiaHandler(Rule):
         if crio is not None and crio.nvidia_files and loaded is not None:
             hooks = (f"; {crio.nvidia_files[0]} defines the handler but the running CRI-O has "
                      "not loaded it (restarted since?)")
-            evidence.append(Evidence(path=ctx.bundle.node(node_name).path(
+            evidence.append(Evidence(path=ctx.facts.node(node_name).path(
                 specs.crio_file(crio.nvidia_files[0])), excerpt="[crio.runtime.runtimes.nvidia]"))
         elif crio is not None and crio.hooks:
             hooks = (f"; the NVIDIA OCI hook is installed ({crio.hooks[0]}), so GPUs are "

@@ -97,7 +97,7 @@ class NvidiaHandlerBroken(Rule):
         for name in untyped[:2]:
             line = _dump_line(ctx, node_name, f"runtimes.{name}]")
             broken.evidence.append(line if line is not None else Evidence(
-                path=ctx.bundle.node(node_name).path(specs.CONTAINERD_DUMP),
+                path=ctx.facts.node(node_name).path(specs.CONTAINERD_DUMP),
                 excerpt=f"(runtimes.{name} has no runtime_type)"))
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
         broken.pods += _pods_of(ctx.facts, pods, events)

@@ -69,7 +69,7 @@ class NvidiaNotDefault(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        handlers = {rc.metadata.name: rc.handler for rc in ctx.bundle.cluster.runtimeclasses}
+        handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         for node_name in facts.gpu_nodes:
             cri = _judged(ctx, node_name)
             if cri is None or cri.nvidia_default:
@@ -106,7 +106,7 @@ class NvidiaNotDefault(Rule):
                  starved: _Starved) -> Finding:
         facts = ctx.facts
         where = facts.node_runtime(node_name)
-        dump = ctx.bundle.node(node_name).path(specs.CONTAINERD_DUMP)
+        dump = ctx.facts.node(node_name).path(specs.CONTAINERD_DUMP)
         line = _dump_line(ctx, node_name, "default_runtime_name")
         evidence = [line if line is not None else Evidence(
             path=dump, excerpt=f"(no default_runtime_name: containerd's default {cri.default})")]

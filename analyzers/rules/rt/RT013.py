@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.facts.cdi import node_specs, requested
+from analyzers.facts.cdi import requested
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
@@ -48,7 +48,7 @@ class CdiDeviceUnresolvable(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        if not ctx.bundle.has(specs.EVENTS):
+        if not ctx.facts.has(specs.EVENTS):
             raise CannotJudge("the events (cluster/events.json) were not collected")
         for node_name in sorted(facts.pods_by_node):
             failing: list[tuple[Pod, Event]] = []
@@ -62,9 +62,9 @@ class CdiDeviceUnresolvable(Rule):
     def _finding(self, ctx: Context, node_name: str,
                  failing: list[tuple[Pod, Event]]) -> Finding:
         collected = node_name in ctx.facts.node_dirs and bool(
-            ctx.bundle.node(node_name).cdi_files)
-        artifacts = ctx.bundle.node(node_name) if node_name in ctx.facts.node_dirs else None
-        found_specs = node_specs(artifacts) if artifacts is not None and collected else []
+            ctx.facts.node(node_name).cdi_files)
+        artifacts = ctx.facts.node(node_name) if node_name in ctx.facts.node_dirs else None
+        found_specs = artifacts.cdi_specs if artifacts is not None and collected else []
         smi = artifacts.nvidia_smi if artifacts is not None else None
         uuids = {g.uuid for g in smi.gpus if g.uuid} if smi is not None else set()
         wanted: dict[tuple[str, str], None] = {}  # the first _EXPLAINED names, in order

@@ -12,7 +12,6 @@ from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.rules.rt._cgroup import _SIGNATURE, _gpu_pod, _recreate
 from analyzers.signatures import SignatureMatch
 from bundle import specs
-from bundle.devnodes import over_budget, parse_cgroup, parse_dev_nvidia
 
 
 class GpuLostOnSystemdReload(Rule):
@@ -61,24 +60,17 @@ class GpuLostOnSystemdReload(Rule):
                     for hit in log.matches() if hit.signature.id == _SIGNATURE]
             if not hits:
                 continue
-            artifacts = ctx.bundle.node(node_name)
-            cgroup_text = artifacts.text(specs.CGROUP)
-            dev_text = artifacts.text(specs.DEV_NVIDIA)
-            if cgroup_text is None or dev_text is None:
+            access = ctx.facts.node(node_name).device_access
+            if access.cgroup_text is None or access.devices_text is None:
                 self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
                               "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
                               "was not collected")
                 continue
-            refused = [(name, why) for name, text in ((specs.CGROUP, cgroup_text),
-                                                      (specs.DEV_NVIDIA, dev_text))
-                       if (why := over_budget(text)) is not None]
-            for name, why in refused:  # the engine then says partial or skipped, naming it
-                ctx.bundle.problem(artifacts.path(name), why, kind="refused",
-                                   lost=True)
-            if refused:
+            # a file over the parser's budget is a recorded problem: the engine then says
+            # partial or skipped, naming it
+            cgroup, dev = access.cgroup, access.devices
+            if access.refused or cgroup is None or dev is None:
                 continue
-            cgroup = parse_cgroup(cgroup_text)
-            dev = parse_dev_nvidia(dev_text)
             unread = [name for name, readable in ((specs.CGROUP, cgroup.readable),
                                                   (specs.DEV_NVIDIA, dev.readable))
                       if not readable]
@@ -102,7 +94,7 @@ class GpuLostOnSystemdReload(Rule):
     def _finding(self, ctx: Context, node_name: str,
                  hits: list[tuple[ContainerLog, SignatureMatch]], cgroup_line: int,
                  cgroup_text: str, char_line: int | None, device: str | None) -> Finding:
-        artifacts = ctx.bundle.node(node_name)
+        artifacts = ctx.facts.node(node_name)
         pods = list({(log.pod.namespace, log.pod.name): log.pod for log, _ in hits}.values())
         evidence = []
         for log, hit in hits[:2]:

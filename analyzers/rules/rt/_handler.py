@@ -38,7 +38,7 @@ _DRIVER_ROOT_MOUNT = "/driver-root"
 
 
 def _dump_line(ctx: Context, node_name: str, pattern: str) -> Evidence | None:
-    artifacts = ctx.bundle.node(node_name)
+    artifacts = ctx.facts.node(node_name)
     hit = first_line(artifacts.path(specs.CONTAINERD_DUMP),
                      artifacts.config_dump_text or "", pattern)
     return Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt) if hit else None
@@ -83,7 +83,7 @@ def _judged(ctx: Context, node_name: str) -> CriRuntimes | None:
         return None
     if facts.runtime(node_name).wrong_dump is not None:
         return None  # the dump is not of the file containerd runs with: RT001 says so
-    return cri_runtimes(ctx.bundle.node(node_name).config_dump)
+    return cri_runtimes(ctx.facts.node(node_name).config_dump)
 
 
 def _look(ctx: Context, node_name: str, what: str) -> list[str]:

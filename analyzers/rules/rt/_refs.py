@@ -37,7 +37,7 @@ class _ItemsByPath:
 
 def _cdi_collected(ctx: Context, items: _ItemsByPath, node_name: str) -> bool:
     return bool(items.under(specs.node_file(node_name, specs.CDI_DIR).rstrip("/"))) or \
-        bool(ctx.bundle.node(node_name).cdi_files)
+        bool(ctx.facts.node(node_name).cdi_files)
 
 
 def _cause_link(ctx: Context, node_name: str) -> list[Link]:
@@ -45,7 +45,7 @@ def _cause_link(ctx: Context, node_name: str) -> list[Link]:
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
         return [refs.link("CFG004", policy.metadata.name)]
-    if node_name in ctx.facts.node_dirs and ctx.bundle.node(node_name).nvidia_smi is None:
+    if node_name in ctx.facts.node_dirs and ctx.facts.node(node_name).nvidia_smi is None:
         # A CDI spec is generated from the loaded driver: with no usable driver there
         # is none to generate (DRV003/DRV004 say why, when they fire).
         return [refs.link("DRV003", node_name), refs.link("DRV004", node_name)]

@@ -55,7 +55,7 @@ class GpuAccessOutsideScheduler(Rule):
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.bundle.cluster.pods
+        found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.facts.pods
                  if not pod.terminated and not is_operand(ctx.facts, pod))
         for subject, group in by_workload(found):
             yield self._finding(subject, group)
@@ -84,8 +84,8 @@ class GpuAccessOutsideScheduler(Rule):
                        obj_field(pod, f"{where}: privileged, image {container.image}, no "
                                       "nvidia.com limit",
                                  "spec", section, index, "securityContext", "privileged"))
-            path = ctx.bundle.logs.get((pod.namespace, pod.name, container.name))
-            text = ctx.bundle.read_text(path) if path else None
+            log = ctx.facts.container_log(pod.namespace, pod.name, container.name)
+            path, text = log if log is not None else ("", "")
             if path and text:
                 hits = [m for m in signatures.match(text, "log", container=container.name)
                         if "SC003" in m.signature.rules]

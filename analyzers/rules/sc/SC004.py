@@ -12,7 +12,6 @@ from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._common import container_limits, containers_of, pod_key
 from analyzers.rules.sc._quota import _QUOTA_NAME, _Quota
 from bundle import specs
-from bundle.kube import quantity_int
 
 
 class GpuQuotaExhausted(Rule):
@@ -42,25 +41,17 @@ class GpuQuotaExhausted(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         quotas: dict[tuple[str, str], _Quota] = {}
-        for quota in ctx.bundle.cluster.resourcequotas:
-            namespace = quota.metadata.namespace or "default"
-            status = quota.status if isinstance(quota.status, dict) else {}
-            hard = status.get("hard") or quota.spec.get("hard") or {}
-            used = status.get("used") or {}
-            source = "status" if status.get("hard") else "spec"
-            for key, raw in sorted(hard.items()) if isinstance(hard, dict) else []:
-                if "nvidia.com/" not in key:
-                    continue
-                limit = quantity_int(raw)
-                taken = quantity_int(used.get(key)) if isinstance(used, dict) else None
-                if limit is None or (taken or 0) < limit:
-                    continue
-                entry = quotas.setdefault((namespace, quota.metadata.name),
-                                          _Quota(namespace, quota.metadata.name))
-                entry.exhausted.append((key, limit, taken or 0))
-                entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
-                                                       f"{key}: used {taken or 0} of hard {limit}",
-                                                source, "hard", key))
+        for found in ctx.facts.gpu_quotas:
+            if not found.exhausted or found.hard is None:
+                continue
+            quota, namespace, key = found.quota, found.namespace, found.key
+            limit, taken = found.hard, found.used or 0
+            entry = quotas.setdefault((namespace, quota.metadata.name),
+                                      _Quota(namespace, quota.metadata.name))
+            entry.exhausted.append((key, limit, taken))
+            entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
+                                                   f"{key}: used {taken} of hard {limit}",
+                                            found.section, "hard", key))
         for event in ctx.facts.events_for(self.id):
             hit = _QUOTA_NAME.search(event.message or "")
             if hit is None:

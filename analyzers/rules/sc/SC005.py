@@ -58,7 +58,7 @@ class AdmissionAllocateFailed(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, _Admission] = defaultdict(_Admission)
         known = ctx.facts.pods_by_key
-        for pod in ctx.bundle.cluster.pods:
+        for pod in ctx.facts.pods:
             hits = status_message_matches(pod, "SC005")
             if pod.status.reason != "UnexpectedAdmissionError" and not hits:
                 continue
@@ -71,7 +71,7 @@ class AdmissionAllocateFailed(Rule):
                                      f"{pod.status.reason or ''}: {text}", "status", "message"))
             if any(m.signature.id == "dp-shared-request-too-large" for m in hits):
                 group.shared_subjects.add(workload_subject(pod))
-        for event in ctx.bundle.cluster.events:
+        for event in ctx.facts.events:
             message = event.message or ""
             hits = [m for m in ctx.facts.event_signatures(event) if "SC005" in m.signature.rules]
             if event.reason != "UnexpectedAdmissionError" and not hits:

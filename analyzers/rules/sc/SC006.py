@@ -67,7 +67,7 @@ class SharedGpuMisuse(Rule):
         # containers of every pod need not be read.
         refusing = any(c.fail_requests_greater_than_one
                        for c in ctx.facts.gpu_sharing.configs.values())
-        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.bundle.cluster.pods)
+        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.facts.pods)
         for subject, group in by_workload(found):
             yield self._request_finding(subject, group)
         stale = self._stale_config(ctx)

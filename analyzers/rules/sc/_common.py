@@ -9,13 +9,13 @@ from typing import Generic, TypeVar
 
 from analyzers import refs, signatures
 from analyzers.facts import Facts
-from analyzers.facts.gpu import is_gpu_resource
+from analyzers.facts.gpu import container_gpus
 from analyzers.facts.kernel_events import line_evidence
 from analyzers.models import Evidence, ObjectRef
 from analyzers.refs import Link
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
-from bundle.kube import Container, Event, Pod, quantity_int
+from bundle.kube import Container, Event, Pod
 
 T = TypeVar("T")
 
@@ -74,17 +74,8 @@ def by_workload(pods: Iterable[tuple[Pod, list[T]]]) -> list[tuple[str, Workload
     return sorted(groups.items(), key=lambda item: item[0])
 
 
-def container_limits(container: Container) -> dict[str, int]:
-    """GPU amounts of one container (limit, else request; zero and unreadable dropped)."""
-    found: dict[str, int] = {}
-    limits = container.resources.limits
-    for name, raw in limits.items():
-        if is_gpu_resource(name) and (amount := quantity_int(raw)):
-            found[name] = amount
-    for name, raw in container.resources.requests.items():
-        if name not in limits and is_gpu_resource(name) and (amount := quantity_int(raw)):
-            found[name] = amount
-    return found
+# GPU amounts of one container (limit, else request; zero and unreadable dropped)
+container_limits = container_gpus
 
 
 def containers_of(pod: Pod) -> Iterator[tuple[str, int, Container]]:
