@@ -6,6 +6,7 @@ fact too (or the test says which list to extend)."""
 from __future__ import annotations
 
 from analyzers import signatures
+from analyzers.facts.dcgm import NO_DCGM_WORDINGS, PROFILING_WORDINGS
 from analyzers.facts.driverkernel import INSTALL_WORDINGS
 from analyzers.facts.fabric import FABRIC_WORDINGS
 from analyzers.facts.stages import NO_HANDLER_WORDINGS
@@ -28,3 +29,8 @@ def test_the_missing_handler_event_wordings_are_rt001s() -> None:
     assert set(NO_HANDLER_WORDINGS) == _feeding("RT001", "event")
     # RT001's log wordings are not about a sandbox: the set leaves them out on purpose
     assert "validator-toolkit-not-ready" in _feeding("RT001") - NO_HANDLER_WORDINGS
+
+
+def test_the_exporter_wordings_are_op004s_and_op013s() -> None:
+    assert set(NO_DCGM_WORDINGS) == _feeding("OP004")
+    assert set(PROFILING_WORDINGS) == _feeding("OP013")

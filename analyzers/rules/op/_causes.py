@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzers import refs
-from analyzers.facts import Facts, driver
+from analyzers.facts import Facts, dcgm, driver
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
@@ -25,8 +25,6 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.op._components import exporter_hits
-from analyzers.rules.op._dcgm import profiling_hits
 from analyzers.rules.op._refused import describe
 
 
@@ -135,11 +133,11 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
         return []
     exporter = stages.row["dcgm-exporter"]
     found = []
-    if profiling_hits(ctx, exporter):
+    if dcgm.profiling_failures(ctx.facts, exporter):
         found.append(Cause(refs.link("OP013", node),
                            "The DCGM exporter cannot collect profiling "
                            "metrics (see OP013)."))
-    if exporter_hits(ctx, exporter):
+    if dcgm.no_dcgm(ctx.facts, exporter):
         found.append(Cause(refs.link("OP004", node),
                            "The DCGM exporter cannot reach DCGM "
                            "(see OP004)."))

@@ -9,7 +9,6 @@ from analyzers import refs
 from analyzers.facts import driver
 from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
-from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import stack_component
 from analyzers.facts.refusals import CreateRefusal
@@ -24,26 +23,6 @@ _UUID = re.compile(r"\bGPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\
 
 
 _XID = re.compile(r"Xid=(\d{1,4})")
-
-
-def _restarts(operand: OperandPod) -> int:
-    status = operand.pod.status
-    return sum(s.restart_count for s in status.container_statuses)
-
-
-def exporter_logs(ctx: Context, exporter: OperandPod) -> tuple[ContainerLog, ...]:
-    """The exporter's logs that tell its present: an earlier run's log only when it
-    is failing or has restarted."""
-    logs = ctx.facts.pod_logs.of(exporter.pod)
-    if exporter.healthy and not _restarts(exporter):
-        logs = tuple(log for log in logs if not log.previous)
-    return logs
-
-
-def exporter_hits(ctx: Context, exporter: OperandPod) -> list[Locator]:
-    """OP004's error lines in the exporter's logs (it cannot reach or start DCGM)."""
-    return [log.locate(m) for log in exporter_logs(ctx, exporter)
-            for m in log.matches("OP004", errors_only=True)]
 
 
 _NVML_MISSING = "dp-nvml-missing"
