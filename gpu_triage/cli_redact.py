@@ -19,16 +19,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bundle import specs
 from gpu_triage.cli_common import Failure, check_output, output_failure, shown, stderr, unreadable
 from gpu_triage.exitcodes import Exit
 
 if TYPE_CHECKING:
     from bundle.problems import ProblemLog
     from collectors.redact import CustomPatterns, Redactor
-
-MANIFEST = specs.MANIFEST
-
 
 @click.command()
 @click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
@@ -102,6 +98,8 @@ def _custom(path: Path | None) -> CustomPatterns:
 def _manifest_first(files: list[tuple[str, bytes]], redactor: Redactor,
                     custom: int) -> list[tuple[str, bytes]]:
     """manifest.json (format v1) goes first and says that this redaction was applied."""
+    from bundle.specs import MANIFEST  # here: ``gpu-triage --help`` imports no bundle
+
     manifest = [data for rel, data in files if rel == MANIFEST]
     rest = [(rel, data) for rel, data in files if rel != MANIFEST]
     if not manifest:

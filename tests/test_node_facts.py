@@ -34,6 +34,16 @@ def test_one_node_object_per_name(tmp_path: Path) -> None:
     assert facts.node("gpu-c").object is None
 
 
+def test_kernel_release_from_uname_else_the_node_object(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, {specs.node_file("gpu-a", specs.UNAME):
+                              "Linux gpu-a 6.8.0-45-generic #45 SMP x86_64 GNU/Linux\n"})
+    release, where = facts.node("gpu-a").kernel_release
+    assert release == "6.8.0-45-generic"
+    assert where is not None and where.path == specs.node_file("gpu-a", specs.UNAME)
+    assert where.line == 1
+    assert facts.node("gpu-b").kernel_release == (None, None)
+
+
 def test_a_node_file_is_read_and_parsed_once(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     facts = _facts(tmp_path, {specs.node_file("gpu-a", specs.LSPCI): LSPCI})

@@ -225,6 +225,12 @@ HOMONYMS: dict[str, frozenset[str]] = {"DRV001": frozenset({"events"}),
                                        "OP010": frozenset({"kernel"})}
 
 
+def _where(path: str) -> tuple[bool, str]:
+    """(per node, path) of a bundle path or ``nodes/*/<path>`` pattern."""
+    each = specs.any_node("")
+    return (True, path[len(each):]) if path.startswith(each) else (False, path)
+
+
 def facts_read(rule: type[Rule]) -> set[tuple[bool, str]]:
     """(per node, path) of the files behind the facts the rule's code reads."""
     found: set[tuple[bool, str]] = set()
@@ -233,7 +239,7 @@ def facts_read(rule: type[Rule]) -> set[tuple[bool, str]]:
         for node in ast.walk(code):
             if isinstance(node, ast.Attribute) and node.attr not in ignored:
                 found.update((True, p) for p in fact_reads.NODE.get(node.attr, ()))
-                found.update((False, p) for p in fact_reads.CLUSTER.get(node.attr, ()))
+                found.update(_where(p) for p in fact_reads.FACTS.get(node.attr, ()))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in ("text", "has") and node.args:
                 value = _spec_value(node.args[0])
@@ -269,6 +275,7 @@ def test_the_input_check_follows_helpers() -> None:
     assert {(True, specs.CGROUP), (True, specs.DEV_NVIDIA)} <= facts_read(by_id["RT014"])
     assert (True, specs.DOCKER_DAEMON_JSON) in facts_read(by_id["RT015"])
     assert (False, specs.RESOURCEQUOTAS) in facts_read(by_id["SC004"])
+    assert (False, specs.EVENTS) in facts_read(by_id["SC004"])   # ctx.facts.events_for
     assert (True, specs.DOCKER_DAEMON_JSON) not in facts_read(by_id["SC004"])
 
 
@@ -293,4 +300,4 @@ def test_an_undeclared_fact_is_caught(tmp_path: Path, monkeypatch: pytest.Monkey
 
 def test_the_reads_tables_name_real_facts() -> None:
     assert [name for name in fact_reads.NODE if not hasattr(NodeFacts, name)] == []
-    assert [name for name in fact_reads.CLUSTER if not hasattr(Facts, name)] == []
+    assert [name for name in fact_reads.FACTS if not hasattr(Facts, name)] == []

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from analyzers.facts import hostmodules, journals, smi
 from analyzers.facts.cdi import CdiSpec, node_specs
+from analyzers.facts.driverkernel import node_kernel as node_kernel_release
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
 from bundle import Bundle, NodeArtifacts, specs
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
+from bundle.evidence import Locator
 from bundle.hostprocs import HostProcess, parse_gpu_processes
 from bundle.kube import Node
 from bundle.lspci import PciDevice, parse_lspci
@@ -85,7 +87,6 @@ class NodeFacts:
     def __init__(self, facts: Facts, name: str) -> None:
         self._facts = facts
         self.name = name
-        self._texts: dict[str, str | None] = {}
         self._units: dict[str, dict[str, str] | None] = {}
 
     # -- where --------------------------------------------------------------------------
@@ -109,11 +110,11 @@ class NodeFacts:
         return self._facts.bundle.has(self.path(relative))
 
     def text(self, relative: str) -> str | None:
-        """The text of the node file ``relative``, read once; None where absent. For a
-        file no attribute below parses, and for quoting a line of one that is."""
-        if relative not in self._texts:
-            self._texts[relative] = self._files.text(relative)
-        return self._texts[relative]
+        """The text of the node file ``relative``; None where absent. For a file no
+        attribute below parses, and for quoting a line of one that is. Not kept: a
+        node's nvidia-smi.xml may be megabytes, and a bundle may hold a thousand nodes
+        (the attributes below keep what they parse)."""
+        return self._files.text(relative)
 
     # -- the Node object and the facts drawn from the cluster ----------------------------
 
@@ -225,6 +226,12 @@ class NodeFacts:
         if text is None:
             return None
         return parse_lspci(text) if text else []
+
+    @cached_property
+    def kernel_release(self) -> tuple[str | None, Locator | None]:
+        """(release, where read) of the running kernel: ``host/uname.txt``, else the Node
+        object's ``kernelVersion``; (None, None) where neither says."""
+        return node_kernel_release(self._files, self.object)
 
     @property
     def modules(self) -> hostmodules.Modules | None:

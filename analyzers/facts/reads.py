@@ -25,6 +25,7 @@ NODE: dict[str, tuple[str, ...]] = {
     "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),
     "systemd_unit": (specs.SYSTEMD_ANY,),
     "lspci": (specs.LSPCI,),
+    "kernel_release": (specs.UNAME,),
     "modules": (specs.MODULES,),
     "secure_boot": (specs.SECUREBOOT,),
     "nvidia_ctk": (specs.NVIDIA_CTK,),
@@ -34,16 +35,33 @@ NODE: dict[str, tuple[str, ...]] = {
     "kernel": (specs.DMESG, specs.JOURNALS),
 }
 
-# Facts attribute → cluster paths it reads (the ones a rule reads for itself; the facts
-# every rule may consult, such as ``gpu_nodes``, are not listed).
-CLUSTER: dict[str, tuple[str, ...]] = {
+# Facts attribute → bundle paths it reads (node paths as ``nodes/*/<path>``): the facts
+# a rule reads for its own judgement. The ones every rule may consult (``gpu_nodes``,
+# ``operator_namespace``, each node's CRI ...) are not listed.
+FACTS: dict[str, tuple[str, ...]] = {
     "pods": (specs.PODS,),
+    "pods_by_node": (specs.PODS,),
+    "pods_by_key": (specs.PODS,),
+    "pods_by_namespace": (specs.PODS,),
+    "pending_gpu_pods": (specs.PODS,),
+    "accounting": (specs.NODES, specs.PODS),
     "events": (specs.EVENTS,),
+    "events_by_object": (specs.EVENTS,),
+    "events_for": (specs.EVENTS,),
+    "events_with": (specs.EVENTS,),
+    "pod_events": (specs.EVENTS,),
+    "pod_events_with": (specs.EVENTS,),
     "runtimeclasses": (specs.RUNTIMECLASSES,),
+    "refused_daemonsets": (specs.DAEMONSETS,),
+    "cluster_policy": (specs.CLUSTERPOLICIES,),
+    "gpu_sharing": (specs.CONFIGMAPS,),
+    "mig_configs": (specs.CONFIGMAPS,),
     "helm_releases": (specs.HELM_RELEASES,),
     "gpu_quotas": (specs.RESOURCEQUOTAS,),
     "container_log": (specs.LOGS_ANY,),
     "daemonsets": (specs.DAEMONSETS,),
     "clusterpolicies": (specs.CLUSTERPOLICIES,),
     "crds": (specs.CRDS,),
+    "pod_logs": (specs.LOGS_ANY,),
+    "kernel_events": (specs.any_node(specs.DMESG), specs.any_node(specs.JOURNALS)),
 }
