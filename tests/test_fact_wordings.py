@@ -5,11 +5,11 @@ fact too (or the test says which list to extend)."""
 
 from __future__ import annotations
 
-from analyzers import signatures
 from analyzers.facts.dcgm import NO_DCGM_WORDINGS, PROFILING_WORDINGS
 from analyzers.facts.driverkernel import INSTALL_WORDINGS
 from analyzers.facts.fabric import FABRIC_WORDINGS
 from analyzers.facts.stages import NO_HANDLER_WORDINGS
+from analyzers.knowledge import signatures
 
 
 def _feeding(rule_id: str, source: str | None = None) -> set[str]:

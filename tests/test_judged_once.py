@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import driver, secureboot
 from analyzers.facts import smi as facts_smi
-from analyzers.plugins import discover
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.facts import reads as fact_reads
 from analyzers.facts.node import NodeFacts
-from analyzers.plugins import discover
 from analyzers.rule import Rule
 from bundle import specs
 

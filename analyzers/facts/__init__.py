@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
 
-from analyzers import signatures
 from analyzers.facts import (
     distro,
     driverkernel,
@@ -43,8 +42,9 @@ from analyzers.facts import (
 from analyzers.facts.kernel_events import NodeKernel, by_node
 from analyzers.facts.node import NodeFacts
 from analyzers.facts.operands import OperandPod
-from analyzers.models import Evidence
-from analyzers.signatures import SignatureMatch
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Evidence
 from bundle import Bundle, specs
 from bundle.crds import Crd
 from bundle.kube import (

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle import NodeArtifacts, specs, versions
 from bundle.kube import Node
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from analyzers import signatures
 from analyzers.facts import smi as smifail
 from analyzers.facts.collected import holds, on_a_node
 from analyzers.facts.evidence import capped, event_evidence
@@ -37,7 +36,8 @@ from analyzers.facts.logindex import node_logs
 from analyzers.facts.memo import per_node
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import Stage
-from analyzers.models import Evidence, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence, Severity
 from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy

@@ -3,7 +3,7 @@ event, a list of lines capped with a count of the rest."""
 
 from __future__ import annotations
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle.evidence import clip, join_pointer
 from bundle.kube import Event, KubeObject
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from analyzers.facts.distro import NodeRuntime
     from analyzers.facts.preconditions import NodeCri
     from analyzers.facts.runtimes import RuntimeState
-    from analyzers.models import Evidence
+    from analyzers.results.models import Evidence
 
 
 class Facts(Protocol):

@@ -1,12 +1,12 @@
 """The operand images the operator's pods run, against the versions its release
-expects (``analyzers.operand_versions``): ``Facts.operand_mismatches(version)``."""
+expects (``analyzers.knowledge.operand_versions``): ``Facts.operand_mismatches(version)``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from analyzers.operand_versions import Expected, expected
+from analyzers.knowledge.operand_versions import Expected, expected
 from bundle import versions
 from bundle.kube import Container, Pod
 

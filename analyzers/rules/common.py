@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from analyzers.facts.evidence import event_evidence as event_evidence
 from analyzers.facts.evidence import field as field
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
-from analyzers.models import Evidence, ObjectRef
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
 from bundle import specs
 from bundle.evidence import at_pointer
@@ -48,7 +48,7 @@ def node_ref(name: str) -> ObjectRef:
 
 def events_matching(events: Iterable[Event], rule_id: str) -> Iterator[Event]:
     """Events whose message matches a known signature that feeds ``rule_id``."""
-    from analyzers import signatures
+    from analyzers.knowledge import signatures
 
     for event in events:
         if event.message and any(rule_id in m.signature.rules

@@ -9,7 +9,7 @@ import pytest
 from sc_kit import container, findings, gpu_node, run, smi_gpu, smi_xml, workload
 
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 # ------------------------------------------------------------------------------ CFG001
 
@@ -250,7 +250,7 @@ def test_cfg003_quiet_without_sharing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["incident-toolkit-disabled", "healthy-toolkit-enabled"])
 def test_lab_samples_operator_and_geforce_caveats(samples: Path, name: str) -> None:
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
 
     with open_bundle(samples / name) as bundle:

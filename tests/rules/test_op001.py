@@ -8,7 +8,7 @@ import pytest
 from op_kit import VALIDATOR_INITS, Cluster, event, of_rule, operand_pod, paths, status
 from scenario import DUMP_WITHOUT_NVIDIA, SANDBOX
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 SANDBOX_APPS = ("nvidia-operator-validator", "nvidia-device-plugin-daemonset",
                 "gpu-feature-discovery", "nvidia-dcgm-exporter")
@@ -151,7 +151,7 @@ def test_without_pods_op001_is_skipped(tmp_path: Path) -> None:
     from kit import write_dir
 
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
 
     with open_bundle(write_dir(tmp_path / "b", files)) as bundle:

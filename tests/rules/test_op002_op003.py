@@ -15,7 +15,7 @@ from op_kit import (
     status,
 )
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 DP_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 PCI = "feature.node.kubernetes.io/pci-10de.present"
@@ -138,7 +138,7 @@ def test_without_daemonsets_op002_is_skipped(tmp_path: Path) -> None:
     from kit import write_dir
 
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
 
     with open_bundle(write_dir(tmp_path / "b", files)) as bundle:

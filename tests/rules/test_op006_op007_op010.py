@@ -16,7 +16,7 @@ from op_kit import (
     status,
 )
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 DRIVER = "nvidia-driver-daemonset"
 UPGRADE = "nvidia.com/gpu-driver-upgrade-state"

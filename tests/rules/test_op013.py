@@ -7,7 +7,7 @@ from pathlib import Path
 
 from op_kit import Cluster, of_rule, operand_pod, paths, status
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 STARTED = ['time="2023-08-01T02:47:12Z" level=info msg="Starting dcgm-exporter"',
            'time="2023-08-01T02:47:13Z" level=info msg="DCGM successfully initialized!"']

@@ -19,7 +19,7 @@ from scenario import (
     runtime_class,
 )
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 MAIN = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 REGISTRY = ('# registry mirrors\n[plugins."io.containerd.grpc.v1.cri".registry]\n'

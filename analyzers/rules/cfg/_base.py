@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzers.models import Evidence, Severity
-from analyzers.releases import SupportStatus
+from analyzers.knowledge.releases import SupportStatus
+from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle.kube import HelmRevision, Node

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import refs
 from analyzers.facts import driver
 from analyzers.facts.driver import Unusable
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._driver import _driver_remediation

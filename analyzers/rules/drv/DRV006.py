@@ -8,7 +8,7 @@ from analyzers import refs
 from analyzers.facts import gpu_health
 from analyzers.facts.gpu_health import Issue
 from analyzers.facts.kernel_events import GpuIdentity, gpu_address
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv._common import smi_evidence

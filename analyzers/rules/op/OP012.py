@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers.facts import driver
 from analyzers.facts.driver import VERSION_FILE, HostConflict
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._hostdriver import (

@@ -9,7 +9,7 @@ from analyzers import refs
 from analyzers.facts import dcgm as dcgm_logs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (

@@ -9,7 +9,7 @@ from analyzers.facts import driver
 from analyzers.facts.driver import DENIED, HEADERS, PACKAGES, SELINUX_FILE, BuildFailure
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.op._driverbuild import _ENFORCING, _remediation

@@ -9,7 +9,7 @@ from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT, field
 from bundle import specs

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.mig import MigEntry, device_id
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle import specs

@@ -10,7 +10,7 @@ from analyzers import refs
 from analyzers.facts.containerd_merge import relative_imports
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _restart_line

@@ -7,7 +7,7 @@ import posixpath
 from analyzers import commands as sh
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from bundle import specs
 from bundle.evidence import first_line

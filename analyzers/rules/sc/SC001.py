@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers import refs, signatures
+from analyzers import refs
 from analyzers.facts.scheduling import PodVerdict
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, RUNTIME_FILES, node_ref
 from analyzers.rules.sc._capacity import (

@@ -1,0 +1,173 @@
+"""The case harness behind ``gpu-triage rules test DIR``.
+
+Each local rule file ``DIR/<stem>.py`` may have ``DIR/<stem>.cases.toml`` beside it;
+``DIR/cases/*.toml`` hold cases for every rule of DIR. A case names a bundle (relative
+to the TOML file) and the finding ids it must and must not produce::
+
+    [[case]]
+    name = "fires on the incident sample"          # optional
+    bundle = "../../samples/incident-toolkit-disabled"
+    expect = ["SITE001:cluster-policy"]            # each must be a finding
+    absent = ["SITE001:gpu-a"]                     # none may be a finding
+    status = { SITE001 = "failed" }                # optional: rule id → status
+
+A case runs only the rules it covers (those of its file, or of DIR for ``cases/``),
+so built-in rules neither slow it down nor interfere. Bundles are opened and analysed
+once per set of rules.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyzers.engine import analyze
+from analyzers.engine.plugins import LoadedRule
+from analyzers.results.models import Report, RuleStatus
+from bundle import BundleError, Limits, open_bundle
+
+_KEYS = frozenset({"name", "bundle", "expect", "absent", "status"})
+_STATUSES = frozenset(s.value for s in RuleStatus)
+
+
+class CaseFileError(ValueError):
+    """A case file that cannot be read; the message names the file and case."""
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    source: Path
+    number: int
+    name: str
+    bundle: Path
+    rules: tuple[str, ...]
+    expect: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    status: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.source.name} #{self.number} {self.name}".rstrip()
+
+
+@dataclass(slots=True)
+class CaseResult:
+    case: Case
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def case_files(directory: Path, rules_by_file: dict[Path, list[str]]) -> list[tuple[Path,
+                                                                                    tuple[str,
+                                                                                          ...]]]:
+    """(case file, the rule ids its cases run), in a stable order."""
+    found: list[tuple[Path, tuple[str, ...]]] = []
+    every = tuple(sorted({rule for ids in rules_by_file.values() for rule in ids}))
+    for path, ids in sorted(rules_by_file.items()):
+        cases = path.with_name(f"{path.stem}.cases.toml")
+        if cases.is_file():
+            found.append((cases, tuple(ids)))
+    shared = directory / "cases"
+    if shared.is_dir():
+        found.extend((p, every) for p in sorted(shared.glob("*.toml")))
+    return found
+
+
+def load_cases(path: Path, rules: tuple[str, ...]) -> list[Case]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CaseFileError(f"{path}: {exc}") from None
+    entries = data.get("case")
+    if set(data) - {"case"} or not isinstance(entries, list) or not entries:
+        raise CaseFileError(f"{path}: expected one or more [[case]] tables")
+    return [_case(path, number, entry, rules) for number, entry in enumerate(entries, start=1)]
+
+
+def _strings(value: object, where: str, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CaseFileError(f"{where}: '{key}' must be a list of finding ids")
+    return tuple(value)
+
+
+def _case(path: Path, number: int, entry: object, rules: tuple[str, ...]) -> Case:
+    where = f"{path}: [[case]] #{number}"
+    if not isinstance(entry, dict):
+        raise CaseFileError(f"{where} is not a table")
+    unknown = set(entry) - _KEYS
+    if unknown:
+        raise CaseFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    bundle = entry.get("bundle")
+    if not isinstance(bundle, str) or not bundle:
+        raise CaseFileError(f"{where}: 'bundle' (a path relative to the case file) is required")
+    status = entry.get("status", {})
+    if not isinstance(status, dict) or not all(
+            isinstance(v, str) and v in _STATUSES for v in status.values()):
+        raise CaseFileError(f"{where}: 'status' maps rule ids to one of "
+                            f"{', '.join(sorted(_STATUSES))}")
+    case = Case(source=path, number=number, name=str(entry.get("name", "")),
+                bundle=(path.parent / bundle), rules=rules,
+                expect=_strings(entry.get("expect"), where, "expect"),
+                absent=_strings(entry.get("absent"), where, "absent"),
+                status=tuple(sorted((str(k), str(v)) for k, v in status.items())))
+    if not (case.expect or case.absent or case.status):
+        raise CaseFileError(f"{where}: give 'expect', 'absent' or 'status'")
+    return case
+
+
+Analyse = Callable[[Path, Sequence[LoadedRule]], Report]
+
+
+def _analyse(path: Path, rules: Sequence[LoadedRule]) -> Report:
+    with open_bundle(path, Limits()) as opened:
+        return analyze(opened, rules)
+
+
+def run(cases: Sequence[Case], loaded: Sequence[LoadedRule],
+        analyse: Analyse = _analyse) -> list[CaseResult]:
+    by_id = {lr.rule.id: lr for lr in loaded}
+    reports: dict[tuple[Path, tuple[str, ...]], Report | str] = {}
+    results = []
+    for case in cases:
+        result = CaseResult(case)
+        results.append(result)
+        for finding_id in (*case.expect, *case.absent):
+            rule_id = finding_id.partition(":")[0]
+            if rule_id not in case.rules:
+                result.failures.append(f"{finding_id}: {rule_id} is not a rule this case runs "
+                                       f"({', '.join(case.rules) or 'none'})")
+        if result.failures:
+            continue
+        key = (case.bundle.resolve(), case.rules)
+        if key not in reports:
+            try:
+                reports[key] = analyse(case.bundle, [by_id[r] for r in case.rules if r in by_id])
+            except BundleError as exc:
+                reports[key] = f"cannot read bundle {exc.path}: {exc.problem}"
+        report = reports[key]
+        if isinstance(report, str):
+            result.failures.append(report)
+            continue
+        found = {f.id for f in report.findings}
+        statuses = {r.rule_id: r for r in report.rules}
+        for finding_id in case.expect:
+            if finding_id not in found:
+                rule = statuses.get(finding_id.partition(":")[0])
+                why = f" ({rule.status.value}: {rule.reason})" if rule and rule.reason else ""
+                result.failures.append(f"expected {finding_id}, not found{why}")
+        result.failures.extend(f"{finding_id} found, expected absent"
+                               for finding_id in case.absent if finding_id in found)
+        for rule_id, expected in case.status:
+            rule = statuses.get(rule_id)
+            got = rule.status.value if rule is not None else "not loaded"
+            if got != expected:
+                reason = f" ({rule.reason})" if rule is not None and rule.reason else ""
+                result.failures.append(f"{rule_id} is {got}{reason}, expected {expected}")
+    return results
