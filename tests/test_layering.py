@@ -290,31 +290,9 @@ def test_relative_imports_resolve_from_the_module(tmp_path: Path) -> None:
 
 
 # Rules that stand alone (issue 26): a rule module asks facts, not other rules, and
-# facts know nothing of rule ids. What still breaks that is listed here, edge by edge,
-# to be removed as each judgement moves into the facts; nothing may be added.
+# facts know nothing of rule ids. A judgement two rules need is a verdict of the facts
+# (analyzers/facts/driver.py, ...); a link to another rule's finding names its id.
 RULE_ID = re.compile(r"^(?:BND|CFG|DRV|HELM|OP|RT|SC)[0-9]{3}$")
-RULE_TO_RULE_LEFT = frozenset({
-    "analyzers.rules.drv.DRV002 -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.drv.DRV008 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.drv.DRV010 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.drv._lost -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.drv._smi -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op.OP015 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV009",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV010",
-    "analyzers.rules.op._causes -> analyzers.rules.op.OP012",
-    "analyzers.rules.op._causes -> analyzers.rules.op.OP015",
-    "analyzers.rules.op._components -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._components -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.op._hostdriver -> analyzers.rules.drv.DRV003",
-})
-FACTS_NAMING_RULES_LEFT = frozenset({
-    "analyzers.facts.driverkernel: OP010",
-    "analyzers.facts.fabric: OP005",
-    "analyzers.facts.stages: RT001",
-})
 
 
 def rule_to_rule_imports(graph: Graph) -> set[str]:
@@ -326,10 +304,18 @@ def rule_to_rule_imports(graph: Graph) -> set[str]:
             and RULE_ID.match(target.rpartition(".")[2])}
 
 
-def test_no_new_rule_imports_another_rule() -> None:
+def test_no_rule_imports_another_rule() -> None:
     found = rule_to_rule_imports(import_graph(modules()))
-    assert sorted(found - RULE_TO_RULE_LEFT) == [], "a rule asks another rule: make it a fact"
-    assert sorted(RULE_TO_RULE_LEFT - found) == [], "gone: drop it from RULE_TO_RULE_LEFT"
+    assert sorted(found) == [], "a rule asks another rule: make the judgement a fact"
+
+
+def test_the_rule_import_scan_finds_a_rule_asking_another() -> None:
+    graph = {"analyzers.rules.op._causes": frozenset({"analyzers.rules.drv.DRV003",
+                                                      "analyzers.rules.op._common"}),
+             "analyzers.rules.drv.DRV009": frozenset({"analyzers.rules.drv._smi"}),
+             "analyzers.facts.driver": frozenset({"analyzers.facts.smi"})}
+    assert rule_to_rule_imports(graph) == {
+        "analyzers.rules.op._causes -> analyzers.rules.drv.DRV003"}
 
 
 def test_a_familys_helpers_are_its_own() -> None:
@@ -344,14 +330,58 @@ def test_a_familys_helpers_are_its_own() -> None:
     assert crossing == [], "a helper two families share belongs in rules/common.py or below facts"
 
 
-def test_no_new_fact_names_a_rule_id() -> None:
+def rule_ids_named(name: str, source: str) -> set[str]:
+    """``module: ID`` for each rule id a short string constant of ``source`` names (a
+    key, a selector; long prose such as a docstring may mention a rule in passing)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= {f"{name}: {word}" for word in re.findall(r"\w+", node.value)
+                      if RULE_ID.match(word) and len(node.value) < 40}
+    return found
+
+
+def test_no_fact_names_a_rule_id() -> None:
     found = set()
     for name, path in modules().items():
-        if not name.startswith("analyzers.facts"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found |= {f"{name}: {word}" for word in re.findall(r"\w+", node.value)
-                          if RULE_ID.match(word) and len(node.value) < 40}
-    assert sorted(found - FACTS_NAMING_RULES_LEFT) == [], "facts name no rule ids"
-    assert sorted(FACTS_NAMING_RULES_LEFT - found) == [], "gone: drop it from the list"
+        if name.startswith("analyzers.facts"):
+            found |= rule_ids_named(name, path.read_text(encoding="utf-8"))
+    assert sorted(found) == [], "facts name no rule ids: select by signature id, not by rule"
+
+
+def test_the_fact_scan_finds_a_rule_id() -> None:
+    assert rule_ids_named("f", 'RULE = "OP010"\nx = m.matches("RT001")\n') == {
+        "f: OP010", "f: RT001"}
+    assert rule_ids_named("f", 'IDS = frozenset({"driver-install-failed"})\n') == set()
+
+
+# Rules do not ask each other for verdicts by name: no rule class answers "does my
+# judgement hold on this node" (``explains``), and the facts keep no verdict under a
+# rule's id (``judged``). Those judgements are the facts' own.
+ASKING = frozenset({"explains", "judged", "refused_gpus"})
+
+
+def asking_defined(source: str) -> set[str]:
+    """The functions, methods and attributes named in ``ASKING`` that ``source`` defines
+    or calls."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ASKING:
+            found.add(f"def {node.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in ASKING:
+            found.add(f".{node.attr}")
+    return found
+
+
+def test_no_rule_asks_another_for_its_verdict() -> None:
+    found = sorted(f"{name}: {what}" for name, path in modules().items()
+                   if name.startswith("analyzers")
+                   for what in asking_defined(path.read_text(encoding="utf-8")))
+    assert found == [], "a shared judgement is a verdict of the facts (analyzers/facts/)"
+
+
+def test_the_asking_scan_finds_explains_and_judged() -> None:
+    source = ("class R:\n    @classmethod\n    def explains(cls, ctx, n):\n        return 1\n"
+              "x = ctx.facts.judged('DRV003', n, f)\n")
+    assert asking_defined(source) == {"def explains", ".judged"}
+    assert asking_defined("def explain(x):\n    return x.explanation\n") == set()

@@ -31,6 +31,7 @@ from analyzers.results.models import (
     ToolInfo,
 )
 from analyzers.rule import CannotJudge, Context, Rule
+from analyzers.rules import builtin
 from analyzers.speed import Preload
 from bundle import Bundle
 
@@ -74,7 +75,7 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     wrong = [f.id for f in found if f.rule_id != rule.id]
     if wrong:
         return outcome(RuleStatus.ERROR, f"produced findings of another rule: {wrong[:3]}", [])
-    dangling = _dangling_links(found, {r.id for r in ctx.rules})
+    dangling = _dangling_links(found, {r.id: r for r in ctx.rules})
     if dangling:
         return outcome(RuleStatus.ERROR, f"linked findings that cannot exist: {dangling}", [])
     unjudged = instance.unjudged_reasons()
@@ -84,13 +85,18 @@ def run_rule(rule: type[Rule], origin: str, ctx: Context) -> Outcome:
     return outcome(RuleStatus.FAILED if found else RuleStatus.PASSED, None, found)
 
 
-def _dangling_links(found: list[Finding], rule_ids: set[str]) -> str | None:
+def _dangling_links(found: list[Finding], loaded: dict[str, type[Rule]]) -> str | None:
     """Why some of the rule's links can never name a finding (a typo in a rule id, a
-    subject of the wrong shape); None when every link can. A link to a finding that
-    did not fire this time is fine: :func:`link` drops it."""
-    reasons = sorted({reason for finding in found for target in (*finding.caused_by,
-                                                                  *finding.causes)
-                      if (reason := refs.dangling(target, rule_ids)) is not None})
+    subject of the wrong shape for the target rule's class, a loaded rule or else the
+    built-in one); None when every link can. A link to a finding that did not fire this
+    time is fine: :func:`link` drops it."""
+    def target(rule_id: str) -> refs.Subject | None:
+        rule = loaded.get(rule_id) or builtin(rule_id)
+        return rule.subject if rule is not None else None
+
+    reasons = sorted({reason for finding in found for link in (*finding.caused_by,
+                                                                *finding.causes)
+                      if (reason := refs.dangling(link, target)) is not None})
     if not reasons:
         return None
     more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
-from typing import TypeVar, cast
 
 from analyzers.facts import (
     distro,
@@ -47,8 +46,10 @@ from analyzers.knowledge import signatures
 from analyzers.knowledge.signatures import SignatureMatch
 from analyzers.results.models import Evidence
 from bundle import Bundle, specs
+from bundle.crds import Crd
 from bundle.kube import (
     ClusterPolicy,
+    DaemonSet,
     Event,
     HelmRevision,
     Node,
@@ -60,7 +61,6 @@ from bundle.manifest import Manifest
 from bundle.problems import Problem
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
-T = TypeVar("T")
 
 
 def _listed(cris: list[preconditions.NodeCri]) -> str:
@@ -76,7 +76,6 @@ class Facts:
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
-        self._judged: dict[tuple[str, str], object] = {}
         self._smi_failures: dict[str, smi.SmiFailure | None] = {}
         self._modules: dict[str, hostmodules.Modules | None] = {}
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
@@ -128,6 +127,32 @@ class Facts:
         return operand_images.mismatches(pods, version)
 
     @property
+    def node_objects(self) -> list[Node]:
+        """Every Node of ``cluster/nodes.json``, in bundle order (``nodes`` by name)."""
+        return self.bundle.cluster.nodes
+
+    @property
+    def node_names(self) -> list[str]:
+        """The nodes with a ``nodes/<name>/`` folder, sorted (``node_dirs`` as a list)."""
+        return self.bundle.node_names
+
+    @property
+    def daemonsets(self) -> list[DaemonSet]:
+        """Every DaemonSet of ``cluster/daemonsets.json``, in bundle order."""
+        return self.bundle.cluster.daemonsets
+
+    @property
+    def clusterpolicies(self) -> list[ClusterPolicy]:
+        """Every ClusterPolicy of ``cluster/clusterpolicies.json`` (``cluster_policy`` is
+        the one the operator follows)."""
+        return self.bundle.cluster.clusterpolicies
+
+    @property
+    def crds(self) -> list[Crd] | None:
+        """The GPU stack's CRDs (``cluster/crds.json``); None where not collected."""
+        return self.bundle.cluster.crds
+
+    @property
     def manifest(self) -> Manifest:
         """The bundle's ``manifest.json``: what the collector ran and what failed."""
         return self.bundle.manifest
@@ -146,15 +171,6 @@ class Facts:
         path = self.bundle.logs.get((namespace, pod, container))
         text = self.bundle.read_text(path) if path else None
         return (path, text) if path and text is not None else None
-
-    def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
-        """A rule's verdict on one node that other rules link to (DRV003's driver not
-        usable, DRV004's module refused): ``judge()`` runs once per run and node, the
-        rule that owns the judgement and the rules that ask for it read the same answer."""
-        key = (rule_id, node)
-        if key not in self._judged:
-            self._judged[key] = judge()
-        return cast(T, self._judged[key])
 
     def smi_failure(self, node: str) -> smi.SmiFailure | None:
         """How nvidia-smi failed on ``node`` (its manifest item, the words it left in

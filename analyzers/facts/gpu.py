@@ -135,3 +135,9 @@ def accounting(nodes: Iterable[Node], pods_by_node: Mapping[str, list[Pod]]) -> 
         }
         result[node.name] = NodeGPUs(node.name, resources, tuple(sorted(holders)))
     return result
+
+
+def count(value: str | int | None) -> int | None:
+    """A Kubernetes quantity (a capacity, a label's count) as a whole number; None where
+    it is none."""
+    return quantity_int(value)

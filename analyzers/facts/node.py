@@ -22,9 +22,11 @@ from analyzers.facts.kernel_events import NodeKernel, node_kernel
 from bundle import Bundle, NodeArtifacts, specs
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
 from bundle.evidence import Locator
+from bundle.hostprocs import HostProcess, parse_gpu_processes
 from bundle.kube import Node
 from bundle.lspci import PciDevice, parse_lspci
 from bundle.nvsmi import NvidiaSmi
+from bundle.nvsmi_health import locate
 from bundle.textfiles import parse_key_values
 
 if TYPE_CHECKING:
@@ -246,7 +248,18 @@ class NodeFacts:
         """Xid events and GPU kernel signals from dmesg and the journals."""
         return node_kernel(self._facts.bundle, self.name)
 
+    def smi_line(self, bus_id: str, element: str) -> tuple[int, str] | None:
+        """(line, text) of ``element`` (a path below ``<gpu>``, ``mig_mode/current_mig``)
+        inside the ``<gpu id="bus_id">`` block of ``nvidia-smi.xml``; None where absent."""
+        return locate(self.text(specs.NVIDIA_SMI) or "", bus_id, element)
+
     # -- host files ------------------------------------------------------------------------
+
+    @cached_property
+    def gpu_processes(self) -> list[HostProcess]:
+        """The host processes holding ``/dev/nvidia*`` (``host/gpu-processes.txt``);
+        empty where not collected."""
+        return parse_gpu_processes(self.text(specs.GPU_PROCESSES) or "")
 
     @property
     def nvidia_ctk(self) -> str | None:

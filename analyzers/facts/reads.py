@@ -20,6 +20,8 @@ NODE: dict[str, tuple[str, ...]] = {
     "cdi_files": (specs.CDI_ANY,),
     "cdi_specs": (specs.CDI_ANY,),
     "nvidia_smi": (specs.NVIDIA_SMI,),
+    "smi_line": (specs.NVIDIA_SMI,),
+    "gpu_processes": (specs.GPU_PROCESSES,),
     "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),
     "systemd_unit": (specs.SYSTEMD_ANY,),
     "lspci": (specs.LSPCI,),
@@ -57,6 +59,9 @@ FACTS: dict[str, tuple[str, ...]] = {
     "helm_releases": (specs.HELM_RELEASES,),
     "gpu_quotas": (specs.RESOURCEQUOTAS,),
     "container_log": (specs.LOGS_ANY,),
+    "daemonsets": (specs.DAEMONSETS,),
+    "clusterpolicies": (specs.CLUSTERPOLICIES,),
+    "crds": (specs.CRDS,),
     "pod_logs": (specs.LOGS_ANY,),
     "kernel_events": (specs.any_node(specs.DMESG), specs.any_node(specs.JOURNALS)),
 }

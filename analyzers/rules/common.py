@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from analyzers.facts.evidence import event_evidence as event_evidence
+from analyzers.facts.evidence import field as field
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
 from bundle import specs
-from bundle.evidence import at_pointer, clip, join_pointer
+from bundle.evidence import at_pointer
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
 if TYPE_CHECKING:
@@ -42,18 +44,6 @@ def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:
 
 def node_ref(name: str) -> ObjectRef:
     return ObjectRef(kind="Node", name=name)
-
-
-def field(obj: KubeObject, excerpt: str, *parts: str | int) -> Evidence:
-    """Evidence pointing at a field of an object inside its cluster/*.json list."""
-    return Evidence(path=obj.source_path, pointer=join_pointer(obj.source_pointer, *parts),
-                    excerpt=clip(excerpt))
-
-
-def event_evidence(event: Event) -> Evidence:
-    count = f" (x{event.count})" if event.count and event.count > 1 else ""
-    when = f"{event.time} " if event.time else ""
-    return field(event, f"{when}{event.reason}: {event.message or ''}{count}", "message")
 
 
 def events_matching(events: Iterable[Event], rule_id: str) -> Iterator[Event]:

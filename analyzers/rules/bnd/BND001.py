@@ -73,5 +73,5 @@ class CollectionGaps(Rule):
                 evidence=[Evidence(path=specs.MANIFEST, excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
                 remediation=_REMEDIATION.get(kind, _OTHER_GAP),
-                caused_by=[refs.DRV009(n) for n in nodes] if kind == SMI_FAILED else [],
+                caused_by=[refs.link("DRV009", n) for n in nodes] if kind == SMI_FAILED else [],
             )

@@ -86,8 +86,8 @@ class TimeSlicingExplained(Rule):
             links: list[Link] = []
             if setup.configmap is not None and any("another config" in ln for ln in lines):
                 cm = setup.configmap
-                links.append(refs.SC006.configmap(
-                    cm.metadata.namespace or facts.operator_namespace or "gpu-operator",
+                links.append(refs.link(
+                    "SC006", cm.metadata.namespace or facts.operator_namespace or "gpu-operator",
                     cm.metadata.name))
             summary = (" ".join(lines) + " Slots share one GPU: no memory or fault isolation "
                        "(one pod can take all the memory or crash the others), and DCGM "

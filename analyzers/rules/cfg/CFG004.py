@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import operator_release
@@ -38,6 +39,7 @@ class ToolkitDisabledHostNotConfigured(Rule):
 
     id = "CFG004"
     slug = "toolkit-disabled-host-not-configured"
+    subject = refs.POLICY
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (

@@ -56,7 +56,7 @@ class SecureBootRefusedModule(Rule):
     tags = ("driver", "kernel", "secure-boot")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in ctx.bundle.node_names:
+        for name in ctx.facts.node_names:
             judged = secure_boot_refusal(ctx.facts, name)
             if judged is not None:
                 yield self._finding(*judged)
@@ -82,9 +82,9 @@ class SecureBootRefusedModule(Rule):
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
         # The refusal is the root: the driver container's failed install (OP010) and the
         # missing module (DRV003) follow from it.
-        causes = [refs.DRV003(name)] if absent else []
+        causes = [refs.link("DRV003", name)] if absent else []
         if refused or absent:
-            causes.append(refs.OP010(name))
+            causes.append(refs.link("OP010", name))
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
             evidence=evidence, causes=causes, remediation=_secure_boot_remediation(name),

@@ -44,6 +44,7 @@ class AutomaticKernelUpgrades(Rule):
 
     id = "DRV005"
     slug = "automatic-kernel-upgrades"
+    subject = refs.NODE_OR_KERNELS
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
     inputs = (
@@ -61,7 +62,7 @@ class AutomaticKernelUpgrades(Rule):
         upgrading: set[str] = set()
         uncollected = []
         for name in drivers:
-            if not ctx.bundle.has(specs.node_file(name, specs.UNATTENDED_UPGRADES)):
+            if not ctx.facts.node(name).has(specs.UNATTENDED_UPGRADES):
                 uncollected.append(name)  # the collector writes it, empty where no apt
                 continue
             finding = self._unattended(ctx, name)
@@ -75,7 +76,7 @@ class AutomaticKernelUpgrades(Rule):
 
     def _unattended(self, ctx: Context, name: str) -> Finding | None:
         path = specs.node_file(name, specs.UNATTENDED_UPGRADES)
-        text = ctx.bundle.read_text(path)
+        text = ctx.facts.node(name).text(specs.UNATTENDED_UPGRADES)
         if not text:
             return None
         policy = read_apt(path, text)
@@ -112,5 +113,5 @@ class AutomaticKernelUpgrades(Rule):
                 f"kernels/{os_key}", summary, nodes=members,
                 objects=[node_ref(n) for n in members], evidence=evidence,
                 remediation=_remediation(members[0]),
-                caused_by=[refs.DRV005(n) for n in members if n in upgrading],
+                caused_by=[refs.link("DRV005", n) for n in members if n in upgrading],
             )

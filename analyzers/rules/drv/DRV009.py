@@ -52,26 +52,18 @@ class NvidiaSmiFailed(Rule):
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = {item.node for item in ctx.bundle.manifest.items
+        names = {item.node for item in ctx.facts.manifest.items
                  if item.node and item.path.endswith("/" + SMI_FILE)}
-        if not names and not any(ctx.bundle.has(specs.node_file(name, SMI_FILE))
-                                 for name in ctx.bundle.node_names):
+        if not names and not any(ctx.facts.node(name).has(SMI_FILE)
+                                 for name in ctx.facts.node_names):
             # No node ran nvidia-smi for the collector (no node files: a managed or
             # immutable OS, a layout without them): nothing says it worked either.
             self.unjudged("no node recorded an nvidia-smi run to judge")
-        names |= set(ctx.bundle.node_names)
+        names |= set(ctx.facts.node_names)
         for name in sorted(names):
             failure = ctx.facts.smi_failure(name)
             if failure is not None:
                 yield self._finding(ctx, failure)
-
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether nvidia-smi failed on ``name`` and no other finding explains it (for
-        OP001's driver stage on a host-driver node, which then hangs under it)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return ctx.facts.smi_failure(name) is not None and not _explanations(ctx, name)
 
     def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
         name = failure.node

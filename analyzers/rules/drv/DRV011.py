@@ -98,11 +98,11 @@ class NvswitchSXid(Rule):
         if echoes:
             summary += (f" The GPUs report it too: {', '.join(sorted(echoes))} "
                         "(Xid 74/45 near the SXid; see DRV001).")
-            causes += [refs.DRV001(name, gpu) for gpu in sorted(echoes)]
+            causes += [refs.link("DRV001", name, gpu) for gpu in sorted(echoes)]
         fabric = ctx.facts.nvlink_fabric.get(name)
         if any(_info(e).kind in FATAL for e in serious) and fabric is not None and fabric.broken:
             summary += " The node's NVLink fabric is not up either (see OP005)."
-            causes.append(refs.OP005(name))
+            causes.append(refs.link("OP005", name))
         evidence = self._evidence(reports)
         return self.finding(
             f"{name}/{key}", summary, severity=Severity(lead.severity), nodes=[name],

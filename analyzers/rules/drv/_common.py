@@ -4,9 +4,9 @@ node's device health as Kubernetes and the device plugin see it, and node logs."
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from analyzers.facts.evidence import capped as capped
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
 from analyzers.knowledge import signatures
@@ -17,7 +17,7 @@ from analyzers.rules.common import field as object_field
 from bundle import specs
 from bundle.evidence import clip
 from bundle.kernel import KernelLine
-from bundle.nvsmi_health import Reading, locate
+from bundle.nvsmi_health import Reading
 
 # What DRV001, DRV002 and DRV011 read: kernel lines, mapped to GPUs and to the node's
 # health, and the container lines (NVML, the device plugin) that name a GPU's loss.
@@ -29,9 +29,6 @@ KERNEL_INPUTS: tuple[Input, ...] = (
     cluster(specs.PODS, optional=True),
     LOGS,
 )
-
-
-CAP = 4
 
 
 ALL_DEVICES = "*"
@@ -64,18 +61,10 @@ def smi_path(node: str) -> str:
 def smi_evidence(ctx: Context, node: str, bus_id: str, reading: Reading) -> Evidence:
     """The line of ``reading`` inside this GPU's block of nvidia-smi.xml."""
     path = smi_path(node)
-    text = ctx.bundle.read_text(path) or ""
-    found = locate(text, bus_id, reading.path)
+    found = ctx.facts.node(node).smi_line(bus_id, reading.path)
     if found is None:
         return Evidence(path=path, excerpt=clip(f"gpu {bus_id}: {reading.path} = {reading.value}"))
     return Evidence(path=path, line=found[0], excerpt=clip(found[1]))
-
-
-def capped(items: list[Evidence], cap: int = CAP) -> list[Evidence]:
-    if len(items) <= cap:
-        return items
-    rest = len(items) - cap
-    return [*items[:cap], Evidence(path=items[cap].path, excerpt=f"... and {rest} more")]
 
 
 @dataclass
@@ -151,14 +140,3 @@ def _plugin_marks(ctx: Context, node: str, health: DeviceHealth) -> None:
             xid = _PLUGIN_XID_RE.search(hit.text)
             if xid:
                 health.mark_xids.setdefault(key, set()).add(int(xid["xid"]))
-
-
-def log_lines(path: str, text: str, *needles: str) -> Iterator[KernelLine]:
-    """Lines of a container log holding any of ``needles`` (case-insensitive), as
-    records the kernel signal scanner can read."""
-    lowered = tuple(n.lower() for n in needles)
-    for number, raw in enumerate(text.splitlines(), start=1):
-        low = raw.lower()
-        if any(n in low for n in lowered):
-            yield KernelLine(path=path, line=number, raw=raw, message=raw.strip(),
-                             time=None, uptime=None)

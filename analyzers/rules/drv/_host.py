@@ -91,7 +91,7 @@ def driver_container_nodes(ctx: Context) -> list[str]:
 
 
 def _kernel(ctx: Context, name: str) -> tuple[str, Evidence] | None:
-    text = ctx.bundle.node(name).text(specs.UNAME)
+    text = ctx.facts.node(name).text(specs.UNAME)
     if text and text.split():
         fields = text.split()
         release = fields[2] if len(fields) > 2 and fields[0] == "Linux" else fields[0]
@@ -110,7 +110,7 @@ _NFD_OS = "feature.node.kubernetes.io/system-os_release."
 
 
 def _os_key(ctx: Context, name: str) -> str:
-    text = ctx.bundle.node(name).host("os-release") or ""
+    text = ctx.facts.node(name).text(specs.OS_RELEASE) or ""
     values = dict(_os_pair(line) for line in text.splitlines() if "=" in line)
     if values.get("ID"):
         return f"{values['ID']}{values.get('VERSION_ID', '')}"

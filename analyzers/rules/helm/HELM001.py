@@ -47,6 +47,7 @@ class ValuesDroppedByUpgrade(Rule):
 
     id = "HELM001"
     slug = "values-dropped-by-upgrade"
+    subject = refs.REVISION
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (cluster(specs.HELM_RELEASES), cluster(specs.PODS, optional=True))
@@ -83,7 +84,7 @@ class ValuesDroppedByUpgrade(Rule):
                 else []
             if failing:
                 danger += f" Its driver pods now fail on {', '.join(failing)}."
-                explains = [refs.OP001(n) for n in failing]
+                explains = [refs.link("OP001", n) for n in failing]
         elif harmful:
             danger = f" {', '.join(harmful)} changes what the operator deploys."
         evidence: list[Evidence | Locator] = [
@@ -111,7 +112,7 @@ class ValuesDroppedByUpgrade(Rule):
         summary = (f"Helm release {release}: revision {after.revision} dropped values that "
                    f"revision {before.revision} had set — {'; '.join(changes[:6])}"
                    f"{' …' if len(changes) > 6 else ''}.{danger}")
-        subject = refs.HELM001.subject(release, after.revision)
+        subject = refs.REVISION.of(release, after.revision)
         return self.finding(subject, summary, severity=severity,
                             objects=[ObjectRef(kind="HelmRelease", namespace=namespace,
                                                name=release)],

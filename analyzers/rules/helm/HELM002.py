@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
@@ -31,6 +32,7 @@ class ReleaseStuck(Rule):
 
     id = "HELM002"
     slug = "release-stuck"
+    subject = refs.RELEASE
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (cluster(specs.HELM_RELEASES),)

@@ -64,7 +64,7 @@ class OperandsNotScheduled(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = ctx.facts.operator_namespace
         groups: dict[str, list[DaemonSet]] = {}
-        for ds in ctx.bundle.cluster.daemonsets:
+        for ds in ctx.facts.daemonsets:
             if ns is not None and ds.metadata.namespace != ns:
                 continue
             key = _deploy_key(ds)
@@ -120,7 +120,7 @@ class OperandsNotScheduled(Rule):
                         f"({PRESENT} is not 'true'), so it set no deploy labels")
             if not has_pci_label(obj):
                 summary += "; NFD's NVIDIA PCI label is missing too (see OP003)"
-                causes.append(refs.OP003(name))
+                causes.append(refs.link("OP003", name))
             summary += "."
         if "paused" in kinds:
             summary += (" A paused-for-* value is left behind by a driver upgrade or MIG "

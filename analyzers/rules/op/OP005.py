@@ -64,7 +64,7 @@ class FabricManagerNotWorking(Rule):
 
     def _finding(self, ctx: Context, name: str, fabric: FabricState) -> Finding:
         ns = namespace(ctx)
-        artifacts = ctx.bundle.node(name)
+        artifacts = ctx.facts.node(name)
         driver = ctx.facts.operands.get(name, {}).get("driver")
         facts: list[str] = []
         if fabric.not_initialized:
@@ -116,5 +116,5 @@ class FabricManagerNotWorking(Rule):
         return self.finding(
             name, summary, severity=self.severity if unregistered_cuda else Severity.HIGH,
             nodes=[name], objects=[node_ref(name)], evidence=evidence,
-            remediation=sh.lines(lines), causes=[refs.OP001(name)],
+            remediation=sh.lines(lines), causes=[refs.link("OP001", name)],
         )

@@ -68,8 +68,8 @@ class DriverUpgradeStuck(Rule):
     tags = ("operator", "driver", "upgrade")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        created = ctx.bundle.manifest.created_at
-        for obj in ctx.bundle.cluster.nodes:
+        created = ctx.facts.manifest.created_at
+        for obj in ctx.facts.node_objects:
             state = obj.labels.get(UPGRADE_STATE)
             if state is None:
                 continue
@@ -116,7 +116,7 @@ class DriverUpgradeStuck(Rule):
             kernel = ctx.facts.driver_kernel.get(name)
             if kernel is not None and kernel.broken:
                 summary += " — the new driver cannot install on the node (see OP010)"
-                causes.append(refs.OP010(name))
+                causes.append(refs.link("OP010", name))
         events = [e for key in (("Node", "", name), ("Node", "default", name))
                   for e in ctx.facts.events_by_object.get(key, [])
                   if e.reason == "GPUDriverUpgrade"]

@@ -100,7 +100,7 @@ class DriverKernelMismatch(Rule):
         if secure_boot_refusal(ctx.facts, name) is not None:
             summary += (" Secure Boot refuses the module for its signature: that is the "
                         "cause, not the kernel match (see DRV004).")
-            causes.append(refs.DRV004(name))
+            causes.append(refs.link("DRV004", name))
         elif named is not None and named.kind == "signing":
             summary += (" " + _signing_without_secure_boot(ctx, name))
         evidence: list[Evidence] = capped([p.where for p in driver.pulls], 2)
@@ -138,5 +138,5 @@ class DriverKernelMismatch(Rule):
                                  nodes=[sh.node(n) for n in others[:4]], more=sh.raw(more)))
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation=sh.lines(lines), causes=[refs.OP001(name)],
+                            remediation=sh.lines(lines), causes=[refs.link("OP001", name)],
                             caused_by=causes)

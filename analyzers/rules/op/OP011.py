@@ -65,7 +65,7 @@ class NodeLabellingBroken(Rule):
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.bundle.has(specs.PODS):
+        if not ctx.facts.has(specs.PODS):
             # without the pods nothing says whether NFD runs: OP003 still names the nodes
             raise CannotJudge("the pods were not collected, so NFD's state is unknown")
         picture = labelling(ctx)
@@ -107,9 +107,10 @@ class NodeLabellingBroken(Rule):
         evidence += capped(picture.no_gpu_node, 1) + picture.conditions[:1]
         parts += self._reasons(picture, evidence, expected)
         summary = "Node labelling is broken: " + "; ".join(parts) + "."
-        causes = [link for name in nodes for link in (refs.OP003(name), refs.OP001(name))]
-        causes += [refs.OP006(name) for name in picture.policies]
-        refused_by = [refs.OP017(r.key) for r in picture.refused]
+        causes = [link for name in nodes
+                  for link in (refs.link("OP003", name), refs.link("OP001", name))]
+        causes += [refs.link("OP006", name) for name in picture.policies]
+        refused_by = [refs.link("OP017", r.key) for r in picture.refused]
         objects = [node_ref(name) for name in nodes[:_CAP]]
         objects += [ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)
                     for pod, _ in picture.broken[:2]]

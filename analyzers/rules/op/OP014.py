@@ -53,7 +53,7 @@ class MigChangeBlocked(Rule):
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set)
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set)
         for name in names:
             blocked = _Blocked()
             _log_hits(ctx, name, blocked)
@@ -74,5 +74,5 @@ class MigChangeBlocked(Rule):
         return self.finding(name, summary, nodes=[name],
                             objects=[node_ref(name), *blocked.objects],
                             evidence=[*blocked.hits, *blocked.evidence],
-                            causes=[refs.OP009(name)],
+                            causes=[refs.link("OP009", name)],
                             remediation=_remediation(ctx, name, blocked))

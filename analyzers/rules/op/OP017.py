@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
@@ -43,6 +44,7 @@ class DaemonSetRefused(Rule):
 
     id = "OP017"
     slug = "daemonset-refused"
+    subject = refs.DAEMONSET
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (cluster(specs.DAEMONSETS), cluster(specs.EVENTS))

@@ -15,7 +15,6 @@ from analyzers.rules.common import field as object_field
 from analyzers.rules.common import ref
 from bundle import specs
 from bundle.evidence import clip
-from bundle.hostprocs import parse_gpu_processes
 
 SIGNATURE = "mig-manager-gpu-in-use"
 
@@ -57,9 +56,8 @@ def _log_hits(ctx: Context, name: str, blocked: _Blocked) -> None:
 
 
 def _holders(ctx: Context, name: str, blocked: _Blocked) -> None:
-    artifacts = ctx.bundle.node(name)
-    text = artifacts.text(specs.GPU_PROCESSES)
-    for process in parse_gpu_processes(text or ""):
+    artifacts = ctx.facts.node(name)
+    for process in artifacts.gpu_processes:
         blocked.holders.append(f"{process.comm} (host pid {process.pid})")
         blocked.evidence.append(Evidence(path=artifacts.path(PROCESSES_FILE),
                                          line=process.line, excerpt=clip(process.text)))

@@ -98,4 +98,4 @@ class DropInClobber(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
-                               causes=[refs.RT001(node_name)])
+                               causes=[refs.link("RT001", node_name)])

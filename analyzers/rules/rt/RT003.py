@@ -84,7 +84,7 @@ class DropInNotImported(Rule):
                 directory = where.layout.dropin_dir
                 yield self.finding(
                     node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
-                    evidence=evidence, causes=[refs.RT001(node_name)], remediation=sh.lines(
+                    evidence=evidence, causes=[refs.link("RT001", node_name)], remediation=sh.lines(
                         sh.note("# on {node}: {main} is generated and imports {dir}/*.toml",
                                 node=sh.node(node_name), main=sh.path(main),
                                 dir=sh.path(directory)),
@@ -104,4 +104,4 @@ class DropInNotImported(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,
-                               remediation=remediation, causes=[refs.RT001(node_name)])
+                               remediation=remediation, causes=[refs.link("RT001", node_name)])

@@ -96,7 +96,7 @@ class BrokenRuntimeReference(Rule):
             if len(lacking) < len(judged):
                 continue
             links = sorted({link for n in lacking for link in _cause_link(ctx, n)}
-                           | {refs.OP003(n) for n in lacking if _not_gpu_node(ctx, n)})
+                           | {refs.link("OP003", n) for n in lacking if _not_gpu_node(ctx, n)})
             yield self.finding(
                 f"handler/{handler}",
                 f"RuntimeClass {name} uses handler '{handler}', but no GPU node's loaded "

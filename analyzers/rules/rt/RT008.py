@@ -102,4 +102,4 @@ class ToolkitMisdirected(Rule):
         )
         return self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.RT001(node_name)])
+                            causes=[refs.link("RT001", node_name)])

@@ -131,4 +131,4 @@ class TemplateLostRuntime(Rule):
         )
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
                             objects=[node_ref(node_name)], evidence=evidence,
-                            remediation=remediation, causes=[refs.RT001(node_name)])
+                            remediation=remediation, causes=[refs.link("RT001", node_name)])

@@ -132,4 +132,4 @@ class CrioNoNvidiaHandler(Rule):
         # device plugin not registered (links to absent findings are dropped)
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP001(node_name), refs.OP008(node_name)])
+                            causes=[refs.link("OP001", node_name), refs.link("OP008", node_name)])

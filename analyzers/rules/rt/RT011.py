@@ -181,5 +181,5 @@ class NvidiaHandlerBroken(Rule):
         return self.finding(
             node_name, summary, nodes=[node_name], objects=objects, evidence=broken.evidence,
             remediation=remediation,
-            causes=[refs.OP001(node_name), refs.OP008(node_name),
+            causes=[refs.link("OP001", node_name), refs.link("OP008", node_name),
                     *_sc001_links(facts, node_name)])

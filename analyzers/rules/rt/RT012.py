@@ -151,5 +151,5 @@ class NvidiaNotDefault(Rule):
             remediation=sh.lines(_look(ctx, node_name,
                                        " | grep -nE 'default_runtime_name|enable_cdi'"),
                                  fixes),
-            causes=[refs.OP008(node_name), *(_sc001_links(facts, node_name)
-                                            if starved.plugins else [])])
+            causes=[refs.link("OP008", node_name),
+                    *(_sc001_links(facts, node_name) if starved.plugins else [])])

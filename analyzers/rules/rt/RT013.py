@@ -107,6 +107,6 @@ class CdiDeviceUnresolvable(Rule):
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in pods[:10]]
-        caused_by = [refs.RT006(node_name)] if collected and not found_specs else []
+        caused_by = [refs.link("RT006", node_name)] if collected and not found_specs else []
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation, caused_by=caused_by)

@@ -73,7 +73,7 @@ def _sc001_links(facts: Facts, node_name: str) -> list[refs.Link]:
         if any(node_name in r.culprits or any(row.node == node_name and not row.advertised
                                               for row in r.rows)
                for r in verdict.resources):
-            links.append(refs.SC001(key[0], key[1]))
+            links.append(refs.link("SC001", key[0], key[1]))
     return links
 
 

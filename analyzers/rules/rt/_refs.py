@@ -44,11 +44,11 @@ def _cause_link(ctx: Context, node_name: str) -> list[Link]:
     cause = ctx.facts.runtime_cause(node_name)
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
-        return [refs.CFG004(policy.metadata.name)]
+        return [refs.link("CFG004", policy.metadata.name)]
     if node_name in ctx.facts.node_dirs and ctx.facts.node(node_name).nvidia_smi is None:
         # A CDI spec is generated from the loaded driver: with no usable driver there
         # is none to generate (DRV003/DRV004 say why, when they fire).
-        return [refs.DRV003(node_name), refs.DRV004(node_name)]
+        return [refs.link("DRV003", node_name), refs.link("DRV004", node_name)]
     return []
 
 

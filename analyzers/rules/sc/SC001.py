@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers import refs
 from analyzers.facts.scheduling import PodVerdict
 from analyzers.knowledge import signatures
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
@@ -54,6 +55,7 @@ class InsufficientGPU(Rule):
 
     id = "SC001"
     slug = "insufficient-gpu"
+    subject = refs.POD
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (cluster(specs.PODS), cluster(specs.NODES), cluster(specs.EVENTS, optional=True),

@@ -111,9 +111,9 @@ class AdmissionAllocateFailed(Rule):
                 if now:
                     summary += f" The node now shows {now}."
             fault_links, fault_ev = device_fault_links(facts, subject)
-            links += fault_links + [refs.OP008(subject)]
+            links += fault_links + [refs.link("OP008", subject)]
             evidence += fault_ev
-        links += [refs.SC006.workload(s) for s in sorted(group.shared_subjects)]
+        links += [refs.link("SC006", s) for s in sorted(group.shared_subjects)]
         objects = ([node_ref(subject)] if on_node else []) + [
             pod_ref(p) for p in list(group.pods.values())[:EXAMPLE_CAP] if p is not None]
         return self.finding(subject, summary, nodes=[subject] if on_node else [],

@@ -51,6 +51,7 @@ class SharedGpuMisuse(Rule):
 
     id = "SC006"
     slug = "shared-gpu-misuse"
+    subject = refs.WORKLOAD_OR_CONFIGMAP
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (
@@ -148,7 +149,7 @@ class SharedGpuMisuse(Rule):
         if not stale:
             return None
         namespace = configmap.metadata.namespace or facts.operator_namespace or "gpu-operator"
-        subject = refs.SC006.configmap_subject(namespace, configmap.metadata.name)
+        subject = refs.WORKLOAD_OR_CONFIGMAP.of(namespace, configmap.metadata.name)
         nodes = [n for n, _, _ in stale]
         pointer = join_pointer(configmap.source_pointer, "metadata", *where.split("/"))
         evidence = [Evidence(path=configmap.source_path, pointer=pointer,

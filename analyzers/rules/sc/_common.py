@@ -12,7 +12,7 @@ from analyzers.facts import Facts
 from analyzers.facts.gpu import container_gpus
 from analyzers.facts.kernel_events import line_evidence
 from analyzers.knowledge import signatures
-from analyzers.refs import Link, PodRef
+from analyzers.refs import Link
 from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
@@ -35,7 +35,7 @@ LOST_SIGNALS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed")
 
 
 def pod_key(pod: Pod) -> str:
-    return PodRef.subject(pod.namespace, pod.name)
+    return refs.POD.of(pod.namespace, pod.name)
 
 
 def pod_ref(pod: Pod) -> ObjectRef:
@@ -111,12 +111,12 @@ def device_fault_links(facts: Facts, node_name: str) -> tuple[list[Link], list[E
     for event in kernel.xids:
         if event.xid in APPLICATION_XIDS:
             continue
-        links.append(refs.DRV001(node_name, kernel.key(event.pci)))
+        links.append(refs.link("DRV001", node_name, kernel.key(event.pci)))
         if len(evidence) < 2:
             evidence.append(line_evidence(event.source))
     for signal in kernel.signals:
         if signal.kind in LOST_SIGNALS:
-            links.append(refs.DRV002(node_name, kernel.key(signal.pci)))
+            links.append(refs.link("DRV002", node_name, kernel.key(signal.pci)))
             if len(evidence) < 3:
                 evidence.append(line_evidence(signal.source))
     return sorted(set(links)), evidence
