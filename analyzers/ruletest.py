@@ -13,6 +13,8 @@ to the TOML file) and the finding ids it must and must not produce::
     status = { SITE001 = "failed" }                # optional: rule id → status
     exact = true                                   # optional: 'expect' lists every
                                                    # finding of the case's rules
+    also = ["OP001"]                               # optional: rules to run alongside
+                                                   # (whose reading the case needs)
 
 Instead of ``bundle``, a case may write its bundle inline: ``base`` (a bundle kept as
 data under ``analyzers/data/case_bases/``), ``files``, ``drop``, ``patch``, ``add`` and
@@ -39,7 +41,7 @@ from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from bundle import BundleError, Limits, open_bundle
 
-_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "exact"}) | casebundle.INLINE_KEYS
+_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "exact", "also"}) | casebundle.INLINE_KEYS
 _STATUSES = frozenset(s.value for s in RuleStatus)
 
 
@@ -59,6 +61,7 @@ class Case:
     status: tuple[tuple[str, str], ...] = ()
     inline: Inline | None = None
     exact: bool = False
+    also: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -144,7 +147,11 @@ def _case(path: Path, number: int, entry: object, rules: tuple[str, ...]) -> Cas
     exact = entry.get("exact", False)
     if exact is not True and exact is not False:
         raise CaseFileError(f"{where}: 'exact' must be true or false")
+    also = entry.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(r, str) for r in also):
+        raise CaseFileError(f"{where}: 'also' must be a list of rule ids")
     case = Case(source=path, number=number, name=str(entry.get("name", "")), exact=exact,
+                also=tuple(also),
                 bundle=path.parent / bundle if isinstance(bundle, str) else None,
                 rules=rules, inline=inline,
                 expect=_strings(entry.get("expect"), where, "expect"),
@@ -180,6 +187,9 @@ def check(case: Case, loaded: Sequence[LoadedRule], analyse: Analyse = _analyse,
         with tempfile.TemporaryDirectory(prefix="gpu-triage-case-") as made:
             return check(case, loaded, analyse, Path(made), reports)
     result = CaseResult(case)
+    known = {lr.rule.id for lr in loaded}
+    result.failures.extend(f"also: {rule_id} is not a loaded rule"
+                           for rule_id in case.also if rule_id not in known)
     for finding_id in (*case.expect, *case.absent):
         rule_id = finding_id.partition(":")[0]
         if rule_id not in case.rules:
@@ -216,7 +226,7 @@ def check(case: Case, loaded: Sequence[LoadedRule], analyse: Analyse = _analyse,
 def _report(case: Case, loaded: Sequence[LoadedRule], analyse: Analyse, scratch: Path,
             reports: dict[tuple[Path, tuple[str, ...]], Report | str]) -> Report | str:
     by_id = {lr.rule.id: lr for lr in loaded}
-    rules = [by_id[r] for r in case.rules if r in by_id]
+    rules = [by_id[r] for r in (*case.rules, *case.also) if r in by_id]
     if case.inline is not None:
         target = scratch / f"case-{len(list(scratch.iterdir()))}"
         try:
@@ -228,7 +238,7 @@ def _report(case: Case, loaded: Sequence[LoadedRule], analyse: Analyse, scratch:
         except BundleError as exc:
             return f"cannot read the inline bundle's {exc.path}: {exc.problem}"
     assert case.bundle is not None
-    key = (case.bundle.resolve(), case.rules)
+    key = (case.bundle.resolve(), (*case.rules, *case.also))
     if key not in reports:
         try:
             reports[key] = analyse(case.bundle, rules)
