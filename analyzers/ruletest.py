@@ -41,7 +41,8 @@ from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from bundle import BundleError, Limits, open_bundle
 
-_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "exact", "also"}) | casebundle.INLINE_KEYS
+_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "exact", "also",
+                   *casebundle.INLINE_KEYS})
 _STATUSES = frozenset(s.value for s in RuleStatus)
 
 
