@@ -11,6 +11,8 @@ to the TOML file) and the finding ids it must and must not produce::
     expect = ["SITE001:cluster-policy"]            # each must be a finding
     absent = ["SITE001:gpu-a"]                     # none may be a finding
     status = { SITE001 = "failed" }                # optional: rule id → status
+    reason = { SITE001 = "not in the bundle" }     # optional: rule id → text its
+                                                   # status reason must contain
     exact = true                                   # optional: 'expect' lists every
                                                    # finding of the case's rules
     also = ["OP001"]                               # optional: rules to run alongside
@@ -41,7 +43,7 @@ from analyzers.models import Report, RuleStatus
 from analyzers.plugins import LoadedRule
 from bundle import BundleError, Limits, open_bundle
 
-_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "exact", "also",
+_KEYS = frozenset({"name", "bundle", "expect", "absent", "status", "reason", "exact", "also",
                    *casebundle.INLINE_KEYS})
 _STATUSES = frozenset(s.value for s in RuleStatus)
 
@@ -60,6 +62,7 @@ class Case:
     expect: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
     status: tuple[tuple[str, str], ...] = ()
+    reason: tuple[tuple[str, str], ...] = ()
     inline: Inline | None = None
     exact: bool = False
     also: tuple[str, ...] = ()
@@ -148,18 +151,23 @@ def _case(path: Path, number: int, entry: object, rules: tuple[str, ...]) -> Cas
     exact = entry.get("exact", False)
     if exact is not True and exact is not False:
         raise CaseFileError(f"{where}: 'exact' must be true or false")
+    reason = entry.get("reason", {})
+    if not isinstance(reason, dict) or not all(isinstance(v, str) for v in reason.values()):
+        raise CaseFileError(f"{where}: 'reason' maps rule ids to text the status reason "
+                            "must contain")
     also = entry.get("also", [])
     if not isinstance(also, list) or not all(isinstance(r, str) for r in also):
         raise CaseFileError(f"{where}: 'also' must be a list of rule ids")
     case = Case(source=path, number=number, name=str(entry.get("name", "")), exact=exact,
                 also=tuple(also),
+                reason=tuple(sorted((str(k), str(v)) for k, v in reason.items())),
                 bundle=path.parent / bundle if isinstance(bundle, str) else None,
                 rules=rules, inline=inline,
                 expect=_strings(entry.get("expect"), where, "expect"),
                 absent=_strings(entry.get("absent"), where, "absent"),
                 status=tuple(sorted((str(k), str(v)) for k, v in status.items())))
-    if not (case.expect or case.absent or case.status):
-        raise CaseFileError(f"{where}: give 'expect', 'absent' or 'status'")
+    if not (case.expect or case.absent or case.status or case.reason):
+        raise CaseFileError(f"{where}: give 'expect', 'absent', 'status' or 'reason'")
     return case
 
 
@@ -211,6 +219,12 @@ def check(case: Case, loaded: Sequence[LoadedRule], analyse: Analyse = _analyse,
             result.failures.append(f"expected {finding_id}, not found{why}")
     result.failures.extend(f"{finding_id} found, expected absent"
                            for finding_id in case.absent if finding_id in found)
+    for rule_id, wanted in case.reason:
+        rule = statuses.get(rule_id)
+        said = rule.reason if rule is not None else None
+        if said is None or wanted not in said:
+            result.failures.append(f"{rule_id}'s reason is {said!r}, expected it to say "
+                                   f"{wanted!r}")
     if case.exact:
         result.failures.extend(f"{f.id} found, not among 'expect' (exact = true)"
                                for f in report.findings
