@@ -15,7 +15,7 @@ from op_kit import (
     pod_name,
 )
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.models import Severity
 
 DRIVER = "nvidia-driver-daemonset"
 UPGRADE = "nvidia.com/gpu-driver-upgrade-state"
@@ -64,18 +64,6 @@ def test_missing_crd_is_read_from_the_collection_error(tmp_path: Path) -> None:
     assert "collection result" in op.summary and MISSING_CRD in op.summary
     assert op.evidence[0].path == "manifest.json"
     assert op.evidence[0].pointer and op.evidence[0].pointer.endswith("/error")
-
-
-def test_forbidden_listing_skips_op006_with_the_error(tmp_path: Path) -> None:
-    cluster = Cluster()
-    cluster.policies = None
-    forbidden = ('Error from server (Forbidden): clusterpolicies.nvidia.com is forbidden: '
-                 'User "support@example.com" cannot list resource')
-    cluster.failed = [{"path": "cluster/clusterpolicies.json", "error": forbidden}]
-    report = cluster.analyze(tmp_path)
-    result = next(r for r in report.rules if r.rule_id == "OP006")
-    assert result.status is RuleStatus.SKIPPED
-    assert result.reason == f"cluster/clusterpolicies.json was not collected: {forbidden}"
 
 
 def test_empty_policy_list_and_ignored_duplicate(tmp_path: Path) -> None:
