@@ -12,6 +12,9 @@ A case may spell its bundle out instead of pointing at one on disk::
     "cluster/clusterpolicies.json" = []  # an array at a .json path: a Kubernetes List
     "cluster/version.json" = { gitVersion = "v1.31.0" }   # a table: that JSON object
 
+    [case.json]                          # JSON documents written as given
+    "cluster/helm/gpu-operator.json" = [{ revision = 1, status = "deployed" }]
+
     [[case.patch]]                       # change one item of a listed file
     file = "cluster/pods.json"
     name = "nvidia-driver-daemonset-gpu-a"
@@ -43,11 +46,17 @@ from typing import Any
 import orjson
 
 BASES = Path(__file__).resolve().parent / "data" / "case_bases"
-INLINE_KEYS = frozenset({"base", "files", "drop", "patch", "add", "failed"})
+INLINE_KEYS = frozenset({"base", "files", "json", "drop", "patch", "add", "failed"})
 _PATCH_KEYS = frozenset({"file", "name", "namespace", "merge", "unset", "remove"})
 _ADD_KEYS = frozenset({"file", "item"})
 _FAILED_KEYS = frozenset({"path", "error", "exit_code", "command", "node"})
 _STAMP = "2026-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """A JSON document from ``json``: written as given (a top-level array stays one)."""
+    value: Any
 
 
 class InlineError(ValueError):
@@ -116,7 +125,7 @@ def parse(entry: Mapping[str, Any], where: str, bases: Path = BASES) -> Inline:
     if base is not None and base not in base_names(bases):
         raise InlineError(f"{where}: no base bundle named {base!r}; the bases are "
                           f"{', '.join(base_names(bases)) or 'none'}")
-    files = []
+    files: list[tuple[str, Any]] = []
     for path, content in _table(entry.get("files", {}), where, "files").items():
         _bundle_path(path, where, "files")
         if isinstance(content, list) and not path.endswith(".json"):
@@ -127,6 +136,11 @@ def parse(entry: Mapping[str, Any], where: str, bases: Path = BASES) -> Inline:
         if not isinstance(content, str | dict | list):
             raise InlineError(f"{where}: files.{path!r} must be text, a table or an array")
         files.append((path, content))
+    for path, content in _table(entry.get("json", {}), where, "json").items():
+        _bundle_path(path, where, "json")
+        if any(path == seen for seen, _ in files):
+            raise InlineError(f"{where}: {path!r} is in both 'files' and 'json'")
+        files.append((path, Raw(content)))
     drop = entry.get("drop", [])
     if not isinstance(drop, list):
         raise InlineError(f"{where}: 'drop' must be an array of bundle paths")
@@ -218,6 +232,8 @@ def _listed(files: dict[str, Any], path: str, where: str) -> list[Any]:
     if path not in files:
         raise InlineError(f"{where}: the bundle has no {path}")
     document = files[path]
+    if isinstance(document, Raw):
+        document = document.value
     if isinstance(document, list):
         document = {"apiVersion": "v1", "kind": "List", "items": document,
                     "metadata": {"resourceVersion": ""}}
@@ -246,6 +262,8 @@ def _read_base(name: str, bases: Path) -> dict[str, Any]:
 
 
 def _encoded(content: Any) -> bytes:
+    if isinstance(content, Raw):
+        return orjson.dumps(content.value, option=orjson.OPT_INDENT_2)
     if isinstance(content, bytes):
         return content
     if isinstance(content, str):

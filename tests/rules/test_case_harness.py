@@ -116,14 +116,17 @@ item = { kind = "Event", metadata = { name = "e1" } }
     assert "nodes/gpu-b/host/uname.txt" not in {i["path"] for i in items}
 
 
-def test_an_array_becomes_a_kubernetes_list(tmp_path: Path) -> None:
+def test_an_array_in_files_is_a_kubernetes_list_and_in_json_stays_an_array(
+        tmp_path: Path) -> None:
     (case,) = _load(tmp_path, '[[case]]\nstatus = { OP002 = "skipped" }\n'
-                    '[case.files]\n"cluster/nodes.json" = [{ kind = "Node" }]\n')
+                    '[case.files]\n"cluster/nodes.json" = [{ kind = "Node" }]\n'
+                    '[case.json]\n"cluster/helm/x.json" = [{ revision = 1 }]\n')
     assert case.inline is not None
     root = casebundle.write(case.inline, tmp_path / "b", "here")
     assert orjson.loads((root / "cluster/nodes.json").read_bytes()) == {
         "apiVersion": "v1", "kind": "List", "items": [{"kind": "Node"}],
         "metadata": {"resourceVersion": ""}}
+    assert orjson.loads((root / "cluster/helm/x.json").read_bytes()) == [{"revision": 1}]
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -143,6 +146,8 @@ def test_an_array_becomes_a_kubernetes_list(tmp_path: Path) -> None:
      "failed #1: 'error' (what went wrong collecting it) is required"),
     ('base = "healthy-operator"\nexact = "yes"\nstatus = { OP002 = "passed" }',
      "'exact' must be true or false"),
+    ('files = { "a.json" = [] }\njson = { "a.json" = [] }\nstatus = { OP002 = "passed" }',
+     "'a.json' is in both 'files' and 'json'"),
 ])
 def test_a_bad_inline_case_names_the_file_and_the_case(tmp_path: Path, body: str,
                                                       message: str) -> None:
