@@ -49,7 +49,7 @@ BASES = Path(__file__).resolve().parent / "data" / "case_bases"
 INLINE_KEYS = frozenset({"base", "files", "json", "drop", "patch", "add", "failed"})
 _PATCH_KEYS = frozenset({"file", "name", "namespace", "merge", "unset", "remove"})
 _ADD_KEYS = frozenset({"file", "item"})
-_FAILED_KEYS = frozenset({"path", "error", "exit_code", "command", "node"})
+_FAILED_KEYS = frozenset({"path", "error", "error_kind", "exit_code", "command", "node"})
 _STAMP = "2026-01-01T00:00:00Z"
 
 
