@@ -1,14 +1,14 @@
 """``python -m analyzers.datafiles``: regenerate the JSON twins of the packaged TOML
-data files (:mod:`analyzers.packaged`) after an edit.
+data files (:mod:`analyzers.knowledge.packaged`) after an edit.
 
-The signatures are checked first, every check of :mod:`analyzers.signatures`, because a
+The signatures are checked first, every check of :mod:`analyzers.knowledge.signatures`, because a
 run trusts a current twin without checking it again; a file that fails a check leaves
 every twin as it was.
 """
 
 from __future__ import annotations
 
-from analyzers import packaged, signatures
+from analyzers.knowledge import packaged, signatures
 
 
 def main() -> int:

@@ -13,7 +13,7 @@ rule modules already import one another (OP001's ``op/_causes`` reads DRV003's a
 OP013's judgements), and importing the target rule's class for each link would close
 import cycles. This module imports nothing of the project.
 
-The engine (``analyzers/engine.py``) asks :func:`dangling` about every link a rule
+The engine (``analyzers/engine/__init__.py``) asks :func:`dangling` about every link a rule
 makes: a link to a rule that does not exist, or to a subject its rule never produces,
 is an error of the rule that made it. A link to a finding that simply did not fire this
 time is normal and is dropped when the findings are linked.

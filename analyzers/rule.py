@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from analyzers.commands import opens_destructively
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from bundle.evidence import Locator
 
 if TYPE_CHECKING:

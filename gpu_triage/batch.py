@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from analyzers.batch_models import IndexRecord
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import LoadedRule
-from analyzers.selection import Selection
-from analyzers.suppress import Suppression
+from analyzers.engine.plugins import LoadedRule
+from analyzers.engine.selection import Selection
+from analyzers.engine.suppress import Suppression
+from analyzers.results.batch_models import IndexRecord
+from analyzers.results.models import Report, RuleStatus
 from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
@@ -104,7 +104,7 @@ _RULES: list[LoadedRule] = []
 
 
 def _load(rule_dirs: Sequence[Path]) -> list[LoadedRule]:
-    from analyzers.local_rules import discover_all
+    from analyzers.engine.local_rules import discover_all
 
     return discover_all(rule_dirs).rules
 
@@ -146,7 +146,7 @@ def _record(job: Job, report: Report, code: int, written: list[str]) -> IndexRec
 def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
     """Analyse one bundle and write its reports; never raises."""
     from analyzers.engine import analyze
-    from analyzers.suppress import apply
+    from analyzers.engine.suppress import apply
     from bundle import open_bundle
     from reports import render
 

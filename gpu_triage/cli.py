@@ -154,8 +154,8 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     # (docs/performance.md: a quarter of the CPU time on a 500-node bundle).
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
-    from analyzers.facts.stream import NodeStream
-    from analyzers.suppress import apply
+    from analyzers.engine.suppress import apply
+    from analyzers.speed.stream import NodeStream
     from bundle import BundleError, Limits, open_bundle
     from bundle.spooldir import remove_stale
     from gpu_triage.bundle_paths import expand, report_stem

@@ -1,7 +1,7 @@
 """``gpu-triage diff BEFORE AFTER``: did the fix work?
 
 Both bundles are analysed with the same rules, then compared finding by finding and
-fact by fact (:mod:`analyzers.diff`). Exit 1 when AFTER has NEW findings at or above
+fact by fact (:mod:`analyzers.engine.diff`). Exit 1 when AFTER has NEW findings at or above
 ``--fail-on``; a finding that only changed does not count.
 """
 
@@ -53,12 +53,12 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
 
     Suppressions do not apply here: a suppressed finding is still there, not fixed.
     """
-    from analyzers.diff import compare
     from analyzers.engine import analyze
+    from analyzers.engine.diff import compare
     from analyzers.facts import Facts
-    from analyzers.models import Severity
+    from analyzers.results.models import Severity
     from bundle import BundleError, Limits, open_bundle
-    from reports.diff_render import render
+    from reports.diff import render
 
     choice = resolve(load_rules(rule_dirs), only, skip)
     if output not in (None, "-"):  # refuse a link before the analysis, not after it

@@ -6,7 +6,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from analyzers.models import Report
+    from analyzers.results.models import Report
 
 
 class Exit(IntEnum):
@@ -35,7 +35,7 @@ def analysis_exit(report: Report, fail_on: str) -> Exit:
     """The exit code of one analysed bundle: :attr:`Exit.INCOMPLETE` when any rule ended
     in ``error`` (an incomplete analysis must never look clean, nor merely "findings"),
     else :attr:`Exit.FINDINGS` when a finding is at or above ``fail_on``, else OK."""
-    from analyzers.models import RuleStatus, Severity
+    from analyzers.results.models import RuleStatus, Severity
 
     if any(r.status is RuleStatus.ERROR for r in report.rules):
         return Exit.INCOMPLETE
@@ -47,6 +47,6 @@ def analysis_exit(report: Report, fail_on: str) -> Exit:
 
 def errored_rules(report: Report) -> list[str]:
     """The IDs of the rules that ended in ``error``, in report order."""
-    from analyzers.models import RuleStatus
+    from analyzers.results.models import RuleStatus
 
     return [r.rule_id for r in report.rules if r.status is RuleStatus.ERROR]

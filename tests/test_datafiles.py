@@ -1,4 +1,4 @@
-"""The generated JSON twins of the packaged TOML data files (analyzers/packaged.py) and
+"""The generated JSON twins of the packaged TOML data files (analyzers/knowledge/packaged.py) and
 the command that regenerates them (analyzers/datafiles.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from analyzers import datafiles, packaged
+from analyzers import datafiles
+from analyzers.knowledge import packaged
 
 
 @pytest.fixture

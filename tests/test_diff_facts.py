@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import cli
 

@@ -11,8 +11,8 @@ from kit import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze, link
-from analyzers.models import Finding, RuleStatus, Severity
-from analyzers.plugins import Discovery, LoadedRule, add_rules, discover
+from analyzers.engine.plugins import Discovery, LoadedRule, add_rules, discover
+from analyzers.results.models import Finding, RuleStatus, Severity
 from analyzers.rule import SECTIONS, CannotJudge, Context, Rule, cluster, node, parse_docstring
 from bundle import open_bundle
 

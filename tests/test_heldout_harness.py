@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from samples import heldout, measure_heldout
 
 THREADS = heldout.load_threads()

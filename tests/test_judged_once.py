@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import secureboot
 from analyzers.facts import smi as facts_smi
-from analyzers.plugins import discover
 from analyzers.rules.drv import _driver as drv_driver
 from bundle import open_bundle
 

@@ -18,8 +18,8 @@ from kit import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report, RuleStatus, Severity
-from analyzers.plugins import LoadedRule, discover
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.results.models import Finding, Report, RuleStatus, Severity
 from analyzers.rule import Context, Rule
 from bundle import open_bundle
 
@@ -34,8 +34,8 @@ ID_PARTS = {"id", "rule_id", "value"}
 ALLOWED = {"analyzers/refs.py": "f'{self.rule_id}:{subject}'",
            "analyzers/rule.py": "f'{cls.id}:{subject}'"}
 # Finding ids quoted as examples in text shown to users (not links).
-EXAMPLES = {"analyzers/catalog.py": "`RT001:gpu-a`",
-            "analyzers/suppress.py": "such as RT004:gpu-a"}
+EXAMPLES = {"analyzers/engine/catalog.py": "`RT001:gpu-a`",
+            "analyzers/engine/suppress.py": "such as RT004:gpu-a"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

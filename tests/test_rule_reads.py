@@ -2,7 +2,7 @@
 
 A rule's ``inputs`` decide whether the engine runs it, and whether a bundle without (or
 with a damaged copy of) a file makes it ``skipped`` or ``partial`` instead of
-``passed`` (analyzers/coverage.py); BND001 names the rules a failed collection step
+``passed`` (analyzers/engine/coverage.py); BND001 names the rules a failed collection step
 left without input from them. A rule that reads a file it does not declare is judged
 as if that file did not matter to it.
 
@@ -11,7 +11,7 @@ touches are recorded: every raw read (``Bundle.read_bytes``), and every access t
 parsed cluster list or node file, which are kept after their first read
 (``bundle.cluster.pods``, ``node.nvidia_smi``). A file counts as declared when one of
 the rule's inputs matches it (``cluster/nodes.json`` too for a rule with per-node
-inputs, as in analyzers/coverage.py). Not counted:
+inputs, as in analyzers/engine/coverage.py). Not counted:
 
 - what the facts every rule may consult read: which nodes are GPU nodes, whether,
   where and which GPU Operator runs, and each node's CRI (the Facts properties in
@@ -34,12 +34,12 @@ from typing import Any
 import pytest
 from kit import kube_list, kube_node, write_dir
 
-from analyzers.coverage import required_inputs
 from analyzers.engine import run_rule
+from analyzers.engine.coverage import required_inputs
+from analyzers.engine.plugins import LoadedRule, discover
 from analyzers.facts import Facts
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Finding, Severity
-from analyzers.plugins import LoadedRule, discover
+from analyzers.results.models import Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster
 from analyzers.rules.common import LOGS
 from bundle import open_bundle

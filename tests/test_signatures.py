@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers import packaged
-from analyzers import signatures as sigs
-from analyzers.signatures import Example, Signature, SignatureMatch
+from analyzers.knowledge import packaged
+from analyzers.knowledge import signatures as sigs
+from analyzers.knowledge.signatures import Example, Signature, SignatureMatch
 
 ALL = sigs.load()
 BY_ID = {s.id: s for s in ALL}

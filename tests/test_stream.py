@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.facts import prefetch, stream
-from analyzers.facts.stream import NodeStream
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
+from analyzers.speed import prefetch, stream
+from analyzers.speed.stream import NodeStream
 from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The Xid catalog data file and its loader (analyzers/data/xid.toml, analyzers/xid.py).
+"""The Xid catalog data file and its loader (analyzers/data/xid.toml, analyzers/knowledge/xid.py).
 
 The catalog is checked on its own terms here: every Xid 1..176 present, every field well
 formed, the wording this project's own. Comparing it with an extract of NVIDIA's catalog
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from analyzers import packaged
-from analyzers.xid import (
+from analyzers.knowledge import packaged
+from analyzers.knowledge.xid import (
     SEVERITIES,
     XidInfo,
     action_rank,

@@ -16,7 +16,6 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TypeVar, cast
 
-from analyzers import signatures
 from analyzers.facts import (
     distro,
     driverkernel,
@@ -41,8 +40,9 @@ from analyzers.facts import (
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
 from analyzers.facts.operands import OperandPod
-from analyzers.models import Evidence
-from analyzers.signatures import SignatureMatch
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Evidence
 from bundle import Bundle
 from bundle.kube import ClusterPolicy, Event, Node, Pod
 from bundle.lspci import PciDevice

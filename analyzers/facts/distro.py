@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle import NodeArtifacts
 from bundle.kube import Node
 

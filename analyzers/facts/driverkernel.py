@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from analyzers import signatures
 from analyzers.facts.podlogs import PodLogs
+from analyzers.knowledge import signatures
 from bundle import NodeArtifacts
 from bundle.evidence import Locator, join_pointer
 from bundle.kube import Event, Node, Pod

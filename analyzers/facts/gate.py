@@ -17,7 +17,7 @@ from analyzers.facts.distro import CONTAINERD, CRIO, NodeRuntime
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.runtimes import NVIDIA_HANDLER, is_template
 from analyzers.facts.toolkit_env import ToolkitTarget, config_used, socket_used
-from analyzers.signatures import SignatureMatch
+from analyzers.knowledge.signatures import SignatureMatch
 from bundle import NodeArtifacts
 from bundle.reader import toml_refused
 from bundle.tomlsafe import TomlRefused

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle import Bundle
 from bundle.evidence import clip
 from bundle.lspci import PciDevice, parse_lspci

@@ -22,7 +22,7 @@ from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from analyzers.facts.journals import journal_scan, journal_units
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle import Bundle
 from bundle.evidence import clip
 from bundle.kernel import (
@@ -125,7 +125,7 @@ def by_node(bundle: Bundle) -> dict[str, NodeKernel]:
 
 def node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     """The node's kernel events; made once (here or in a worker process, see
-    facts/prefetch.py) and kept for the bundle's lifetime."""
+    speed/prefetch.py) and kept for the bundle's lifetime."""
     made = _KERNELS.setdefault(bundle, {})
     found = made.get(name)
     if found is None:

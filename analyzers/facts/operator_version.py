@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from analyzers.operand_versions import image_version
-from analyzers.releases import Version, parse_version
+from analyzers.knowledge.operand_versions import image_version
+from analyzers.knowledge.releases import Version, parse_version
 from bundle.kube import Deployment, HelmRevision, Pod
 
 OPERATOR_IMAGE = "gpu-operator"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import signatures
-from analyzers.signatures import SignatureMatch
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
 from bundle import Bundle
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod

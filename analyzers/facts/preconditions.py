@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from analyzers.facts.distro import CONTAINERD, CRIO, DOCKER, NodeRuntime
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle import NodeArtifacts
 from bundle.evidence import clip, join_pointer
 from bundle.kube import DaemonSet, Event, Node, Pod

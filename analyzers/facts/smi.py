@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers import signatures
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from bundle import Bundle
 from bundle.evidence import clip
 from bundle.manifest import ManifestItem

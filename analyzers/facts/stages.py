@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from analyzers import signatures
 from analyzers.facts.operands import COMPONENTS, OperandPod
+from analyzers.knowledge import signatures
 from bundle.kube import ContainerStatus, Event, Pod
 
 

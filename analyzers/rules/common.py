@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
-from analyzers.models import Evidence, ObjectRef
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
 from bundle.evidence import at_pointer, clip, join_pointer
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
@@ -57,7 +57,7 @@ def event_evidence(event: Event) -> Evidence:
 
 def events_matching(events: Iterable[Event], rule_id: str) -> Iterator[Event]:
     """Events whose message matches a known signature that feeds ``rule_id``."""
-    from analyzers import signatures
+    from analyzers.knowledge import signatures
 
     for event in events:
         if event.message and any(rule_id in m.signature.rules

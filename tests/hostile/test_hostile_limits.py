@@ -19,7 +19,7 @@ from kit import write_dir
 
 import analyzers.rule
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import main
 

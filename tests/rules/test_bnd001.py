@@ -7,7 +7,7 @@ from pathlib import Path
 from drv_kit import gpu_node, of
 from scenario import analyze_files, lists
 
-from analyzers.models import Finding
+from analyzers.results.models import Finding
 from analyzers.rules.bnd._base import _REMEDIATION
 from reports.view import first_command
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from analyzers import casebundle
-from analyzers.plugins import LoadedRule, discover
-from analyzers.ruletest import Case, CaseFileError, check, load_cases
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.engine.ruletest import Case, CaseFileError, check, load_cases
 from gpu_triage.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """Every built-in rule's cases: ``tests/rules/cases/<ID>.toml``, one test per case.
 
 The cases run through the harness ``gpu-triage rules test`` uses (``load_cases`` and
-``check`` of :mod:`analyzers.ruletest`), each with its own rule alone; a test's id
+``check`` of :mod:`analyzers.engine.ruletest`), each with its own rule alone; a test's id
 starts with the rule id, so ``pytest -k OP010`` runs OP010's cases.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.plugins import LoadedRule, discover
-from analyzers.ruletest import Case, check, load_cases, rules_of
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.engine.ruletest import Case, check, load_cases, rules_of
 
 CASES = Path(__file__).resolve().parent / "cases"
 BUILTIN: dict[str, LoadedRule] = {lr.rule.id: lr for lr in discover().rules

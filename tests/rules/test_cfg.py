@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sc_kit import container, findings, gpu_node, run, smi_gpu, smi_xml, workload
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 # ------------------------------------------------------------------------------ CFG001
 
@@ -234,7 +234,7 @@ def test_cfg003_quiet_without_sharing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["incident-toolkit-disabled", "healthy-toolkit-enabled"])
 def test_lab_samples_operator_and_geforce_caveats(samples: Path, name: str) -> None:
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
 
     with open_bundle(samples / name) as bundle:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sc_kit import findings, gpu_node, run, smi_gpu, smi_xml, workload
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 SMI = "nodes/gpu-a/nvidia-smi.xml"
 

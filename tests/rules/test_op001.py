@@ -8,7 +8,7 @@ import pytest
 from op_kit import VALIDATOR_INITS, Cluster, event, of_rule, operand_pod, paths
 from scenario import DUMP_WITHOUT_NVIDIA, SANDBOX
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 SANDBOX_APPS = ("nvidia-operator-validator", "nvidia-device-plugin-daemonset",
                 "gpu-feature-discovery", "nvidia-dcgm-exporter")

@@ -14,7 +14,7 @@ from op_kit import (
     smi_xml,
 )
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 DP_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 PCI = "feature.node.kubernetes.io/pci-10de.present"

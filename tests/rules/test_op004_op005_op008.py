@@ -19,9 +19,9 @@ from op_kit import (
 from scenario import DUMP_WITHOUT_NVIDIA
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.models import RuleStatus, Severity
-from analyzers.plugins import discover
+from analyzers.results.models import RuleStatus, Severity
 from analyzers.rule import Context
 from analyzers.rules.op.OP008 import DevicePluginUnhealthy
 from bundle import open_bundle

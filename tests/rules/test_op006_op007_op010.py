@@ -15,7 +15,7 @@ from op_kit import (
     pod_name,
 )
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 DRIVER = "nvidia-driver-daemonset"
 UPGRADE = "nvidia.com/gpu-driver-upgrade-state"

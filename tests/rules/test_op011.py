@@ -32,7 +32,7 @@ from op_kit import (
     status,
 )
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 SUBJECT = "OP011:node-feature-discovery"
 FRESH_LSPCI = ("0000:17:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 SXM4 80GB] "
@@ -260,7 +260,7 @@ def test_skipped_without_the_pods(tmp_path: Path) -> None:
     from kit import write_dir
 
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
     with open_bundle(write_dir(tmp_path / "b", files)) as opened:
         report = analyze(opened, discover().rules)

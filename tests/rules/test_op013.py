@@ -7,7 +7,7 @@ from pathlib import Path
 
 from op_kit import Cluster, of_rule, operand_pod, paths
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 STARTED = ['time="2023-08-01T02:47:12Z" level=info msg="Starting dcgm-exporter"',
            'time="2023-08-01T02:47:13Z" level=info msg="DCGM successfully initialized!"']

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c", "gpu-d")

@@ -27,9 +27,9 @@ from scenario import (
 )
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 K3S_DIR = "/var/lib/rancher/k3s/agent/etc/containerd"

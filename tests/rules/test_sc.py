@@ -19,7 +19,7 @@ from sc_kit import (
 )
 from scenario import DUMP_WITHOUT_NVIDIA, runtime_class
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 from analyzers.rules.sc.SC001 import InsufficientGPU
 from analyzers.rules.sc.SC005 import AdmissionAllocateFailed
 
@@ -622,7 +622,7 @@ def test_sc006_config_changed_after_plugin_started(tmp_path: Path) -> None:
 
 def _sample(samples: Path, name: str) -> dict[str, Any]:
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
 
     with open_bundle(samples / name) as bundle:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
 from analyzers.rules.bnd._base import (
     _NOTHING_LOST,

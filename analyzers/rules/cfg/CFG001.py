@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
-from analyzers.releases import SupportStatus
-from analyzers.releases import support as support_of
+from analyzers.knowledge.releases import SupportStatus
+from analyzers.knowledge.releases import support as support_of
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cfg._base import _STATUS_MEANING, _STATUS_SEVERITY, _operand_mismatches
 from analyzers.rules.common import running_operator

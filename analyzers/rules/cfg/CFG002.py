@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Evidence, Finding, Severity
-from analyzers.products import UNLISTED, classify
-from analyzers.products import Verdict as ProductVerdict
+from analyzers.knowledge.products import UNLISTED, classify
+from analyzers.knowledge.products import Verdict as ProductVerdict
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _mig_wanted
 from analyzers.rules.common import field, node_ref

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _label_int
 from analyzers.rules.common import field, node_ref

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import operator_release
 from analyzers.rules.common import RUNTIME_FILES, field, names, node_ref

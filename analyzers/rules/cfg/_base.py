@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analyzers.models import Evidence, Severity
-from analyzers.operand_versions import expected as expected_operands
-from analyzers.operand_versions import fits, image_version
-from analyzers.releases import SupportStatus
+from analyzers.knowledge.operand_versions import expected as expected_operands
+from analyzers.knowledge.operand_versions import fits, image_version
+from analyzers.knowledge.releases import SupportStatus
+from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle.kube import HelmRevision, Node

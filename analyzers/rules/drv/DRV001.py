@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers import xid as catalog
 from analyzers.facts.kernel_events import GpuIdentity, NodeKernel, line_evidence
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import xid as catalog
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import (

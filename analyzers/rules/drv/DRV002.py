@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, line_evidence
-from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import KERNEL_INPUTS, capped, device_health, gpu_name, when

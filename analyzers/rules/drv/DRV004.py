@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._common import capped

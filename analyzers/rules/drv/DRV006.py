@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.kernel_events import GpuIdentity
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv._common import smi_evidence

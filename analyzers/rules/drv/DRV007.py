@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.usage import HELD_MIB, IDLE_UTIL_PERCENT, IdleGPU
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.drv._idle import _gib

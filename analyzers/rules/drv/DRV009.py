@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._smi import _explanations

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._binding import (

@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from analyzers import signatures
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
 from analyzers.rules.common import LOGS
 from analyzers.rules.common import field as object_field

@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
 from analyzers.facts import smi as smifail
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.kernel_events import NodeKernel, line_evidence
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import event_evidence
 from analyzers.rules.drv._common import capped

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers.facts.kernel_events import GpuIdentity
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 from bundle import nvsmi_health as health
 from bundle.flatxml import FlatElement
 from bundle.nvsmi_health import Reading

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from analyzers import commands as sh
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle.evidence import clip

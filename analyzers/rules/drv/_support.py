@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
 from analyzers.facts.kernel_events import line_evidence
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from bundle.evidence import clip
 from bundle.lspci import PciDevice, parse_lspci

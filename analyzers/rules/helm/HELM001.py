@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import flatten
 from analyzers.rules.helm._base import (

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.helm._base import STUCK
 

@@ -9,8 +9,8 @@ from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import NodeStages, Stage
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.op._causes import stage_causes, unexplained

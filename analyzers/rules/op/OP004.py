@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (

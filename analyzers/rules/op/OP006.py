@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule
 from analyzers.rules.common import LOGS, field
 from analyzers.rules.op._common import (

@@ -10,8 +10,8 @@ from analyzers.facts.distro import CRIO, DOCKER
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, LOGS, names, node_ref
 from analyzers.rules.common import field as object_field

@@ -10,8 +10,8 @@ from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op._common import (

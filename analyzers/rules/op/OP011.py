@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, PRESENT, event_evidence, node_ref
 from analyzers.rules.common import field as object_field

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._hostdriver import (

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (

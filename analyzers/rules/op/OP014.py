@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.op._migbusy import PROCESSES_FILE, _Blocked, _holders, _log_hits, _remediation

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import refs
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.drv.DRV003 import DriverNotUsable

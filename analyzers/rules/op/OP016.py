@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS
 from analyzers.rules.op._common import capped, namespace, quote

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, field
 from analyzers.rules.op._refused import describe, gpu_stack

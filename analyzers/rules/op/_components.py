@@ -12,8 +12,8 @@ from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import stack_component
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Evidence
 from analyzers.refs import Link
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu

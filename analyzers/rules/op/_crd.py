@@ -14,8 +14,8 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
-from analyzers import packaged, signatures
-from analyzers.models import Evidence
+from analyzers.knowledge import packaged, signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import event_evidence, running_operator
 from analyzers.rules.common import field as object_field

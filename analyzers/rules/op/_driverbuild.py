@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from analyzers import commands as sh
-from analyzers import signatures
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from bundle.evidence import clip
 

@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import refs, signatures
+from analyzers import refs
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
 from analyzers.refs import Link
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import flatten

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT, field
 from bundle.evidence import clip

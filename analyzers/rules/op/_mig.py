@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzers.facts.mig import MigEntry, device_id
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle.kube import Node, quantity_int

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
 from analyzers.rules.common import field as object_field

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,

@@ -11,7 +11,7 @@ from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _merged_dropin, _restart_line

@@ -9,7 +9,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _relative_imports, _restart_line

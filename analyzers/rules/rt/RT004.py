@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
 from analyzers.rules.rt._service import (

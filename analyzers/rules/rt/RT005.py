@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.rt._service import _CRI_NAMES, _cri_remediation

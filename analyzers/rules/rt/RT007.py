@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     LOGS,

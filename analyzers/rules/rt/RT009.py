@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.gate import TemplateLoss
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     LOGS,

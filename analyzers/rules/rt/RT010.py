@@ -10,7 +10,7 @@ from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,

@@ -9,7 +9,7 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, event_evidence, names, node_ref
 from analyzers.rules.rt._handler import (

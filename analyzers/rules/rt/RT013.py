@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.cdi import node_specs, requested
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
 from analyzers.rules.rt._cdi import _EXPLAINED, _SIGNATURE, _why

@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.rules.rt._cgroup import _SIGNATURE, _gpu_pod, _recreate
-from analyzers.signatures import SignatureMatch
 from bundle.devnodes import over_budget, parse_cgroup, parse_dev_nvidia
 
 

@@ -8,7 +8,7 @@ import tomllib
 from analyzers import commands as sh
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from bundle.evidence import first_line
 from bundle.tomlsafe import loads as toml_loads

@@ -12,9 +12,9 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Evidence
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.signatures import SignatureMatch
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers import signatures
 from analyzers.facts.scheduling import PodVerdict
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, RUNTIME_FILES, node_ref
 from analyzers.rules.sc._capacity import (

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.scheduling import Branch, ResourceVerdict
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names, node_ref

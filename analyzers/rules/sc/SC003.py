@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from analyzers import commands as sh
-from analyzers import signatures
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
 from analyzers.rules.common import field as obj_field

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
-from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, event_evidence, names, node_ref
 from analyzers.rules.common import field as obj_field

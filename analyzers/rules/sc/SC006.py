@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field

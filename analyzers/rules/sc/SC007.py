@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.sc._access import is_operand

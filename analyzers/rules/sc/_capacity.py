@@ -10,8 +10,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch, NodeRow, ResourceVerdict
-from analyzers.models import Evidence, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Evidence, Severity
 from analyzers.rules.common import names
 from analyzers.rules.sc._common import (
     ROW_CAP,

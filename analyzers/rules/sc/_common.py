@@ -7,12 +7,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from analyzers import refs, signatures
+from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.kernel_events import line_evidence
-from analyzers.models import Evidence, ObjectRef
+from analyzers.knowledge import signatures
 from analyzers.refs import Link, PodRef
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
 from bundle.kube import Container, Event, Pod, quantity_int
