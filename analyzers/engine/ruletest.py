@@ -20,7 +20,7 @@ to the TOML file) and the finding ids it must and must not produce::
 
 Instead of ``bundle``, a case may write its bundle inline: ``base`` (a bundle kept as
 data under ``analyzers/data/case_bases/``), ``files``, ``drop``, ``patch``, ``add`` and
-``failed``; see :mod:`analyzers.casebundle`. Such a bundle is built in a temporary
+``failed``; see :mod:`analyzers.engine.casebundle`. Such a bundle is built in a temporary
 directory for that case alone.
 
 A case runs only the rules it covers (those of its file, or of DIR for ``cases/``),
@@ -36,9 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzers import casebundle
-from analyzers.casebundle import Inline, InlineError
-from analyzers.engine import analyze
+from analyzers.engine import analyze, casebundle
+from analyzers.engine.casebundle import Inline, InlineError
 from analyzers.engine.plugins import LoadedRule
 from analyzers.results.models import Report, RuleStatus
 from bundle import BundleError, Limits, open_bundle

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from analyzers import casebundle
+from analyzers.engine import casebundle
 from analyzers.engine.plugins import LoadedRule, discover
 from analyzers.engine.ruletest import Case, CaseFileError, check, load_cases
 from gpu_triage.cli import cli

@@ -45,7 +45,7 @@ from typing import Any
 
 import orjson
 
-BASES = Path(__file__).resolve().parent / "data" / "case_bases"
+BASES = Path(__file__).resolve().parents[1] / "data" / "case_bases"
 INLINE_KEYS = frozenset({"base", "files", "json", "drop", "patch", "add", "failed"})
 _PATCH_KEYS = frozenset({"file", "name", "namespace", "merge", "unset", "remove"})
 _ADD_KEYS = frozenset({"file", "item"})
