@@ -117,7 +117,8 @@ def notes(outcome: Outcome) -> list[str]:
 def rules_test(directory: Path) -> None:
     """Run the TOML cases of the local rules in DIR and print pass/fail.
 
-    Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml; see
+    Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml (DIR/cases/<ID>.toml:
+    rule ID alone); a case names a bundle or writes one inline on a base. See
     docs/writing-rules.md.
     """
     from analyzers.engine.local_rules import load_dir

@@ -57,13 +57,6 @@ def test_other_failures_keep_the_rules_general_advice(tmp_path: Path) -> None:
         "kubectl auth can-i list events --all-namespaces")
 
 
-def test_a_complete_collection_is_quiet(tmp_path: Path) -> None:
-    files = lists(nodes=[gpu_node("gpu-a")], pods=[], events=[])
-    report = analyze_files(tmp_path, files)
-    assert of(report, "BND001") == {}
-    assert {r.rule_id: r.status.value for r in report.rules}["BND001"] == "passed"
-
-
 # ---- kubectl's errors: the collector's error_kind, and older bundles' text ------------------
 
 KLOG = ("E1201 18:58:57.180923   23949 memcache.go:265] couldn't get resource list for "

@@ -221,18 +221,6 @@ def test_quiet_when_no_gpu_node_has_joined_yet(tmp_path: Path) -> None:
     assert status(report, "OP011") is RuleStatus.PASSED
 
 
-def test_skipped_without_the_operator(tmp_path: Path) -> None:
-    """A standalone device plugin: nothing says the operator should label anything."""
-    cluster = Cluster(gpu_nodes=())
-    cluster.policies = None
-    cluster.nodes["gpu-a"] = gpu_node("gpu-a", drop=tuple(
-        k for k in gpu_node("x")["metadata"]["labels"] if k.startswith(("nvidia.com/",
-                                                                         "feature.node"))))
-    report = cluster.analyze(tmp_path)
-    assert of_rule(report, "OP011") == {}
-    assert status(report, "OP011") is RuleStatus.SKIPPED
-
-
 def test_master_crash_looping_fires(tmp_path: Path) -> None:
     """gpu-operator#619 (NFD master crash-looping, probes failing) on a cluster whose
     nodes show no GPU yet; the operator's newer wording of 'no NFD label'."""
