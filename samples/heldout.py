@@ -660,7 +660,7 @@ BUILDERS: dict[int, Builder] = {
     205: _on_base(_cli_refused), 210: _on_base(e210), 215: _on_base(e215),
     220: _on_base(_cli_refused), 225: _on_base(e225), 230: t230, 235: _on_base(e235),
     240: _on_base(e240),
-    305: _on_base(e305), 310: _on_base(e310),
+    305: _on_base(e305), 310: _on_base(e310), 315: _on_base(_cli_refused),
 }
 
 
