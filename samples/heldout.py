@@ -661,6 +661,7 @@ BUILDERS: dict[int, Builder] = {
     220: _on_base(_cli_refused), 225: _on_base(e225), 230: t230, 235: _on_base(e235),
     240: _on_base(e240),
     305: _on_base(e305), 310: _on_base(e310), 315: _on_base(_cli_refused),
+    320: _on_base(e155),
 }
 
 
