@@ -617,6 +617,27 @@ def e240(b: kit.Bundle, t: Thread) -> Placed:
                         image="nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.2.3")
 
 
+# -- orders 305 onwards (the third mining round, NVIDIA components) ---------------------------
+
+
+def e305(b: kit.Bundle, t: Thread) -> Placed:
+    """The standalone dcgm-exporter chart's pod, started without the nvidia runtime class."""
+    name = "dcgm-exporter-dxcfj"
+    image = "nvcr.io/nvidia/k8s/dcgm-exporter:4.8.4"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="monitoring",
+                 container="exporter", image=image, owner="dcgm-exporter",
+                 labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    pod["spec"].pop("runtimeClassName", None)
+    _crashloop(pod["status"]["containerStatuses"][0], pod)
+    _not_ready(pod)
+    _put(b, pod, image)
+    return Placed(_log(b, "monitoring", name, "exporter", t.lines))
+
+
+def e310(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "gpu-feature-discovery-", t.lines)
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -639,6 +660,8 @@ BUILDERS: dict[int, Builder] = {
     205: _on_base(_cli_refused), 210: _on_base(e210), 215: _on_base(e215),
     220: _on_base(_cli_refused), 225: _on_base(e225), 230: t230, 235: _on_base(e235),
     240: _on_base(e240),
+    305: _on_base(e305), 310: _on_base(e310), 315: _on_base(_cli_refused),
+    320: _on_base(e155),
 }
 
 
