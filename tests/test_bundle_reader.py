@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import random
 import tarfile
 from pathlib import Path
@@ -167,6 +168,19 @@ def test_bad_json_and_wrong_kinds_become_problems(tmp_path: Path) -> None:
         assert "expected a List of Pod objects, got 'Pod'" in problems[("cluster/pods.json", None)]
         assert "count" in problems[("cluster/events.json", "/items/0/count")]
         assert "expected an object" in problems[("cluster/events.json", "/items/1")]
+
+
+def test_a_number_out_of_a_doubles_range_damages_a_cluster_file(tmp_path: Path) -> None:
+    # In a field no view keeps: the file is still not JSON to the exact reader, which a
+    # faster projection that skips unread fields must keep (docs/performance.md, msgspec).
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "x": "HUGE"}}
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "x": ["HUGE"]}
+    files = {"cluster/pods.json": json.dumps(kube_list(pod)).replace('"HUGE"', "1e400"),
+             "cluster/events.json": json.dumps(kube_list(event)).replace('"HUGE"', "-2e308")}
+    with open_bundle(write_dir(tmp_path / "b", files)) as b:
+        assert b.cluster.pods == [] and b.cluster.events == []
+        damaged = {p.path for p in b.problems if "invalid JSON" in p.message}
+        assert damaged == {"cluster/pods.json", "cluster/events.json"}
 
 
 def test_journal_and_xml_problems_are_recorded(tmp_path: Path) -> None:

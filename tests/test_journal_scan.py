@@ -271,6 +271,23 @@ def test_bad_lines_are_problems_of_the_journal(tmp_path: Path) -> None:
         assert [(p.path, p.where, p.message) for p in bundle.problems] == expected
 
 
+def test_a_number_out_of_a_doubles_range_makes_its_line_bad_in_any_field() -> None:
+    """A line holding a number no double can hold is not JSON to orjson, even in a field
+    no scan reads. A decoder that skips the fields it does not name (msgspec's structs
+    skip such a number, checking its syntax only) would call these lines good; any
+    faster reader must keep reporting them (docs/performance.md, msgspec)."""
+    good = _line(**SYSTEMD, MESSAGE="Started containerd.service")
+    huge = [good[:-1] + ',"X":1e400}', good[:-1] + ',"X":[2e308]}',
+            good[:-1] + ',"X":{"Y":-1' + "0" * 400 + "}}", good[:-1] + ',"X":1.5e-400}']
+    text = "\n".join([good, *huge]) + "\n"
+    scanned = _scan(text, PATH, "journal:containerd")
+    assert scanned == _walk(text, PATH, "journal:containerd")
+    lifecycle, problems = scanned[2], scanned[4]
+    assert [e.line for e in lifecycle] == [1, 5]  # 1.5e-400 reads as 0.0: a good line
+    assert [(line, "infinity" in error) for line, error in problems] == [
+        (2, True), (3, True), (4, True)]
+
+
 def test_a_missing_journal_scans_empty(tmp_path: Path) -> None:
     with open_bundle(write_dir(tmp_path / "b", {"nodes/gpu-a/dmesg.txt": "x\n"})) as bundle:
         assert journal_scan(bundle, "gpu-a", "kubelet") == JournalScan(
