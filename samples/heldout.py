@@ -638,6 +638,52 @@ def e310(b: kit.Bundle, t: Thread) -> Placed:
     return _failing(b, "gpu-feature-discovery-", t.lines)
 
 
+# -- orders 505 to 550 (distributions, managed clouds, kubelet, kernel) -----------------------
+
+
+def _managed(make: Callable[[Path], Path]) -> Callable[[Path], kit.Bundle]:
+    def open_(root: Path) -> kit.Bundle:
+        return kit.Bundle(make(root))
+    return open_
+
+
+def e505(b: kit.Bundle, t: Thread) -> Placed:
+    """Bottlerocket: the dcgm-exporter chart's pod, without a GPU request, finds no NVML."""
+    kit.add_plugin(b, namespace="monitoring", ds_name="dcgm-exporter",
+                   labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="exporter",
+                   image="nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.0-ubuntu22.04", log=False)
+    return _failing(b, "dcgm-exporter-", t.lines)
+
+
+def _plugin_failing(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "nvidia-device-plugin-daemonset-", t.lines)
+
+
+def e515(b: kit.Bundle, t: Thread) -> Placed:
+    """kind: the user's pod cannot start; kubelet's event carries containerd's error."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    _waiting(pod, "RunContainerError")
+    _replace(b, pod)
+    return _event(b, pod, "Failed", "Error: failed to create containerd task: " + t.lines[0])
+
+
+def e530(b: kit.Bundle, t: Thread) -> Placed:
+    return _journal(b, "kubelet", "kubelet", t.lines)
+
+
+def e535(b: kit.Bundle, t: Thread) -> Placed:
+    """kubelet admission rejects the pod: the pod's own status holds the message."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    pod["status"] = {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                     "message": t.lines[0], "startTime": "2026-11-20T10:58:00Z"}
+    _replace(b, pod)
+    return Placed("cluster/pods.json")
+
+
+def e540(b: kit.Bundle, t: Thread) -> Placed:
+    return _workload_failed(b, t.lines[0])
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -662,6 +708,13 @@ BUILDERS: dict[int, Builder] = {
     240: _on_base(e240),
     305: _on_base(e305), 310: _on_base(e310), 315: _on_base(_cli_refused),
     320: _on_base(e155),
+    505: _on(_managed(kit.bottlerocket_no_node_files), e505),
+    510: _on(_managed(kit.eks_managed), _plugin_failing),
+    515: _on_base(e515), 520: _on(_managed(kit.aks_managed), _plugin_failing),
+    525: _on(_managed(kit.talos_no_node_files), _cli_refused),
+    530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
+    540: _on(_managed(kit.talos_no_node_files), e540),
+    545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
 }
 
 

@@ -55,7 +55,7 @@ COMPONENTS: Final[frozenset[str]] = frozenset({
     "validator", "dcgm-exporter", "dcgm", "gfd", "nfd", "mig-manager", "network-operator",
     "peermem", "containerd", "cri-o", "docker", "k3s", "rke2", "microk8s", "k0s",
     "kubelet", "scheduler", "openshift", "eks", "gke", "aks", "bottlerocket", "talos",
-    "fabric-manager", "kernel", "cdi", "vgpu", "helm", "dra-driver",
+    "fabric-manager", "kernel", "cdi", "vgpu", "helm", "dra-driver", "kubespray", "kind",
 })
 
 _ID_RE: Final = re.compile(r"KI-([A-Z0-9]+(?:-[A-Z0-9]+)*)-([0-9]{3})")
