@@ -10,6 +10,7 @@ import pytest
 from kit import kube_list, kube_node, write_dir
 
 from analyzers.facts import Facts
+from analyzers.facts import node as node_module
 from bundle import open_bundle, specs, versions
 from bundle.devnodes import MAX_LINES
 
@@ -99,6 +100,39 @@ def test_device_access_refuses_an_oversized_file(tmp_path: Path) -> None:
         [specs.node_file("gpu-a", specs.CGROUP)]
     missing = facts.node("gpu-b").device_access
     assert missing.devices_text is None and missing.refused == () and missing.cgroup is None
+
+
+DUMP = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+        'default_runtime_name = "runc"\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        'runtime_type = "io.containerd.runc.v2"\n')
+
+
+def test_cri_runtimes_read_once_and_only_of_a_containerd_node(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docker = {"containerRuntimeVersion": "docker://24.0.7"}
+    bundle = open_bundle(write_dir(tmp_path / "b", {
+        specs.NODES: kube_list(kube_node("gpu-a"), kube_node("gpu-b", node_info=docker),
+                               kube_node("gpu-c")),
+        specs.node_file("gpu-a", specs.CONTAINERD_DUMP): DUMP,
+        specs.node_file("gpu-b", specs.CONTAINERD_DUMP): DUMP,
+        specs.node_file("gpu-b", specs.UNAME): "Linux gpu-b 6.8.0 x\n"}))
+    facts = Facts(bundle)
+    calls: list[object] = []
+    parse = node_module.cri_runtimes
+
+    def counting(config: object) -> object:
+        calls.append(config)
+        return parse(config)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(node_module, "cri_runtimes", counting)
+    found = facts.node("gpu-a").cri_runtimes
+    assert found is not None and sorted(found.runtimes) == ["nvidia"]
+    assert found.default == "runc" and not found.nvidia_default
+    assert facts.node("gpu-a").cri_runtimes is found and len(calls) == 1
+    assert facts.node("gpu-b").cri_runtimes is None  # docker runs its containers
+    assert facts.node("gpu-c").cri_runtimes is None  # no folder for the node
+    assert len(calls) == 1
 
 
 def test_cluster_door(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from analyzers.facts import hostmodules, journals, smi
 from analyzers.facts.cdi import CdiSpec, node_specs
 from analyzers.facts.driverkernel import node_kernel as node_kernel_release
+from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
 from bundle import Bundle, NodeArtifacts, specs
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
@@ -149,6 +150,19 @@ class NodeFacts:
     def config_dump(self) -> dict[str, Any] | None:
         """The same, parsed; None when absent or not TOML (a recorded problem)."""
         return self._files.config_dump
+
+    @cached_property
+    def cri_runtimes(self) -> CriRuntimes | None:
+        """The runtime handlers of the configuration containerd runs with
+        (``facts.handlers``), read once from its dump; None where the node has no folder,
+        its runtime is not containerd, the dump is absent or not TOML, or the dump is not
+        of the file containerd runs with (``runtime.wrong_dump``: then nothing in it
+        says what containerd loaded)."""
+        if not self.collected or not self.node_runtime.containerd:
+            return None
+        if self.runtime.wrong_dump is not None:
+            return None
+        return cri_runtimes(self.config_dump)
 
     @property
     def containerd_version(self) -> str | None:

@@ -21,7 +21,6 @@ from analyzers.rules.rt._handler import (
     _driver_root,
     _dump_line,
     _events_with,
-    _judged,
     _log_evidence,
     _logs_with,
     _look,
@@ -71,7 +70,7 @@ class NvidiaHandlerBroken(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
         for node_name in facts.gpu_nodes:
-            cri = _judged(ctx, node_name)
+            cri = facts.node(node_name).cri_runtimes
             if cri is None:
                 continue
             nvidia = {n: e for n, e in cri.runtimes.items() if n.startswith(NVIDIA_PREFIX)}

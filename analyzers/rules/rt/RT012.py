@@ -20,7 +20,6 @@ from analyzers.rules.rt._handler import (
     _dump_line,
     _events_with,
     _is_device_plugin,
-    _judged,
     _log_evidence,
     _logs_with,
     _look,
@@ -71,7 +70,7 @@ class NvidiaNotDefault(Rule):
         facts = ctx.facts
         handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         for node_name in facts.gpu_nodes:
-            cri = _judged(ctx, node_name)
+            cri = facts.node(node_name).cri_runtimes
             if cri is None or cri.nvidia_default:
                 continue
             pods = [p for p in facts.pods_by_node.get(node_name, [])
