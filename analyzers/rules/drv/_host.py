@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import field
 from bundle import specs
 from bundle.evidence import clip
 

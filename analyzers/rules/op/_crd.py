@@ -14,11 +14,12 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as object_field
 from analyzers.knowledge import packaged, signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context, Rule
-from analyzers.rules.common import event_evidence, running_operator
-from analyzers.rules.common import field as object_field
+from analyzers.rules.common import running_operator
 from bundle import specs
 from bundle.crds import POLICY_CRD as CRD
 from bundle.crds import Crd

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts.evidence import field
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import (
-    LOGS,
-    RUNTIME_FILES,
-    field,
-    node_ref,
-)
+from analyzers.rules.common import LOGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._refs import (
     _SO_VERSION,
     _cause_link,

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence
 from analyzers.facts.handlers import NVIDIA_PREFIX, RuntimeEntry
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
+from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.rt._handler import (
     _BINARY,
     _FORK_PATH,

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
+from analyzers.facts.evidence import event_evidence
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, RUNTIME_FILES, event_evidence, names, node_ref
+from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.rt._handler import (
     _DP_NVML,
     _NO_LIBRARY,
