@@ -202,3 +202,28 @@ def test_images_kernels_and_series() -> None:
         "6.8.0-45-generic"
     assert versions.uname_release("6.8.0-45-generic") is None
     assert versions.dotted((26, 3, 1), prefix="v") == "v26.3.1"
+
+
+def test_driver_library_and_compiler_versions() -> None:
+    assert versions.nvrm_driver("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
+                                "Sat Aug 19 01:15:15 UTC 2023") == "535.104.05"
+    assert versions.nvrm_driver("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+                                "570.86.15  Release Build") == "570.86.15"
+    assert versions.nvrm_driver("GCC version:  gcc version 12.3.0") is None
+    assert versions.refused_driver("NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:1db6) "
+                                   "is not supported by the 550.54 NVIDIA driver") == "550.54"
+    assert versions.refused_driver("NVRM: ... release of the NVIDIA 535.104.05 driver release "
+                                   "notes") == "535.104.05"
+    assert versions.refused_driver("NVRM: the NVIDIA 470.xx Legacy drivers") is None
+    assert versions.library_versions("- /usr/lib/libnvidia-ml.so.550.54.15\n"
+                                     "- /usr/lib/libcuda.so.550.54.15\n- /usr/lib/libcuda.so\n"
+                                     "- /usr/lib/libnvidia-ml.so.535.104.05") == \
+        {"550.54.15", "535.104.05"}
+    assert versions.library_versions("- /usr/bin/nvidia-smi") == set()
+    assert versions.compiler("x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0") \
+        == "12.3.0"
+    assert versions.compiler("cc") is None
+    assert versions.containerd_text("containerd github.com/containerd/containerd v1.7.27 abc") \
+        == "1.7.27"
+    assert versions.containerd_text("containerd 1.6.20~ds1 1.6.20~ds1-1") == "1.6.20~ds1"
+    assert versions.containerd_text("") is None and versions.containerd_text(None) is None

@@ -9,7 +9,6 @@ ships (``analyzers/data/clusterpolicy_crd.toml``).
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -20,7 +19,7 @@ from analyzers.knowledge import packaged, signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import running_operator
-from bundle import specs
+from bundle import specs, versions
 from bundle.crds import POLICY_CRD as CRD
 from bundle.crds import Crd
 from bundle.evidence import Locator
@@ -28,16 +27,7 @@ from bundle.evidence import Locator
 SIGNATURE = "clusterpolicy-schema-rejected"
 
 
-_VERSION = re.compile(r"(?<![0-9.])v?(\d{1,2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
-
-
 _SHOWN = 5
-
-
-def _release(text: str) -> tuple[int, int, int] | None:
-    """A release of the data file (``v1.7.0`` … ``v25.10.0``: one-digit majors too)."""
-    m = _VERSION.search(text.rpartition(":")[2] or text)
-    return (int(m[1]), int(m[2]), int(m[3])) if m else None
 
 
 @cache
@@ -49,7 +39,7 @@ def _needs() -> tuple[tuple[tuple[str, tuple[int, int, int]], ...],
     def table(key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
         rows = []
         for name, entry in data.get(key, {}).items():
-            since = _release(entry["since"])
+            since = versions.release(entry["since"])
             if since is not None:
                 rows.append((name, since))
         return tuple(sorted(rows, key=lambda row: (row[1], row[0])))
@@ -65,10 +55,6 @@ class SchemaGap:
     evidence: tuple[Evidence, ...]
     fields: tuple[tuple[str, str], ...]   # (spec field set and pruned, release that added it)
     crds: tuple[tuple[str, str], ...]     # (missing CRD, release that needs it)
-
-
-def _text(version: tuple[int, int, int]) -> str:
-    return "v" + ".".join(map(str, version))
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -151,7 +137,8 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
                               "the operator's Helm values are in the bundle to say whether "
                               "anything sets them")
         else:
-            fields = [(name, _text(since)) for name, since in pruned if name in asked]
+            fields = [(name, versions.dotted(since, prefix="v")) for name, since in pruned
+                      if name in asked]
         if fields:
             listed = ", ".join(f"spec.{n}" for n, _ in fields[:_SHOWN])
             evidence.append(Evidence(
@@ -161,7 +148,7 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
                            else "")))
             if asked is not None:
                 evidence.append(asked[fields[0][0]])
-    crds_missing = [(name, _text(since)) for name, since in need_crds
+    crds_missing = [(name, versions.dotted(since, prefix="v")) for name, since in need_crds
                     if since <= running and name not in crds]
     for name, first in crds_missing:
         evidence.append(Evidence(path=specs.CRDS, pointer="/items",

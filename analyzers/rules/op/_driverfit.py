@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bundle import versions
 from bundle.evidence import Locator
 
 # The kernel refusing the module for its signature (insmod/modprobe's strerror, the
@@ -48,9 +49,6 @@ _BUILT_BY = re.compile(r"The kernel was built (?:by|with):?\s*(?P<cc>.+?)\s*,?\s
 
 _USING = re.compile(r"You are using:\s*(?P<cc>.+?)\s*$|current compiler version is\s*(?P<cc2>.+?)"
                     r"\.?\s*$")
-
-
-_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)(?!.*\d+\.\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +91,8 @@ def compilers(path: str, text: str) -> tuple[str, str, tuple[Locator, ...]] | No
             using = (m["cc"] or m["cc2"], where)
     if built is None or using is None:
         return None
-    versions = [_VERSION.search(cc) for cc, _ in (built, using)]
-    if not all(versions) or versions[0][1] == versions[1][1]:  # type: ignore[index]
+    kernel_cc, module_cc = (versions.compiler(cc) for cc, _ in (built, using))
+    if kernel_cc is None or module_cc is None or kernel_cc == module_cc:
         return None  # the same compiler under another name: the kernel's warning only
     return built[0], using[0], tuple(dict.fromkeys((built[1], using[1])))
 

@@ -9,13 +9,13 @@ from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._refs import (
-    _SO_VERSION,
     _cause_link,
     _cdi_collected,
     _cdi_remediation,
     _ItemsByPath,
 )
 from bundle import specs
+from bundle.versions import library_versions
 
 
 class CdiSpecMissing(Rule):
@@ -77,7 +77,7 @@ class CdiSpecMissing(Rule):
             smi = artifacts.nvidia_smi
             driver = smi.driver_version if smi is not None else None
             for path, text in sorted(nvidia_specs.items()):
-                versions = set(_SO_VERSION.findall(text))
+                versions = library_versions(text)
                 if driver and versions and driver not in versions:
                     found = ", ".join(sorted(versions))
                     yield self.finding(
