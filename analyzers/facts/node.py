@@ -20,7 +20,7 @@ from analyzers.facts.cdi import CdiSpec, node_specs
 from analyzers.facts.driverkernel import node_kernel as node_kernel_release
 from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
-from bundle import Bundle, NodeArtifacts, specs
+from bundle import Bundle, NodeArtifacts, specs, versions
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
 from bundle.evidence import Locator
 from bundle.hostprocs import HostProcess, parse_gpu_processes
@@ -215,6 +215,12 @@ class NodeFacts:
     def cdi_files(self) -> dict[str, str]:
         """Name under ``cdi/`` → text of the node's copied CDI spec file."""
         return self._files.cdi_files
+
+    @cached_property
+    def cdi_drivers(self) -> dict[str, set[str]]:
+        """Name under ``cdi/`` → the driver versions that spec file's libraries carry in
+        their sonames (``libnvidia-ml.so.550.54.15``): the driver it was generated for."""
+        return {name: versions.library_versions(text) for name, text in self.cdi_files.items()}
 
     @cached_property
     def cdi_specs(self) -> list[CdiSpec]:

@@ -15,7 +15,6 @@ from analyzers.rules.rt._refs import (
     _ItemsByPath,
 )
 from bundle import specs
-from bundle.versions import library_versions
 
 
 class CdiSpecMissing(Rule):
@@ -76,8 +75,8 @@ class CdiSpecMissing(Rule):
                 continue
             smi = artifacts.nvidia_smi
             driver = smi.driver_version if smi is not None else None
-            for path, text in sorted(nvidia_specs.items()):
-                versions = library_versions(text)
+            for path in sorted(nvidia_specs):
+                versions = artifacts.cdi_drivers.get(path, set())
                 if driver and versions and driver not in versions:
                     found = ", ".join(sorted(versions))
                     yield self.finding(
