@@ -45,6 +45,8 @@ from typing import Any
 
 import orjson
 
+from bundle import specs
+
 BASES = Path(__file__).resolve().parents[1] / "data" / "case_bases"
 INLINE_KEYS = frozenset({"base", "files", "json", "drop", "patch", "add", "failed"})
 _PATCH_KEYS = frozenset({"file", "name", "namespace", "merge", "unset", "remove"})
@@ -92,7 +94,7 @@ def _bundle_path(value: object, where: str, key: str) -> str:
     if not isinstance(value, str) or not value:
         raise InlineError(f"{where}: '{key}' must name a file by its bundle path")
     path = PurePosixPath(value)
-    if path.is_absolute() or ".." in path.parts or value.endswith("/") or value == "manifest.json":
+    if path.is_absolute() or ".." in path.parts or value.endswith("/") or value == specs.MANIFEST:
         raise InlineError(f"{where}: '{key}' = {value!r} is not a path inside a bundle "
                           "(relative, no '..', not manifest.json)")
     return value
@@ -329,7 +331,7 @@ def write(inline: Inline, target: Path, where: str, bases: Path = BASES) -> Path
     files = contents(inline, where, bases)
     if target.exists():
         shutil.rmtree(target)
-    for path, data in {"manifest.json": manifest(files, inline.failed), **files}.items():
+    for path, data in {specs.MANIFEST: manifest(files, inline.failed), **files}.items():
         out = target / path
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
