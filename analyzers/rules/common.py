@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from analyzers.facts.evidence import event_evidence as event_evidence
-from analyzers.facts.evidence import field as field
+from analyzers.facts.evidence import field
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
