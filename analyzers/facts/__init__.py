@@ -21,6 +21,7 @@ from analyzers.facts import (
     distro,
     driverkernel,
     fabric,
+    first_error,
     gate,
     gpu,
     hostmodules,
@@ -70,6 +71,7 @@ class Facts:
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
+        self._first_errors: dict[tuple[str, str, str | None], first_error.FirstError | None] = {}
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
         """A rule's verdict on one node that other rules link to (DRV003's driver not
@@ -492,6 +494,15 @@ class Facts:
     def pod_logs(self) -> podlogs.PodLogs:
         """Container logs per pod in run order (init containers first), read once."""
         return podlogs.PodLogs(self.bundle)
+
+    def first_error(self, pod: Pod, container: str | None = None) -> first_error.FirstError | None:
+        """The first error line of ``pod``'s logs (only ``container``'s when given): the
+        previous instance's log before the current one, harmless wordings skipped (see
+        ``facts.first_error``); read once per run and pod."""
+        key = (pod.namespace, pod.name, container)
+        if key not in self._first_errors:
+            self._first_errors[key] = first_error.first_error(self.pod_logs, pod, container)
+        return self._first_errors[key]
 
     @cached_property
     def operand_stages(self) -> dict[str, stages.NodeStages]:
