@@ -36,7 +36,7 @@ from analyzers.facts.podlogs import ContainerLog, PodLogs
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 
-__all__ = ["FirstError", "Harmless", "Level", "first_error", "first_error_of", "harmless",
+__all__ = ["FirstError", "Harmless", "Level", "bare", "first_error", "first_error_of", "harmless",
            "level_of"]
 
 # How far back from the error a step line may be, and how long a log is read (lines).
@@ -108,10 +108,19 @@ class FirstError:
         """The step (when known) and the error line, in log order."""
         return (self.step, self.where) if self.step is not None else (self.where,)
 
+    @property
+    def said(self) -> str:
+        """The error line without the timestamp a collector or runtime put before it."""
+        return bare(self.text)
+
+    @property
+    def step_said(self) -> str | None:
+        """The step line, without its timestamp; None when no step is known."""
+        return bare(self.step.excerpt) if self.step is not None else None
+
     def quote(self, limit: int = 200) -> str:
         """``'<line>' (<path> line N)``, the error as a report quotes it."""
-        said = clip(self.text.strip(), limit)
-        return f"'{said}' ({self.path} line {self.line})"
+        return f"'{clip(self.said, limit)}' ({self.path} line {self.line})"
 
 
 # -- levels ----------------------------------------------------------------------------
@@ -150,6 +159,11 @@ _TRACE = re.compile(r"^\++ ")
 _PROGRESS = re.compile(r"\S.*\.\.\.\s*$")
 
 
+def bare(line: str) -> str:
+    """``line`` without a leading timestamp (kubectl --timestamps, CRI, Go's log)."""
+    return _STAMP.sub("", line, count=1).strip()
+
+
 def _json_level(line: str) -> str | None:
     try:
         record = orjson.loads(line)
@@ -167,7 +181,7 @@ def _json_level(line: str) -> str | None:
 def level_of(line: str) -> Level | None | bool:
     """How ``line`` is an error (a :class:`Level`); ``False`` when its own level says it
     is not one (info, warning …); ``None`` when nothing marks it either way."""
-    line = _STAMP.sub("", line, count=1).strip()
+    line = bare(line)
     if not line:
         return False
     if klog := _KLOG.match(line):
@@ -239,8 +253,8 @@ def first_error_of(log: ContainerLog) -> FirstError | None:
     step: tuple[int, str] | None = None
     skipped: list[str] = []
     for number, line in enumerate(log.text.splitlines()[:LINE_LIMIT], start=1):
-        bare = _STAMP.sub("", line, count=1).strip()
-        if _TRACE.match(bare) or (_PROGRESS.match(bare) and _error_level(bare) is None):
+        text = bare(line)
+        if _TRACE.match(text) or (_PROGRESS.match(text) and _error_level(text) is None):
             step = (number, line)
             continue
         level = _error_level(line)

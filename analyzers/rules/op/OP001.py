@@ -131,7 +131,7 @@ class OperandsStuck(Rule):
         assert first is not None
         found = stage_causes(ctx, node_name, stages)
         if not found:
-            return [], unexplained(first)
+            return [], unexplained(ctx, stages)
         return [c.finding for c in found], "".join(f" {c.text}" for c in found)
 
     @staticmethod
