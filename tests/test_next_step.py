@@ -37,7 +37,8 @@ def test_the_first_error_of_the_stuck_container_is_quoted_with_its_step(tmp_path
     assert "stops at the driver stage" in op.summary
     path = f"logs/gpu-operator/{pod_name(DRIVER, 'gpu-a')}/nvidia-driver-ctr.previous.log"
     # the kit writes `kubectl logs --timestamps` lines: quoted without the timestamp
-    assert (f"No known cause matches the driver stage; the first error its logs show is "
+    assert (f"No known cause explains why the driver stage fails; the first error its logs "
+            f"show is "
             f"'{GCC_ERROR}' ({path} line 3), in the step 'Compiling NVIDIA driver "
             "kernel modules...'.") in op.summary
     assert "Ask next" not in op.summary

@@ -36,8 +36,8 @@ from analyzers.facts.podlogs import ContainerLog, PodLogs
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 
-__all__ = ["FirstError", "Harmless", "Level", "bare", "first_error", "first_error_of", "harmless",
-           "level_of"]
+__all__ = ["FirstError", "Harmless", "Level", "bare", "first_error", "first_error_in",
+           "first_error_of", "harmless", "level_of"]
 
 # How far back from the error a step line may be, and how long a log is read (lines).
 STEP_LOOKBACK = 400
@@ -83,8 +83,8 @@ class Harmless:
 class FirstError:
     """The first error line of one container's logs, with the step it belongs to."""
 
-    pod: Pod
-    container: str
+    pod: Pod | None   # None for a log that is not a container's (the node's kernel log)
+    container: str    # the container, or the name of the log (``dmesg``)
     previous: bool
     where: Locator
     level: Level
@@ -125,9 +125,10 @@ class FirstError:
 
 # -- levels ----------------------------------------------------------------------------
 
-# A timestamp kubectl --timestamps, the CRI log format or Go's log package puts first.
+# A timestamp kubectl --timestamps, the CRI log format, Go's log package or dmesg puts first.
 _STAMP = re.compile(
-    r"^(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"
+    r"^(?:\[\s*\d+\.\d+\]\s*"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"
     r"(?:std(?:out|err)\s+[FP]\s+)?|\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+)")
 _KLOG = re.compile(r"^([IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]")
 _LOGRUS = re.compile(r"(?:^|\s)level=\"?([A-Za-z]+)")
@@ -249,28 +250,41 @@ def _harmless_id(container: str, line: str) -> str | None:
 # -- one log, one pod ---------------------------------------------------------------
 
 def first_error_of(log: ContainerLog) -> FirstError | None:
-    """The first error line of one log file, or None when it has none."""
+    """The first error line of one container log file, or None when it has none."""
+    return _scan(log.pod, log.container, log.previous, log.path, log.text)
+
+
+def first_error_in(path: str, text: str, name: str,
+                   only: re.Pattern[str] | None = None) -> FirstError | None:
+    """The first error line of a log that is not a container's (``name``: ``dmesg``),
+    among its lines that match ``only`` when given (the kernel's NVIDIA lines)."""
+    return _scan(None, name, False, path, text, only)
+
+
+def _scan(pod: Pod | None, container: str, previous: bool, path: str, text: str,
+          only: re.Pattern[str] | None = None) -> FirstError | None:
     step: tuple[int, str] | None = None
     skipped: list[str] = []
-    for number, line in enumerate(log.text.splitlines()[:LINE_LIMIT], start=1):
-        text = bare(line)
-        if _TRACE.match(text) or (_PROGRESS.match(text) and _error_level(text) is None):
+    for number, line in enumerate(text.splitlines()[:LINE_LIMIT], start=1):
+        if only is not None and not only.search(line):
+            continue
+        said = bare(line)
+        if _TRACE.match(said) or (_PROGRESS.match(said) and _error_level(said) is None):
             step = (number, line)
             continue
         level = _error_level(line)
         if level is None:
             continue
-        ignored = _harmless_id(log.container, line)
+        ignored = _harmless_id(container, line)
         if ignored is not None:
             if ignored not in skipped:
                 skipped.append(ignored)
             continue
-        where = Locator(path=log.path, line=number, excerpt=clip(line))
+        where = Locator(path=path, line=number, excerpt=clip(line))
         step_at = None
         if step is not None and number - step[0] <= STEP_LOOKBACK:
-            step_at = Locator(path=log.path, line=step[0], excerpt=clip(step[1]))
-        return FirstError(log.pod, log.container, log.previous, where, level, step_at,
-                          tuple(skipped))
+            step_at = Locator(path=path, line=step[0], excerpt=clip(step[1]))
+        return FirstError(pod, container, previous, where, level, step_at, tuple(skipped))
     return None
 
 

@@ -16,12 +16,13 @@ then the node command is to run over SSH, not through ``kubectl debug``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, LiteralString
 
 from analyzers import commands as sh
 from analyzers import gaps
-from analyzers.facts.first_error import FirstError
+from analyzers.facts.first_error import FirstError, first_error_in
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from bundle.kube import Pod
 from bundle.layouts import V1
@@ -63,13 +64,15 @@ class NextStep:
     command: str | None = None   # one read-only command line, quoted for the shell
     why: str = ""                # why this command; what the bundle could not have
 
-    def sentence(self, what: str) -> str:
-        """One sentence for a finding's summary, about ``what`` ("the driver stage")."""
+    def sentence(self, what: str, logs: str = "its logs show") -> str:
+        """One sentence for a finding's summary: why ``what`` ("the driver stage") fails,
+        as the first error ``logs`` ("its logs show", "the node's kernel log shows"), or
+        what to ask for."""
         if self.error is not None:
             step_said = self.error.step_said
             step = f", in the step '{_clipped(step_said)}'" if step_said is not None else ""
-            return (f" No known cause matches {what}; the first error its logs show is "
-                    f"{self.error.quote()}{step}.")
+            return (f" No known cause explains why {what} fails; the first error {logs} "
+                    f"is {self.error.quote()}{step}.")
         if self.command is None:
             return f" The bundle does not say why {what} fails: {self.why}."
         return (f" The bundle does not say why {what} fails: {self.why}. Ask next for the "
@@ -240,3 +243,38 @@ def _ask(facts: Facts, stages: NodeStages, first: Stage) -> NextStep:
         return NextStep(command=on_node, why=why)
     return NextStep(command=on_node,
                     why=f"the stage's logs in the bundle show no error line, and {look_why}")
+
+
+# The kernel's lines about the NVIDIA driver, its rival and the lockdown that refuses it.
+_KERNEL_NVIDIA = re.compile(r"NVRM|nvidia|nouveau|Lockdown", re.IGNORECASE)
+_KERNEL_LOOK: LiteralString = ("journalctl -k --no-pager | grep -iE 'NVRM|nvidia|nouveau|"
+                               "Lockdown' | tail -50; lsmod | grep -E '^(nvidia|nouveau)'")
+
+
+def for_smi(facts: Facts, node: str) -> NextStep:
+    """Why nvidia-smi fails on ``node`` when no rule says: the first error among the
+    kernel's NVIDIA lines of the node's ``dmesg.txt``, else what to ask for next."""
+    missing, refused = node_files_gap(facts, node)
+    path = f"nodes/{node}/dmesg.txt"
+    text = facts.bundle.read_text(path) if missing is None else None
+    if text:
+        found = first_error_in(path, text, "dmesg", _KERNEL_NVIDIA)
+        if found is not None:
+            return NextStep(error=found)
+    command = _usable(node_command(node, _KERNEL_LOOK, ssh=refused))
+    if missing is not None:
+        why = f"{missing}; the kernel's journal says whether the driver loaded and why not"
+        if refused:
+            why += " (debug pods were refused, so run it over SSH)"
+    elif text:
+        why = (f"{path} holds no NVIDIA kernel line that is an error (the ring buffer keeps "
+               "only the newest lines); the kernel's journal keeps the older ones, where the "
+               "driver says why it loaded without GPUs or did not load")
+    elif text is not None and facts.bundle.has(path):
+        why = (f"{path} is empty (the ring buffer was cleared or has wrapped); the kernel's "
+               "journal keeps the older lines, where the driver says why it loaded without "
+               "GPUs or did not load")
+    else:
+        why = ("the bundle holds no kernel log of the node; the kernel's journal says whether "
+               "the driver loaded and why not")
+    return NextStep(command=command, why=why)
