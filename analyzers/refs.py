@@ -177,6 +177,7 @@ class PodRef(Ref):
 # One reference per rule that other rules link to, named by the rule's id (and the
 # rule's class beside it).
 CFG004 = PolicyRef("CFG004")      # ToolkitDisabledHostNotConfigured
+CMP020 = NodeRef("CMP020")        # DriverStepFails
 DRV001 = GpuRef("DRV001")         # XidEvents
 DRV002 = GpuRef("DRV002")         # GpuLost
 DRV003 = NodeRef("DRV003")        # DriverNotUsable

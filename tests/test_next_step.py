@@ -9,41 +9,37 @@ from pathlib import Path
 
 from op_kit import Cluster, cluster_policy, of_rule, operand_pod, pod_name
 
-DRIVER = "nvidia-driver-daemonset"
 VALIDATOR = "nvidia-operator-validator"
-# The driver build failing in the compiler, a wording no rule knows
-# (https://github.com/NVIDIA/gpu-operator/issues/264).
-GCC_ERROR = ("/usr/src/nvidia-450.80.02/kernel/nvidia-drm/nvidia-drm-gem-user-memory.c:63:48: "
-             "error: passing argument 1 of 'drm_prime_pages_to_sg' from incompatible pointer "
-             "type [-Werror=incompatible-pointer-types]")
-BUILD_LOG = [
-    "Installing Linux kernel headers...",
-    "Compiling NVIDIA driver kernel modules...",
-    GCC_ERROR,
-    "Stopping NVIDIA persistence daemon...",
+
+
+EXPORTER = "nvidia-dcgm-exporter"
+# dcgm-exporter 3.1.3 panicking while it maps metrics to pods, a wording no rule knows
+# (https://github.com/NVIDIA/dcgm-exporter/issues/133).
+EXPORTER_LOG = [
+    'time="2023-01-23T22:28:13Z" level=info msg="Kubernetes metrics collection enabled!"',
+    'time="2023-01-23T22:28:13Z" level=info msg="Pipeline starting"',
+    'time="2023-01-23T22:28:13Z" level=info msg="Starting webserver"',
+    "panic: assignment to entry in nil map",
+    "",
+    "goroutine 148 [running]:",
 ]
 
 
-def _driver_crashing(cluster: Cluster, node: str) -> None:
-    cluster.put(operand_pod(DRIVER, node, mains={"nvidia-driver-ctr": "waiting:CrashLoopBackOff"},
-                            restarts=4))
-
-
-def test_the_first_error_of_the_stuck_container_is_quoted_with_its_step(tmp_path: Path) -> None:
+def test_the_first_error_of_the_stuck_container_is_quoted(tmp_path: Path) -> None:
     cluster = Cluster()
-    _driver_crashing(cluster, "gpu-a")
-    cluster.log(DRIVER, "gpu-a", "nvidia-driver-ctr", BUILD_LOG, previous=True)
+    cluster.put(operand_pod(EXPORTER, "gpu-a", mains={EXPORTER: "waiting:CrashLoopBackOff"},
+                            restarts=12))
+    cluster.log(EXPORTER, "gpu-a", EXPORTER, ["level=info msg=starting"])
+    cluster.log(EXPORTER, "gpu-a", EXPORTER, EXPORTER_LOG, previous=True)
     op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
-    assert "stops at the driver stage" in op.summary
-    path = f"logs/gpu-operator/{pod_name(DRIVER, 'gpu-a')}/nvidia-driver-ctr.previous.log"
+    assert "stops at the other operands stage" in op.summary
+    assert op.caused_by == []
+    path = f"logs/gpu-operator/{pod_name(EXPORTER, 'gpu-a')}/{EXPORTER}.previous.log"
     # the kit writes `kubectl logs --timestamps` lines: quoted without the timestamp
-    assert (f"No known cause explains why the driver stage fails; the first error its logs "
-            f"show is "
-            f"'{GCC_ERROR}' ({path} line 3), in the step 'Compiling NVIDIA driver "
-            "kernel modules...'.") in op.summary
+    assert ("No known cause explains why the other operands stage fails; the first error "
+            f"its logs show is 'panic: assignment to entry in nil map' ({path} line 4).") \
+        in op.summary
     assert "Ask next" not in op.summary
-    # the other node is healthy: no finding there
-    assert "OP001:gpu-b" not in of_rule(cluster.analyze(tmp_path / "again"), "OP001")
 
 
 def test_a_disabled_toolkit_has_no_pod_to_read_the_host_runtime_is_asked_for(

@@ -20,6 +20,7 @@ from analyzers import signatures
 from analyzers.facts import (
     distro,
     driverkernel,
+    driverstep,
     fabric,
     first_error,
     gate,
@@ -546,6 +547,12 @@ class Facts:
                 self.bundle.node(name), self.nodes.get(name), operand.pod,
                 self.pod_events(operand.pod), self.pod_logs, precompiled)
         return result
+
+    @cached_property
+    def driver_steps(self) -> dict[str, driverstep.DriverStep]:
+        """Per GPU node whose operator driver pod is failing: the first build or install
+        step its driver container's log shows failing, and of what kind."""
+        return driverstep.driver_steps(self.gpu_nodes, self.operands, self.first_error)
 
     @cached_property
     def mig_configs(self) -> mig.MigConfigs | None:
