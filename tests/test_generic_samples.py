@@ -123,3 +123,19 @@ def test_refused_plugin_daemonset_is_quoted() -> None:
     assert finding(sample, "OP008:gpu-1").caused_by == []
     assert finding(sample, "SC001:research/vit-finetune-0").caused_by == [
         "OP008:gpu-1", "OP008:gpu-2"]
+
+
+def test_in_a_must_gather_the_oom_record_is_asked_for(tmp_path: Path) -> None:
+    """NVIDIA's must-gather carries no node files: the kernel's record of the kill is
+    what to ask for, through a debug pod on the node."""
+    from samples.foreign_layouts import must_gather
+
+    must_gather(SAMPLES / "exporter-oomkilled", tmp_path / "mg")
+    with open_bundle(tmp_path / "mg") as bundle:
+        found = {f.id: f for f in analyze(bundle, discover().rules).findings}
+    op001 = found["OP001:gpu-2"]
+    assert ("The kernel's OOM record says how much memory it held when killed; this nvidia "
+            "must-gather bundle holds no files of the node itself. Ask next for the output of: "
+            "kubectl debug node/gpu-2 -it --image=ubuntu -- chroot /host sh -c \"journalctl -k "
+            "--no-pager | grep -iE 'out of memory|oom-kill|Killed process' | tail -20\"") \
+        in op001.summary

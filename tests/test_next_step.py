@@ -110,3 +110,24 @@ def test_a_hostile_pod_name_gives_no_command(tmp_path: Path) -> None:
         "validator;rm -rf /: the bundle holds no log of its driver-validation container; its "
         "log is where the driver stage says what fails.")
     assert "Ask next" not in op.summary
+
+
+def test_an_oom_killed_container_without_the_kernel_record_asks_for_it(tmp_path: Path) -> None:
+    cluster = Cluster()
+    pod = operand_pod(EXPORTER, "gpu-b", mains={EXPORTER: "waiting:CrashLoopBackOff"},
+                      restarts=3)
+    status = pod["status"]["containerStatuses"][0]
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "512Mi"}}
+    cluster.put(pod)
+    cluster.log(EXPORTER, "gpu-b", EXPORTER, EXPORTER_LOG[:3], previous=True)
+    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    assert op.caused_by == []
+    assert (f"{pod_name(EXPORTER, 'gpu-b')}: its container nvidia-dcgm-exporter was killed for "
+            "memory (OOMKilled, exit code 137) at its memory limit 512Mi, so its log stops "
+            "without an error. The kernel's OOM record says how much memory it held when "
+            "killed; the bundle holds no kernel log of the node. Ask next for the output of: "
+            "kubectl debug node/gpu-b -it --image=ubuntu -- chroot /host sh -c \"journalctl -k "
+            "--no-pager | grep -iE 'out of memory|oom-kill|Killed process' | tail -20\"") \
+        in op.summary
+    assert "No known cause" not in op.summary

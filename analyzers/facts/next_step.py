@@ -111,7 +111,7 @@ def node_files_gap(facts: Facts, node: str) -> tuple[str | None, bool]:
         refused = kind in _REFUSED_KINDS
         return f"the collector could not read the node's files ({gaps.MEANINGS[kind]})", refused
     if bundle.layout != V1:
-        return f"a {bundle.layout} bundle holds no files of the node itself", False
+        return f"this {bundle.layout} bundle holds no files of the node itself", False
     return "the bundle holds no files of the node itself", False
 
 
@@ -304,8 +304,13 @@ def _oom_killed(facts: Facts, stages: NodeStages) -> NextStep | None:
         found = first_error_in(path, text, "dmesg", _KERNEL_OOM) if text else None
         if found is not None:
             return NextStep(error=found, lead=lead)
-        why = ("the kernel's OOM record says how much memory it held when killed; "
-               + (missing if missing is not None else f"{path} does not hold it"))
+        if missing is not None:
+            held = missing
+        elif text:
+            held = f"{path} does not hold it (the ring buffer keeps only the newest lines)"
+        else:
+            held = "the bundle holds no kernel log of the node"
+        why = f"the kernel's OOM record says how much memory it held when killed; {held}"
         return NextStep(command=_usable(node_command(node, _OOM_LOOK, ssh=refused)),
                         why=why, lead=lead)
     return None
