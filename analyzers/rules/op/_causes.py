@@ -4,11 +4,12 @@ OP001 names the stage; the cause is another rule's finding (OP017 for an operand
 DaemonSet's pods are refused at creation, RT001 for a missing runtime handler, RT015 for
 Docker's shim refusing the RuntimeClass handler, OP010/DRV003/DRV004 for an unusable
 driver, OP005 for the fabric, OP008 for the device plugin, OP004/OP013 for the DCGM
-exporter; OP012, OP015, DRV008, DRV010 and, when nothing else does, DRV009 for the
-driver stage too). A rule cannot see another rule's findings, so each explanation here
-asks the same facts (or the same judgement, through the rule's ``explains``) the
-explaining rule uses: OP001 then links exactly the findings that exist, and says plainly
-when none does and what to read next.
+exporter; OP012, OP015, CMP020 (the driver container's first failing step), DRV008,
+DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
+another rule's findings, so each explanation here asks the same facts (or the same
+judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
+exactly the findings that exist; where none does, ``unexplained`` quotes the stage's
+first error or names what to ask for next.
 """
 
 from __future__ import annotations
