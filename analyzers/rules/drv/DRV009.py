@@ -49,7 +49,8 @@ class NvidiaSmiFailed(Rule):
     inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
               node("host/modules.txt", optional=True), cluster("pods.json", optional=True),
               cluster("clusterpolicies.json", optional=True),
-              cluster("events.json", optional=True))  # the operand stages' evidence
+              cluster("events.json", optional=True),  # the operand stages' evidence
+              node("dmesg.txt", optional=True))  # the first NVIDIA error (facts.next_step)
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -73,7 +73,8 @@ class OperandsStuck(Rule):
               node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
               cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
               node("journal/nvidia-fabricmanager.jsonl", optional=True),
-              cluster("daemonsets.json", optional=True))
+              cluster("daemonsets.json", optional=True),
+              node("dmesg.txt", optional=True))  # an OOM kill's record (facts.next_step)
     needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
 
