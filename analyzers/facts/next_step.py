@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, LiteralString
 
 from analyzers import commands as sh
 from analyzers import gaps
+from analyzers.facts.driverstep import DriverStep, named
 from analyzers.facts.first_error import FirstError, first_error_in
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from bundle.kube import Pod
 from bundle.layouts import V1
@@ -349,3 +351,18 @@ def for_smi(facts: Facts, node: str) -> NextStep:
         why = ("the bundle holds no kernel log of the node; the kernel's journal says whether "
                "the driver loaded and why not")
     return NextStep(command=command, why=why)
+
+
+def unnamed_driver_step(facts: Facts, node: str) -> DriverStep | None:
+    """The first failing step of ``node``'s driver container when nothing more specific
+    names the failure: no known error signature in its logs (the rule it feeds names it),
+    no image pull failure or known build error of the driver's install, no Secure Boot
+    refusal — never two roots for one failure. None otherwise, or when the container's
+    logs show no error."""
+    step = facts.driver_steps.get(node)
+    if step is None or named(facts.pod_logs, step.operand.pod):
+        return None
+    install = facts.driver_kernel.get(node)
+    if install is not None and install.broken:
+        return None
+    return step if secure_boot_refusal(facts, node) is None else None

@@ -8,11 +8,11 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER
 from analyzers.facts.driverstep import DriverStep, StepKind
-from analyzers.facts.next_step import logs_command
+from analyzers.facts.next_step import logs_command, unnamed_driver_step
 from analyzers.facts.preconditions import Need
 from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS_REQUIRED, node_ref, unnamed_driver_step
+from analyzers.rules.common import LOGS_REQUIRED, node_ref
 
 # What to read or check next, per kind of failing step (read-only).
 _NEXT: dict[StepKind, str] = {
@@ -73,7 +73,7 @@ class DriverStepFails(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name in sorted(ctx.facts.driver_steps):
-            step = unnamed_driver_step(ctx, name)
+            step = unnamed_driver_step(ctx.facts, name)
             if step is not None:
                 yield self._finding(ctx, step)
 

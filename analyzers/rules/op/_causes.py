@@ -26,7 +26,6 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.common import unnamed_driver_step
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
@@ -94,7 +93,7 @@ _DRIVER_CAUSES: tuple[tuple[_Explainer, refs.NodeRef, str], ...] = (
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
     (DriverBuildFails.explains, refs.OP015,
      "The driver container cannot build or load its module on this OS (see OP015)."),
-    (lambda ctx, node: unnamed_driver_step(ctx, node) is not None, refs.CMP020,
+    (lambda ctx, node: next_step.unnamed_driver_step(ctx.facts, node) is not None, refs.CMP020,
      "The driver container fails at a build or install step; its first error is quoted "
      "(see CMP020)."),
     (DriverCannotDriveGpu.explains, refs.DRV008,
