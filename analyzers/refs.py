@@ -1,232 +1,102 @@
-"""How one rule names another rule's finding: one typed reference per linked rule.
+"""How one rule names another rule's finding: the target's id and its subject.
 
 A finding's id is ``<rule id>:<subject>``. A rule that links a finding of another rule
-(``caused_by`` / ``causes``) builds the id here, never by hand: ``refs.RT001(node)``,
-``refs.DRV001(node, pci)``, ``refs.OP006.missing()``. Each reference belongs to the
-rule it points at and holds that rule's subject format, and a rule whose subject has
-several parts builds its own subject with the same reference
-(``refs.DRV001.subject(node, pci)``), so the finding and the links to it cannot drift
-apart.
+(``caused_by`` / ``causes``) builds the id with :func:`link`, never by hand:
+``refs.link("RT001", node)``, ``refs.link("DRV001", node, pci)`` (a subject of several
+parts is joined with ``/``). The shape of a rule's subject hangs on the rule class
+(``Rule.subject``: one of the shapes below, :data:`NODE` unless it says otherwise), and
+a rule whose subject has several parts builds its own with the same shape
+(``refs.GPU.of(node, pci)``), so the finding and the links to it cannot drift apart.
 
-The references live in this module, below every rule, rather than on the rule classes:
-rule modules already import one another (OP001's ``op/_causes`` reads DRV003's and
-OP013's judgements), and importing the target rule's class for each link would close
-import cycles. This module imports nothing of the project.
+There is one list of rule ids: the rule files (``analyzers/rules/<family>/<ID>.py``).
+A rule names its target by id and imports nothing of it. The engine
+(``analyzers/engine/__init__.py``) asks :func:`dangling` about every link a rule makes, against
+the target's class (a loaded rule, else the built-in rule of that id): a link to a rule
+that does not exist, or to a subject its rule never produces, is an error of the rule
+that made it. A link to a finding that simply did not fire this time is normal and is
+dropped when the findings are linked. ``tests/test_links.py`` also checks every
+``refs.link`` call of the source against its target's file and shape.
 
-The engine (``analyzers/engine.py``) asks :func:`dangling` about every link a rule
-makes: a link to a rule that does not exist, or to a subject its rule never produces,
-is an error of the rule that made it. A link to a finding that simply did not fire this
-time is normal and is dropped when the findings are linked.
+This module imports nothing of the project.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NewType
 
-# A finding id built by a reference below; ``Rule.finding`` takes links of this type.
+# A finding id built by :func:`link`; ``Rule.finding`` takes links of this type.
 Link = NewType("Link", str)
 
 
+def link(rule_id: str, *parts: str | int) -> Link:
+    """The id of ``rule_id``'s finding about the subject ``parts`` (joined by ``/``)."""
+    subject = "/".join(str(part) for part in parts)
+    return Link(f"{rule_id}:{subject}")
+
+
 @dataclass(frozen=True, slots=True)
-class Ref:
-    """The findings of one rule, by subject. ``shape`` says what its subject is."""
+class Subject:
+    """What a rule's findings are about: ``shape`` says it in words, ``parts`` is how
+    many values a link to one names (a node: one)."""
 
-    rule_id: str
     shape: str = "<node>"
-
-    def _link(self, subject: str) -> Link:
-        return Link(f"{self.rule_id}:{subject}")
+    parts: int = 1
 
     def accepts(self, subject: str) -> bool:
         """Whether the rule can have produced a finding with this subject."""
         return bool(subject)
 
-
-@dataclass(frozen=True, slots=True)
-class NodeRef(Ref):
-    """A rule with one finding per node: the subject is the node name."""
-
-    def __call__(self, node: str) -> Link:
-        return self._link(node)
+    def of(self, *parts: str | int) -> str:
+        """The subject made of ``parts``, as the rule's finding id holds it."""
+        return "/".join(str(part) for part in parts)
 
 
 @dataclass(frozen=True, slots=True)
-class GpuRef(Ref):
-    """A rule with one finding per GPU: ``<node>/<gpu>``, the GPU being the canonical PCI
-    address the kernel log or nvidia-smi gives (``NodeKernel.key``)."""
+class Pair(Subject):
+    """A subject of two parts, ``<a>/<b>``, both non-empty. ``last``: split at the last
+    ``/`` (the second part never holds one); ``number``: the second part is a number."""
 
-    shape: str = "<node>/<gpu>"
-
-    @staticmethod
-    def subject(node: str, gpu: str) -> str:
-        return f"{node}/{gpu}"
-
-    def __call__(self, node: str, gpu: str) -> Link:
-        return self._link(self.subject(node, gpu))
+    parts: int = 2
+    last: bool = False
+    number: bool = False
 
     def accepts(self, subject: str) -> bool:
-        node, slash, gpu = subject.rpartition("/")
-        return bool(node and slash and gpu)
+        first, slash, second = subject.rpartition("/") if self.last else subject.partition("/")
+        if not (first and slash and second):
+            return False
+        return second.isdigit() if self.number else True
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyRef(Ref):
-    """A rule with one finding per ClusterPolicy: the subject is the policy's name."""
-
-    shape: str = "<ClusterPolicy>"
-
-    def __call__(self, policy: str) -> Link:
-        return self._link(policy)
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyStateRef(PolicyRef):
-    """OP006: a finding per ClusterPolicy, or ``missing`` when there is none to judge."""
-
-    shape: str = "<ClusterPolicy> or missing"
-    MISSING = "missing"
-
-    def missing(self) -> Link:
-        return self._link(self.MISSING)
+# The shapes of the built-in rules' subjects (``Rule.subject``).
+NODE = Subject()
+# One finding per GPU: the GPU is the canonical PCI address the kernel log or nvidia-smi
+# gives (``NodeKernel.key``).
+GPU = Pair("<node>/<gpu>", last=True)
+# DRV005: a node, or the nodes of one OS whose kernels upgrade unattended.
+NODE_OR_KERNELS = Subject("<node> or kernels/<os>")
+POLICY = Subject("<ClusterPolicy>")
+# OP006: a ClusterPolicy, or ``missing`` when there is none to judge.
+POLICY_OR_MISSING = Subject("<ClusterPolicy> or missing")
+MISSING = "missing"
+RELEASE = Subject("<release>")
+REVISION = Pair("<release>/<revision>", last=True, number=True)
+POD = Pair("<namespace>/<pod>")
+DAEMONSET = Pair("<namespace>/<DaemonSet>")
+# SC006: a workload (``namespace/owner``) or a sharing ConfigMap.
+WORKLOAD_OR_CONFIGMAP = Pair("<namespace>/<workload or ConfigMap>")
 
 
-@dataclass(frozen=True, slots=True)
-class SharingRef(Ref):
-    """SC006: a finding per workload (the ``namespace/owner`` key that
-    ``sc_common.workload_subject`` gives) or per sharing ConfigMap."""
-
-    shape: str = "<namespace>/<workload or ConfigMap>"
-
-    @staticmethod
-    def configmap_subject(namespace: str, name: str) -> str:
-        return f"{namespace}/{name}"
-
-    def workload(self, key: str) -> Link:
-        return self._link(key)
-
-    def configmap(self, namespace: str, name: str) -> Link:
-        return self._link(self.configmap_subject(namespace, name))
-
-    def accepts(self, subject: str) -> bool:
-        namespace, slash, name = subject.partition("/")
-        return bool(namespace and slash and name)
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonSetRef(Ref):
-    """OP017: a finding per DaemonSet, ``<namespace>/<name>``."""
-
-    shape: str = "<namespace>/<DaemonSet>"
-
-    def __call__(self, key: str) -> Link:
-        return self._link(key)
-
-    def accepts(self, subject: str) -> bool:
-        namespace, slash, name = subject.partition("/")
-        return bool(namespace and slash and name)
-
-
-@dataclass(frozen=True, slots=True)
-class RevisionRef(Ref):
-    """HELM001: a finding per Helm release revision, ``<release>/<revision>``."""
-
-    shape: str = "<release>/<revision>"
-
-    @staticmethod
-    def subject(release: str, revision: int) -> str:
-        return f"{release}/{revision}"
-
-    def __call__(self, release: str, revision: int) -> Link:
-        return self._link(self.subject(release, revision))
-
-    def accepts(self, subject: str) -> bool:
-        release, _, revision = subject.rpartition("/")
-        return bool(release) and revision.isdigit()
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseRef(Ref):
-    """A rule with one finding per Helm release: the subject is the release name."""
-
-    shape: str = "<release>"
-
-    def __call__(self, release: str) -> Link:
-        return self._link(release)
-
-
-@dataclass(frozen=True, slots=True)
-class PodRef(Ref):
-    """A rule with one finding per pod: ``<namespace>/<pod>``."""
-
-    shape: str = "<namespace>/<pod>"
-
-    @staticmethod
-    def subject(namespace: str, pod: str) -> str:
-        return f"{namespace}/{pod}"
-
-    def __call__(self, namespace: str, pod: str) -> Link:
-        return self._link(self.subject(namespace, pod))
-
-    def accepts(self, subject: str) -> bool:
-        namespace, slash, pod = subject.partition("/")
-        return bool(namespace and slash and pod)
-
-
-# One reference per rule that other rules link to, named by the rule's id (and the
-# rule's class beside it).
-CFG004 = PolicyRef("CFG004")      # ToolkitDisabledHostNotConfigured
-CMP020 = NodeRef("CMP020")        # DriverStepFails
-DRV001 = GpuRef("DRV001")         # XidEvents
-DRV002 = GpuRef("DRV002")         # GpuLost
-DRV003 = NodeRef("DRV003")        # DriverNotUsable
-DRV004 = NodeRef("DRV004")        # SecureBootRefusedModule
-DRV005 = NodeRef("DRV005", shape="<node> or kernels/<os>")  # AutomaticKernelUpgrades
-DRV006 = GpuRef("DRV006")         # GpuHealth
-DRV007 = GpuRef("DRV007")         # IdleButNotEmpty
-DRV008 = NodeRef("DRV008")        # DriverCannotDriveGpu
-DRV009 = NodeRef("DRV009")        # NvidiaSmiFailed
-DRV010 = NodeRef("DRV010")        # GpuBoundToOtherDriver
-HELM001 = RevisionRef("HELM001")  # ValuesDroppedByUpgrade
-HELM002 = ReleaseRef("HELM002")   # ReleaseStuck
-OP001 = NodeRef("OP001")          # OperandsStuck
-OP002 = NodeRef("OP002")          # OperandsNotScheduled
-OP003 = NodeRef("OP003")          # NfdNotLabelling
-OP004 = NodeRef("OP004")          # DcgmExporterNoDcgm
-OP005 = NodeRef("OP005")          # FabricManagerNotWorking
-OP006 = PolicyStateRef("OP006")   # ClusterPolicyNotReady
-OP008 = NodeRef("OP008")          # DevicePluginUnhealthy
-OP009 = NodeRef("OP009")          # MigMisconfigured
-OP010 = NodeRef("OP010")          # DriverKernelMismatch
-OP012 = NodeRef("OP012")          # HostDriverConflict
-OP013 = NodeRef("OP013")          # DcgmProfilingUnavailable
-OP015 = NodeRef("OP015")          # DriverBuildFails
-OP017 = DaemonSetRef("OP017")     # DaemonSetRefused
-RT001 = NodeRef("RT001")          # NoNvidiaRuntime
-RT002 = NodeRef("RT002")          # DropInClobber
-RT003 = NodeRef("RT003")          # DropInNotImported
-RT006 = NodeRef("RT006")          # CdiSpecMissing
-RT008 = NodeRef("RT008")          # ToolkitMisdirected
-RT009 = NodeRef("RT009")          # TemplateLostRuntime
-RT015 = NodeRef("RT015")          # DockerNoNvidiaRuntime
-SC001 = PodRef("SC001")           # InsufficientGPU
-SC006 = SharingRef("SC006")       # SharedGpuMisuse
-
-# Every reference above, by rule id.
-BY_ID: dict[str, Ref] = {value.rule_id: value for value in list(globals().values())
-                         if isinstance(value, Ref)}
-
-
-def dangling(link: str, rule_ids: AbstractSet[str]) -> str | None:
-    """Why ``link`` can never name a finding (None: it can), given the ids of the rules
-    loaded for this run. Only the rules listed here have a known subject shape."""
+def dangling(link: str, target: Callable[[str], Subject | None]) -> str | None:
+    """Why ``link`` can never name a finding (None: it can). ``target`` gives the
+    subject shape of the rule with an id, None when no such rule exists."""
     rule_id, colon, subject = link.partition(":")
     if not colon or not subject:
         return f"{link!r} is not <rule id>:<subject>"
-    ref = BY_ID.get(rule_id)
-    if ref is None:
-        return None if rule_id in rule_ids else f"{link} names no rule ({rule_id} does not exist)"
-    if not ref.accepts(subject):
-        return f"{link} is not a finding {rule_id} produces (its subject is {ref.shape})"
+    shape = target(rule_id)
+    if shape is None:
+        return f"{link} names no rule ({rule_id} does not exist)"
+    if not shape.accepts(subject):
+        return f"{link} is not a finding {rule_id} produces (its subject is {shape.shape})"
     return None

@@ -6,7 +6,6 @@ sections ``Why it matters:`` and ``Remediation:``. ``gpu-triage explain ID`` pri
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 import re
 from collections.abc import Iterable, Sequence
@@ -14,10 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from analyzers.commands import opens_destructively
+from analyzers.facts.collected import holds
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
-from analyzers.refs import Link
+from analyzers.refs import NODE, Link, Subject
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from bundle import specs
 from bundle.evidence import Locator
+from bundle.manifest import ManifestItem
 
 if TYPE_CHECKING:
     from analyzers.facts import Facts
@@ -33,23 +35,40 @@ class Input:
     glob patterns are allowed. An ``optional`` input corroborates and never skips. An
     optional input with a ``fallback`` is one the rule replaces, when it cannot be read,
     by what ``fallback`` names: damaged, it makes a rule that found nothing ``partial``
-    with a reason saying what it fell back on."""
+    with a reason saying what it fell back on. A cluster input with an ``error``
+    pattern counts as present when the collector's item for it failed with words that
+    match it (case-insensitive): the rule then reports that failure instead of being
+    skipped."""
 
     path: str
     per_node: bool = False
     optional: bool = False
     fallback: str | None = None
+    error: str | None = None
 
     def describe(self) -> str:
-        return f"nodes/*/{self.path}" if self.per_node else self.path
+        return specs.any_node(self.path) if self.per_node else self.path
 
     def present(self, bundle: Bundle) -> bool:
         if self.per_node:
             return any(self.present_on(bundle, node) for node in bundle.node_names)
-        return _matches(bundle, self.path)
+        return (holds(bundle, self.path)
+                or self.failed_as_expected(bundle.manifest.items) is not None)
+
+    def failed_as_expected(self, items: Sequence[ManifestItem]
+                           ) -> tuple[int, ManifestItem] | None:
+        """(index, item) of the manifest item of this cluster input whose error matches
+        ``error``; None without one."""
+        if self.error is None or self.per_node:
+            return None
+        pattern = re.compile(self.error, re.IGNORECASE)
+        for index, item in enumerate(items):
+            if item.path == self.path and item.error and pattern.search(item.error):
+                return index, item
+        return None
 
     def present_on(self, bundle: Bundle, node: str) -> bool:
-        return _matches(bundle, f"nodes/{node}/{self.path}")
+        return holds(bundle, specs.node_file(node, self.path))
 
     def missing_reason(self, bundle: Bundle) -> str:
         refused = [(path, problem.message)
@@ -66,22 +85,16 @@ class Input:
         return f"{self.path} is not in the bundle"
 
 
-def cluster(name: str, *, optional: bool = False) -> Input:
-    return Input(f"cluster/{name}", optional=optional)
+def cluster(path: str, *, optional: bool = False) -> Input:
+    """A cluster file as an input: a ``bundle.specs`` path (``specs.PODS``) or, as plugins
+    written before the specs name it, the file's name under ``cluster/`` (``pods.json``)."""
+    prefix = specs.CLUSTER_DIR
+    return Input(path if path.startswith(prefix) else prefix + path, optional=optional)
 
 
 def node(path: str, *, optional: bool = False, fallback: str | None = None) -> Input:
     return Input(path, per_node=True, optional=optional or fallback is not None,
                  fallback=fallback)
-
-
-def _matches(bundle: Bundle, pattern: str) -> bool:
-    if not any(ch in pattern for ch in "*?["):
-        return bundle.has(pattern)
-    # Only the paths under the pattern's literal head: checking every path for every
-    # node is quadratic in a bundle with many nodes and files.
-    head = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
-    return any(fnmatch.fnmatchcase(p, pattern) for p in bundle.paths_under(head))
 
 
 class CannotJudge(Exception):
@@ -127,6 +140,9 @@ class Rule:
     # the rule quotes the cause, ``LIKELY`` when it infers it from an absence or a
     # pattern. Every built-in rule states it (tests/test_confidence.py).
     confidence: ClassVar[Confidence] = Confidence.CONFIRMED
+    # What one finding is about (``analyzers.refs``): a link to this rule's findings is
+    # checked against it. A node unless the rule says otherwise.
+    subject: ClassVar[Subject] = NODE
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0
@@ -191,7 +207,8 @@ class Rule:
         confidence: Confidence | None = None,
     ) -> Finding:
         """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
-        Links name other findings through ``analyzers.refs`` (``refs.RT001(node)``).
+        Links name other findings by id through ``analyzers.refs``
+        (``refs.link("RT001", node)``).
         A ``likely`` finding whose remediation opens with a command that changes the
         cluster is a programming error (ValueError): a guess is checked before acted on."""
         confidence = confidence or cls.confidence

@@ -60,7 +60,7 @@ _STREAM_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, ValueError, O
 
 class Watcher(Protocol):
     """Told of the members of an archive as it is read, for work that can begin before
-    the archive ends (:mod:`analyzers.facts.stream` parses node files meanwhile).
+    the archive ends (:mod:`analyzers.speed.stream` parses node files meanwhile).
 
     ``watching`` hears the first stored name; on False the watcher hears nothing more.
     Members for which ``spooled`` is true go to the spool file whatever their size, and
@@ -359,7 +359,7 @@ class ArchiveSource(Refusals):
         """``length`` bytes of the spool from ``offset`` (fewer if it ends before).
 
         A positional read: the spool's file offset is shared with forked workers
-        (:mod:`analyzers.facts.prefetch`), so seek-then-read could interleave with theirs
+        (:mod:`analyzers.speed.prefetch`), so seek-then-read could interleave with theirs
         (:func:`bundle.portable.read_at` falls back to it only where nothing forks)."""
         assert self._spool is not None
         fd = self._spool.fileno()

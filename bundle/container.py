@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from bundle import specs
 from bundle.problems import ProblemLog
 
-MANIFEST = "manifest.json"
+MANIFEST = specs.MANIFEST
 _UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
@@ -97,7 +98,7 @@ class NodeCap:
     def admits(self, name: str) -> bool:
         parts = name.split("/", 3)
         if parts[0] == "nodes" and len(parts) >= 3:
-            node = "nodes/" + parts[1]
+            node = specs.NODES_DIR + parts[1]
         elif len(parts) >= 4 and parts[1] == "nodes":
             node = f"{parts[0]}/nodes/{parts[2]}"
         else:

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-CRDS = "cluster/crds.json"
+from bundle import specs
+
+CRDS = specs.CRDS
 POLICY_CRD = "clusterpolicies.nvidia.com"
 
 

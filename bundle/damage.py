@@ -14,10 +14,11 @@ import bisect
 import fnmatch
 from collections import defaultdict
 
+from bundle import specs
 from bundle.problems import Problem
 
 _GLOB = frozenset("*?[")
-_EACH_NODE = "nodes/*/"
+_EACH_NODE = specs.EACH_NODE
 
 
 class DamageIndex:
@@ -54,7 +55,7 @@ class DamageIndex:
             elif "/" in relative and _GLOB.isdisjoint(first):
                 candidates = self._by_first.get(first, [])
             else:
-                candidates = self._under("nodes/")
+                candidates = self._under(specs.NODES_DIR)
         else:
             head = pattern[: min(pattern.find(c) for c in _GLOB if c in pattern)]
             candidates = self._under(head)

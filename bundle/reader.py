@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from bundle import kube
+from bundle import kube, specs
 from bundle.archive import Reading, Watcher
 from bundle.container import MANIFEST, Limits, Source
 from bundle.crds import CRDS, Crd, parse_crds
@@ -35,7 +35,7 @@ from bundle.tomlsafe import TomlRefused
 from bundle.tomlsafe import loads as toml_loads
 from bundle.views import Issues
 
-NODES_JSON = "cluster/nodes.json"
+NODES_JSON = specs.NODES
 
 if TYPE_CHECKING:
     from bundle.kernel import KernelLine
@@ -199,7 +199,7 @@ class Bundle:
         """Nodes that have a ``nodes/<name>/`` directory in the bundle."""
         names: set[str] = set()
         for path in self._paths:
-            if path.startswith("nodes/") and path.count("/") >= 2:
+            if path.startswith(specs.NODES_DIR) and path.count("/") >= 2:
                 segment = path.split("/", 2)[1]
                 if is_k8s_name(segment):
                     names.add(segment)
@@ -226,7 +226,7 @@ class Bundle:
             parts = path.split("/")
             if len(parts) != 4 or parts[0] != "logs" or not parts[3].endswith(".log"):
                 continue
-            if parts[3].endswith(".previous.log"):
+            if parts[3].endswith(specs.PREVIOUS_LOG_SUFFIX):
                 continue
             namespace, pod, container = parts[1], parts[2], parts[3][: -len(".log")]
             if all(is_k8s_name(s) for s in (namespace, pod, container)):
@@ -284,7 +284,7 @@ class ClusterObjects:
 
     @cached_property
     def version(self) -> dict[str, Any]:
-        raw = self._bundle.read_json("cluster/version.json")
+        raw = self._bundle.read_json(specs.VERSION)
         return raw if isinstance(raw, dict) else {}
 
     @cached_property
@@ -293,39 +293,39 @@ class ClusterObjects:
 
     @cached_property
     def pods(self) -> list[kube.Pod]:
-        return self._list("cluster/pods.json", kube.Pod, "Pod")
+        return self._list(specs.PODS, kube.Pod, "Pod")
 
     @cached_property
     def events(self) -> list[kube.Event]:
-        return self._list("cluster/events.json", kube.Event, "Event")
+        return self._list(specs.EVENTS, kube.Event, "Event")
 
     @cached_property
     def daemonsets(self) -> list[kube.DaemonSet]:
-        return self._list("cluster/daemonsets.json", kube.DaemonSet, "DaemonSet")
+        return self._list(specs.DAEMONSETS, kube.DaemonSet, "DaemonSet")
 
     @cached_property
     def deployments(self) -> list[kube.Deployment]:
-        return self._list("cluster/deployments.json", kube.Deployment, "Deployment")
+        return self._list(specs.DEPLOYMENTS, kube.Deployment, "Deployment")
 
     @cached_property
     def runtimeclasses(self) -> list[kube.RuntimeClass]:
-        return self._list("cluster/runtimeclasses.json", kube.RuntimeClass, "RuntimeClass")
+        return self._list(specs.RUNTIMECLASSES, kube.RuntimeClass, "RuntimeClass")
 
     @cached_property
     def resourcequotas(self) -> list[kube.ResourceQuota]:
-        return self._list("cluster/resourcequotas.json", kube.ResourceQuota, "ResourceQuota")
+        return self._list(specs.RESOURCEQUOTAS, kube.ResourceQuota, "ResourceQuota")
 
     @cached_property
     def configmaps(self) -> list[kube.ConfigMap]:
-        return self._list("cluster/configmaps.json", kube.ConfigMap, "ConfigMap")
+        return self._list(specs.CONFIGMAPS, kube.ConfigMap, "ConfigMap")
 
     @cached_property
     def clusterpolicies(self) -> list[kube.ClusterPolicy]:
-        return self._list("cluster/clusterpolicies.json", kube.ClusterPolicy, "ClusterPolicy")
+        return self._list(specs.CLUSTERPOLICIES, kube.ClusterPolicy, "ClusterPolicy")
 
     @cached_property
     def nvidiadrivers(self) -> list[kube.NVIDIADriver]:
-        return self._list("cluster/nvidiadrivers.json", kube.NVIDIADriver, "NVIDIADriver")
+        return self._list(specs.NVIDIADRIVERS, kube.NVIDIADriver, "NVIDIADriver")
 
     @cached_property
     def crds(self) -> list[Crd] | None:
@@ -337,10 +337,10 @@ class ClusterObjects:
     def helm(self) -> dict[str, list[kube.HelmRevision]]:
         """Release name → revisions sorted by number, from ``cluster/helm/<release>.json``."""
         releases: dict[str, list[kube.HelmRevision]] = {}
-        for path in self._bundle.paths_under("cluster/helm/"):
+        for path in self._bundle.paths_under(specs.HELM_DIR):
             if not path.endswith(".json"):
                 continue
-            name = path[len("cluster/helm/"):-len(".json")]
+            name = path[len(specs.HELM_DIR):-len(".json")]
             raw = self._bundle.read_json(path)
             if raw is None:
                 continue
@@ -370,7 +370,7 @@ class NodeArtifacts:
     def __init__(self, bundle: Bundle, name: str) -> None:
         self._bundle = bundle
         self.name = name
-        self.prefix = f"nodes/{name}/"
+        self.prefix = specs.node_dir(name)
 
     @property
     def bundle(self) -> Bundle:
@@ -387,7 +387,7 @@ class NodeArtifacts:
 
     @cached_property
     def config_dump_text(self) -> str | None:
-        return self.text("containerd/config-dump.toml")
+        return self.text(specs.CONTAINERD_DUMP)
 
     @cached_property
     def config_dump(self) -> dict[str, Any] | None:
@@ -395,17 +395,17 @@ class NodeArtifacts:
         text = self.config_dump_text
         if text is None:
             return None
-        return _toml(self._bundle, self.path("containerd/config-dump.toml"), text)
+        return _toml(self._bundle, self.path(specs.CONTAINERD_DUMP), text)
 
     @cached_property
     def containerd_version(self) -> str | None:
-        text = self.text("containerd/version.txt")
+        text = self.text(specs.CONTAINERD_VERSION)
         return text.strip() if text else None
 
     @cached_property
     def containerd_files(self) -> dict[str, str]:
         """Host path (``/etc/containerd/...``) → text of the copied file."""
-        base = self.path("containerd/files/")
+        base = self.path(specs.CONTAINERD_FILES_DIR)
         found: dict[str, str] = {}
         for path in self._bundle.paths_under(base):
             text = self._bundle.read_text(path)
@@ -423,7 +423,7 @@ class NodeArtifacts:
             try:
                 toml_loads(text)
             except TomlRefused as exc:
-                toml_refused(self._bundle, self.path("containerd/files" + host_path), exc)
+                toml_refused(self._bundle, self.path(specs.containerd_file(host_path)), exc)
                 refused[host_path] = str(exc)
             except tomllib.TOMLDecodeError:
                 pass  # not TOML: the merge emulation says what containerd makes of it
@@ -433,7 +433,7 @@ class NodeArtifacts:
         """Every entry of ``journal/<unit>.jsonl``, parsed on each call and not kept:
         journals are the node files whose size has no bound. The analyzers read them
         once, through :func:`analyzers.facts.journals.journal_scan`."""
-        return _read_journal(self._bundle, self.path(f"journal/{unit}.jsonl"))
+        return _read_journal(self._bundle, self.path(specs.journal(unit)))
 
     def preload(self, *, dmesg: list[KernelLine], nvidia_smi: NvidiaSmi | None) -> None:
         """Take files parsed elsewhere (a worker process) as this node's parsed files."""
@@ -444,22 +444,22 @@ class NodeArtifacts:
     def dmesg(self) -> list[KernelLine]:
         from bundle.kernel import parse_dmesg
 
-        path = self.path("dmesg.txt")
+        path = self.path(specs.DMESG)
         text = self._bundle.read_text(path)
         return parse_dmesg(text, path, note=lambda message, where: self._bundle.problem(
             path, message, kind="refused", where=where)) if text else []
 
     @cached_property
     def systemd_containerd(self) -> dict[str, str] | None:
-        text = self.text("systemd/containerd.txt")
+        text = self.text(specs.SYSTEMD_CONTAINERD)
         return parse_key_values(text) if text is not None else None
 
     def host(self, name: str) -> str | None:
-        return self.text(f"host/{name}")
+        return self.text(specs.host(name))
 
     @cached_property
     def nvidia_smi(self) -> NvidiaSmi | None:
-        path = self.path("nvidia-smi.xml")
+        path = self.path(specs.NVIDIA_SMI)
         data = self._bundle.read_bytes(path)
         if data is None:
             return None
@@ -477,7 +477,7 @@ class NodeArtifacts:
 
     @cached_property
     def cdi_files(self) -> dict[str, str]:
-        base = self.path("cdi/")
+        base = self.path(specs.CDI_DIR)
         return {p[len(base):]: t for p in self._bundle.paths_under(base)
                 if (t := self._bundle.read_text(p)) is not None}
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from bundle import tomlsafe
+from bundle import specs, tomlsafe
 from bundle.jsonsafe import json_too_dense
 from bundle.nvsmi import parse_nvidia_smi
 from bundle.nvsmi_text import looks_like_text, parse_nvidia_smi_text
@@ -19,18 +19,18 @@ from bundle.reader import Bundle
 from bundle.textfiles import parse_journal
 
 CLUSTER_PATHS = (
-    "cluster/version.json", "cluster/nodes.json", "cluster/pods.json",
-    "cluster/events.json", "cluster/daemonsets.json", "cluster/deployments.json",
-    "cluster/namespaces.json", "cluster/runtimeclasses.json", "cluster/resourcequotas.json",
-    "cluster/clusterpolicies.json", "cluster/nvidiadrivers.json", "cluster/configmaps.json",
+    specs.VERSION, specs.NODES, specs.PODS,
+    specs.EVENTS, specs.DAEMONSETS, specs.DEPLOYMENTS,
+    specs.NAMESPACES, specs.RUNTIMECLASSES, specs.RESOURCEQUOTAS,
+    specs.CLUSTERPOLICIES, specs.NVIDIADRIVERS, specs.CONFIGMAPS,
 )
 NODE_PATHS = (
-    "containerd/config-dump.toml", "containerd/version.txt", "journal/containerd.jsonl",
-    "journal/kubelet.jsonl", "dmesg.txt", "nvidia-smi.xml", "systemd/containerd.txt",
-    "host/uname.txt", "host/os-release", "host/cmdline", "host/modules.txt",
-    "host/secureboot.txt", "host/nvidia-ctk.txt", "host/unattended-upgrades.txt",
+    specs.CONTAINERD_DUMP, specs.CONTAINERD_VERSION, specs.CONTAINERD_JOURNAL,
+    specs.KUBELET_JOURNAL, specs.DMESG, specs.NVIDIA_SMI, specs.SYSTEMD_CONTAINERD,
+    specs.UNAME, specs.OS_RELEASE, specs.CMDLINE, specs.MODULES,
+    specs.SECUREBOOT, specs.NVIDIA_CTK, specs.UNATTENDED_UPGRADES,
 )
-LISTS = {p for p in CLUSTER_PATHS if p != "cluster/version.json"}
+LISTS = {p for p in CLUSTER_PATHS if p != specs.VERSION}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +84,15 @@ def _check(bundle: Bundle, path: str) -> Check:
 
 def verify(bundle: Bundle) -> Iterator[Check]:
     """Every format-v1 spec path of this bundle, judged."""
-    yield _check(bundle, "manifest.json") if bundle.manifest.items else Check(
-        "manifest.json", "malformed", "no items: the collector recorded no steps")
+    yield _check(bundle, specs.MANIFEST) if bundle.manifest.items else Check(
+        specs.MANIFEST, "malformed", "no items: the collector recorded no steps")
     for path in CLUSTER_PATHS:
         yield _check(bundle, path)
     nodes = sorted({item.node for item in bundle.manifest.items if item.node}
                    | set(bundle.node_names))
     for node in nodes:
         for relative in NODE_PATHS:
-            yield _check(bundle, f"nodes/{node}/{relative}")
+            yield _check(bundle, specs.node_file(node, relative))
     for item in bundle.manifest.items:
         if item.bytes is not None and bundle.has(item.path) and item.error is None:
             size = bundle.size(item.path)

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from analyzers.batch_models import IndexRecord
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import LoadedRule
-from analyzers.selection import Selection
-from analyzers.suppress import Suppression
+from analyzers.engine.plugins import LoadedRule
+from analyzers.engine.selection import Selection
+from analyzers.engine.suppress import Suppression
+from analyzers.results.batch_models import IndexRecord
+from analyzers.results.models import Report, RuleStatus
 from bundle import BundleError, Limits
 from gpu_triage import outputs
 from gpu_triage.bundle_paths import report_stem
 from gpu_triage.cpus import usable_cpus
-from gpu_triage.exitcodes import Exit, analysis_exit
+from gpu_triage.exitcodes import Exit, errored_rules, exit_code
 from gpu_triage.termination import unwind_on_termination
 
 SUFFIXES = {"html": ".report.html", "json": ".report.json", "md": ".report.md",
@@ -104,7 +104,7 @@ _RULES: list[LoadedRule] = []
 
 
 def _load(rule_dirs: Sequence[Path]) -> list[LoadedRule]:
-    from analyzers.local_rules import discover_all
+    from analyzers.engine.local_rules import discover_all
 
     return discover_all(rule_dirs).rules
 
@@ -146,7 +146,7 @@ def _record(job: Job, report: Report, code: int, written: list[str]) -> IndexRec
 def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
     """Analyse one bundle and write its reports; never raises."""
     from analyzers.engine import analyze
-    from analyzers.suppress import apply
+    from analyzers.engine.suppress import apply
     from bundle import open_bundle
     from reports import render
 
@@ -163,7 +163,7 @@ def analyse(job: Job, options: Options, rules: Sequence[LoadedRule]) -> Outcome:
             outputs.write(target, render(report, fmt, html_name=f"{job.stem}.report.html",
                                          generated_at=options.generated_at))
             written.append(str(target))
-        code = int(analysis_exit(report, options.fail_on))
+        code = int(exit_code(report.findings, options.fail_on, errored=errored_rules(report)))
         notes = tuple(f"suppression {s.describe} expired on {s.until}" for s in applied.expired)
         return Outcome(_record(job, report, code, written), notes)
     except BundleError as exc:

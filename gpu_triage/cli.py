@@ -38,7 +38,7 @@ from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
 from gpu_triage.cli_serve import serve as serve_command
-from gpu_triage.exitcodes import Exit, analysis_exit, errored_rules
+from gpu_triage.exitcodes import Exit, errored_rules, exit_code
 from gpu_triage.termination import Terminated, unwind_on_termination
 
 EPILOG = "\b\nExit codes:\n" + Exit.help_text()
@@ -154,8 +154,8 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     # (docs/performance.md: a quarter of the CPU time on a 500-node bundle).
     gc.set_threshold(50_000, 20, 100)
     from analyzers.engine import analyze as run
-    from analyzers.facts.stream import NodeStream
-    from analyzers.suppress import apply
+    from analyzers.engine.suppress import apply
+    from analyzers.speed import Preload
     from bundle import BundleError, Limits, open_bundle
     from bundle.spooldir import remove_stale
     from gpu_triage.bundle_paths import expand, report_stem
@@ -192,11 +192,11 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
         progress = Progress(sys.stderr, terminal=sys.stderr.isatty())
     try:
         jobs = min(jobs or 4, usable_cpus())
-        with NodeStream(jobs) as stream, open_bundle(
-                bundle_path, limits, watcher=stream,
+        with Preload(jobs) as preload, open_bundle(
+                bundle_path, limits, watcher=preload.watcher,
                 reading=progress.reading if progress else None) as opened:
             report = run(opened, choice.rules, progress=progress.step if progress else None,
-                         selection=choice.selection or None, jobs=jobs, stream=stream)
+                         selection=choice.selection or None, preload=preload)
     except BundleError as exc:
         if progress is not None:
             progress.clear()
@@ -216,9 +216,10 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     for fmt, target in files.items():  # one analysis, each format to its own file
         write_output(target, render(report, fmt, html_name=html_name, inspect=inspect))
         stderr(f"{'HTML' if fmt == 'html' and not formats else fmt} report: {shown(target)}")
-    code = analysis_exit(report, fail_on)
+    errored = errored_rules(report)
+    code = exit_code(report.findings, fail_on, errored=errored)
     if code is Exit.INCOMPLETE:
-        stderr(f"analysis incomplete: {one_line(', '.join(errored_rules(report)), None)} "
+        stderr(f"analysis incomplete: {one_line(', '.join(errored), None)} "
                f"ended in error (exit {int(code)}; rerun with --verbose for the tracebacks)")
     if code is not Exit.OK:
         ctx.exit(int(code))

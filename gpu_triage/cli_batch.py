@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from analyzers.selection import Selection
-from analyzers.suppress import Suppression
+from analyzers.engine.selection import Selection
+from analyzers.engine.suppress import Suppression
 from bundle import Limits
 from gpu_triage import batch
 from gpu_triage.cli_common import output_failure

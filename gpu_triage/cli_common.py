@@ -19,7 +19,7 @@ import click
 from gpu_triage.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from analyzers.plugins import LoadedRule
+    from analyzers.engine.plugins import LoadedRule
     from bundle import BundleError
     from gpu_triage.outputs import OutputError
 
@@ -96,7 +96,7 @@ def colour() -> bool:
 def load_rules(rule_dirs: tuple[Path, ...] = ()) -> list[LoadedRule]:
     """The installed rules plus those in ``rule_dirs``; a plugin that cannot be loaded is
     a warning, no rule at all an internal error."""
-    from analyzers.local_rules import discover_all
+    from analyzers.engine.local_rules import discover_all
 
     discovery = discover_all(rule_dirs)
     for error in discovery.errors:

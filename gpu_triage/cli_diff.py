@@ -1,7 +1,7 @@
 """``gpu-triage diff BEFORE AFTER``: did the fix work?
 
 Both bundles are analysed with the same rules, then compared finding by finding and
-fact by fact (:mod:`analyzers.diff`). Exit 1 when AFTER has NEW findings at or above
+fact by fact (:mod:`analyzers.engine.diff`). Exit 1 when AFTER has NEW findings at or above
 ``--fail-on``; a finding that only changed does not count.
 """
 
@@ -25,7 +25,7 @@ from gpu_triage.cli_common import (
     write_output,
 )
 from gpu_triage.cli_rules import only_skip_options, resolve
-from gpu_triage.exitcodes import Exit
+from gpu_triage.exitcodes import Exit, exit_code
 
 EPILOG = ("\b\nExit codes:\n  0  no new finding at or above --fail-on\n"
           "  1  new findings at or above --fail-on\n  2  usage error\n"
@@ -53,12 +53,10 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
 
     Suppressions do not apply here: a suppressed finding is still there, not fixed.
     """
-    from analyzers.diff import compare
-    from analyzers.engine import analyze
-    from analyzers.facts import Facts
-    from analyzers.models import Severity
+    from analyzers.engine import analyze, facts_of
+    from analyzers.engine.diff import compare
     from bundle import BundleError, Limits, open_bundle
-    from reports.diff_render import render
+    from reports.diff import render
 
     choice = resolve(load_rules(rule_dirs), only, skip)
     if output not in (None, "-"):  # refuse a link before the analysis, not after it
@@ -67,11 +65,11 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     reports = []
     try:
         with open_bundle(before, limits) as first, open_bundle(after, limits) as second:
-            facts = (Facts(first), Facts(second))  # built once, by the analysis; reused
-            for opened, known in zip((first, second), facts, strict=True):
-                reports.append(analyze(opened, choice.rules, facts=known,
+            for opened in (first, second):
+                reports.append(analyze(opened, choice.rules,
                                        selection=choice.selection or None))
-            result = compare(reports[0], reports[1], *facts)
+            # the facts each analysis built, compared as they are (not built again)
+            result = compare(reports[0], reports[1], facts_of(first), facts_of(second))
     except BundleError as exc:
         raise unreadable(exc) from None
     warn_if_reversed(reports[0].bundle.created_at, reports[1].bundle.created_at)
@@ -84,9 +82,9 @@ def diff(ctx: click.Context, before: Path, after: Path, fmt: str | None, output:
     else:
         write_output(Path(output), text)
         stderr(f"{fmt} diff: {shown(output)}")
-    threshold = Severity(fail_on)
-    if any(f.severity.at_least(threshold) for f in result.new):
-        ctx.exit(int(Exit.FINDINGS))
+    code = exit_code(result.new, fail_on)  # what is still there is not the fix's doing
+    if code is not Exit.OK:
+        ctx.exit(int(code))
 
 
 def warn_if_reversed(before: str | None, after: str | None) -> None:

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from bundle.problems import ProblemLog
     from collectors.redact import CustomPatterns, Redactor
 
-MANIFEST = "manifest.json"
-
-
 @click.command()
 @click.argument("bundle_path", metavar="BUNDLE", type=click.Path(path_type=Path))
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
@@ -101,6 +98,8 @@ def _custom(path: Path | None) -> CustomPatterns:
 def _manifest_first(files: list[tuple[str, bytes]], redactor: Redactor,
                     custom: int) -> list[tuple[str, bytes]]:
     """manifest.json (format v1) goes first and says that this redaction was applied."""
+    from bundle.specs import MANIFEST  # here: ``gpu-triage --help`` imports no bundle
+
     manifest = [data for rel, data in files if rel == MANIFEST]
     rest = [(rel, data) for rel, data in files if rel != MANIFEST]
     if not manifest:

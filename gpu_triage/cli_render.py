@@ -30,7 +30,7 @@ def render(report_path: Path, fmt: str, output: str | None) -> None:
     """Render a saved findings JSON (analyze -f json) in another format."""
     from pydantic import ValidationError
 
-    from analyzers.models import Report
+    from analyzers.results.models import Report
     from gpu_triage.bundle_paths import report_stem
     from reports import render as rendered
 

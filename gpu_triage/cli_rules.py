@@ -21,9 +21,9 @@ from gpu_triage.cli_common import Failure, one_line
 from gpu_triage.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from analyzers.plugins import LoadedRule
-    from analyzers.selection import Selection
-    from analyzers.suppress import Outcome, Suppression
+    from analyzers.engine.plugins import LoadedRule
+    from analyzers.engine.selection import Selection
+    from analyzers.engine.suppress import Outcome, Suppression
 
 F = TypeVar("F", bound=Callable[..., Any])
 RULE_DIR = click.Path(exists=True, file_okay=False, dir_okay=True, path_type=Path)
@@ -73,8 +73,8 @@ class Choice:
 
 def resolve(rules: list[LoadedRule], only: Sequence[str], skip: Sequence[str],
             suppress_files: Sequence[Path] = ()) -> Choice:
-    from analyzers.selection import Selection, SelectionError
-    from analyzers.suppress import SuppressionError, parse
+    from analyzers.engine.selection import Selection, SelectionError
+    from analyzers.engine.suppress import SuppressionError, parse
 
     try:
         selection = Selection.parse(only, skip)
@@ -117,12 +117,13 @@ def notes(outcome: Outcome) -> list[str]:
 def rules_test(directory: Path) -> None:
     """Run the TOML cases of the local rules in DIR and print pass/fail.
 
-    Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml; see
+    Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml (DIR/cases/<ID>.toml:
+    rule ID alone); a case names a bundle or writes one inline on a base. See
     docs/writing-rules.md.
     """
-    from analyzers.local_rules import load_dir
-    from analyzers.plugins import Discovery
-    from analyzers.ruletest import CaseFileError, case_files, load_cases, run
+    from analyzers.engine.local_rules import load_dir
+    from analyzers.engine.plugins import Discovery
+    from analyzers.engine.ruletest import CaseFileError, case_files, load_cases, run
 
     discovery = Discovery()
     by_file = load_dir(discovery, directory)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from analyzers.models import Report
+    from analyzers.results.models import Finding, Report
 
 
 class Exit(IntEnum):
@@ -31,22 +32,25 @@ class Exit(IntEnum):
         return "\n".join(f"  {code.value}  {meanings[code]}" for code in cls)
 
 
-def analysis_exit(report: Report, fail_on: str) -> Exit:
-    """The exit code of one analysed bundle: :attr:`Exit.INCOMPLETE` when any rule ended
-    in ``error`` (an incomplete analysis must never look clean, nor merely "findings"),
-    else :attr:`Exit.FINDINGS` when a finding is at or above ``fail_on``, else OK."""
-    from analyzers.models import RuleStatus, Severity
+def exit_code(findings: Iterable[Finding], fail_on: str, *,
+              errored: Sequence[str] = ()) -> Exit:
+    """The exit code of every command that judges findings (``analyze``, each bundle of a
+    batch, ``diff`` over its new findings): :attr:`Exit.INCOMPLETE` when rules ended in
+    ``error`` (``errored``, from :func:`errored_rules`: an incomplete analysis must never
+    look clean, nor merely "findings"), else :attr:`Exit.FINDINGS` when a finding is at
+    or above ``fail_on``, else OK."""
+    from analyzers.results.models import Severity
 
-    if any(r.status is RuleStatus.ERROR for r in report.rules):
+    if errored:
         return Exit.INCOMPLETE
     threshold = Severity(fail_on)
-    if any(f.severity.at_least(threshold) for f in report.findings):
+    if any(f.severity.at_least(threshold) for f in findings):
         return Exit.FINDINGS
     return Exit.OK
 
 
 def errored_rules(report: Report) -> list[str]:
     """The IDs of the rules that ended in ``error``, in report order."""
-    from analyzers.models import RuleStatus
+    from analyzers.results.models import RuleStatus
 
     return [r.rule_id for r in report.rules if r.status is RuleStatus.ERROR]

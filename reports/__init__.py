@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 
 FORMATS = ("text", "json", "md", "html", "jira", "zendesk")
 

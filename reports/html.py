@@ -19,7 +19,7 @@ from importlib.resources import files
 
 import jinja2
 
-from analyzers.models import Finding, Report, RuleStatus, Severity
+from analyzers.results.models import Finding, Report, RuleStatus, Severity
 from reports.html_findings import (
     Builder,
     GroupView,

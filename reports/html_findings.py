@@ -1,7 +1,7 @@
 """The findings part of the HTML view model: causal chains, standalone findings, cards.
 
 Size stays bounded on big bundles: findings with the same cause on many nodes (one
-:class:`analyzers.models.FindingGroup`) are one card whose collapsed node table gives each
+:class:`analyzers.results.models.FindingGroup`) are one card whose collapsed node table gives each
 node its own row and first evidence (capped at :data:`MEMBER_ROWS` per table and
 :data:`MEMBER_BUDGET` in the report; the rest are named). Cards of one rule are shown
 together; only the first few of a rule are full cards, the next ones one-line rows, and the
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from analyzers.models import Evidence, Finding, Report, RuleDoc
+from analyzers.results.models import Evidence, Finding, Report, RuleDoc
 from reports.view import (
     CauseGroup,
     Chain,

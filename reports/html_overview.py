@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from analyzers.models import (
+from analyzers.results.models import (
     Finding,
     Glance,
     NodeRow,

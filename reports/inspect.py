@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from analyzers.models import Finding
+from analyzers.results.models import Finding
 
 # ObjectRef kind -> how kubectl names the resource (the kinds gpu-triage serve answers for)
 RESOURCES = {"Pod": "pod", "Node": "node", "Namespace": "namespace", "Event": "event",

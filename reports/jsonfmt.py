@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 
 
 def render(report: Report) -> str:

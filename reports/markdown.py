@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from analyzers.models import Finding, Overview, Report, RuleStatus, Severity
+from analyzers.results.models import Finding, Overview, Report, RuleStatus, Severity
 from reports.view import (
     NOT_CHECKED,
     CauseGroup,

@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from analyzers.models import Finding, Report, Severity
+from analyzers.results.models import Finding, Report, Severity
 from reports import terminal
 from reports.inspect import command as inspect_command
 from reports.inspect import preamble

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from analyzers.models import Finding, Report, RuleStatus
+from analyzers.results.models import Finding, Report, RuleStatus
 from reports.ticket_dialects import DIALECTS, Dialect
 from reports.view import NOT_CHECKED, CauseGroup, View, build, first_command
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers.models import Confidence, Finding, FindingGroup, Report, RuleStatus, Severity
+from analyzers.results.models import Confidence, Finding, FindingGroup, Report, RuleStatus, Severity
 from reports.terminal import inert
 
 
@@ -85,7 +85,7 @@ OUTLIER_RATIO = 2
 
 
 def groups_of(report: Report) -> list[FindingGroup]:
-    """The report's groups (analyzers.grouping). A report that carries none (written
+    """The report's groups (analyzers.engine.grouping). A report that carries none (written
     before grouping existed, or built by hand) is shown as it was then: every finding a
     group of its own."""
     if report.groups or not report.findings:

@@ -566,6 +566,57 @@ def e160(b: kit.Bundle, t: Thread) -> Placed:
     return _workload_failed(b, t.lines[0])
 
 
+# -- orders 205 to 240 (the second mining round) ----------------------------------------------
+
+
+def _cli_refused(b: kit.Bundle, t: Thread) -> Placed:
+    """The user's CUDA pod cannot start: the toolkit's prestart hook fails (event)."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    _waiting(pod, "RunContainerError")
+    _replace(b, pod)
+    return _event(b, pod, "Failed", HOOK + t.lines[0])
+
+
+def e210(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "gpu-feature-discovery-", t.lines)
+
+
+def e215(b: kit.Bundle, t: Thread) -> Placed:
+    """The kernel refuses the GPU at probe time; the lines as the journal shows them."""
+    _no_host_driver(b)
+    path = b.root / f"nodes/{NODE}/dmesg.txt"
+    kept = path.read_text() if path.exists() else ""
+    lines = [line.removeprefix("kernel: ") for line in t.lines]
+    stamped = "".join(f"2026-11-20T10:58:0{i},000000+00:00 {line}\n"
+                      for i, line in enumerate(lines))
+    b.write(f"nodes/{NODE}/dmesg.txt", kept + stamped)
+    return Placed(f"nodes/{NODE}/dmesg.txt")
+
+
+def e225(b: kit.Bundle, t: Thread) -> Placed:
+    return _failing(b, "nvidia-dcgm-exporter-", t.lines)
+
+
+def t230(root: Path, t: Thread) -> Placed:
+    bundle = kit.base(root)
+    kit._without_operator(bundle)  # the standalone chart's plugin
+    kit.add_plugin(bundle)
+    placed = _failing(bundle, "nvidia-device-plugin-daemonset-", t.lines)
+    bundle.save()
+    return placed
+
+
+def e235(b: kit.Bundle, t: Thread) -> Placed:
+    return _driver_failing(b, t.lines)
+
+
+def e240(b: kit.Bundle, t: Thread) -> Placed:
+    return _new_failing(b, t, name="nvidia-kubevirt-gpu-dp-daemonset-x7k2p",
+                        namespace="kube-system", container="nvidia-kubevirt-gpu-dp-ctr",
+                        owner="nvidia-kubevirt-gpu-dp-daemonset",
+                        image="nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.2.3")
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -585,6 +636,9 @@ BUILDERS: dict[int, Builder] = {
     120: _on_base(e120), 125: _on(_standalone, e125), 130: _on_base(e130), 135: _on_base(e135),
     140: _on(_docker_operator, e140), 145: _on(_bottlerocket, e145), 150: _on_base(e150),
     155: _on_base(e155), 160: _on_base(e160),
+    205: _on_base(_cli_refused), 210: _on_base(e210), 215: _on_base(e215),
+    220: _on_base(_cli_refused), 225: _on_base(e225), 230: t230, 235: _on_base(e235),
+    240: _on_base(e240),
 }
 
 

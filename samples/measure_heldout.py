@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analyzers.engine import analyze  # noqa: E402
-from analyzers.models import Finding, Report, Severity  # noqa: E402
-from analyzers.plugins import discover  # noqa: E402
+from analyzers.engine.plugins import discover  # noqa: E402
+from analyzers.results.models import Finding, Report, Severity  # noqa: E402
 from bundle import open_bundle  # noqa: E402
 from samples import heldout  # noqa: E402
 

@@ -16,7 +16,7 @@ import orjson
 from kit import kube_node, smi_log
 from scenario import analyze_files, lists, pod
 
-from analyzers.models import Finding, Report
+from analyzers.results.models import Finding, Report
 
 DP_APP = "nvidia-device-plugin-daemonset"
 DRIVER_APP = "nvidia-driver-daemonset"

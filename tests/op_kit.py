@@ -18,8 +18,8 @@ from kit import kube_list, kube_node, smi_log, write_dir
 from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report, RuleStatus
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding, Report, RuleStatus
 from bundle import open_bundle
 
 NS = "gpu-operator"

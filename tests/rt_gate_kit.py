@@ -10,8 +10,8 @@ from kit import write_dir
 from scenario import cluster_policy, event, lists, node, pod, runtime_class
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding, Report
 from bundle import open_bundle
 
 GRPC = 'plugins."io.containerd.grpc.v1.cri"'

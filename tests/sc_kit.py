@@ -9,7 +9,7 @@ from kit import kube_node, smi_log, write_dir
 from scenario import analyze_files, lists
 
 from analyzers.facts import Facts
-from analyzers.models import Finding, Report
+from analyzers.results.models import Finding, Report
 from analyzers.rule import Context, Rule
 from bundle import open_bundle
 

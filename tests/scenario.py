@@ -8,8 +8,8 @@ from typing import Any
 from kit import kube_list, kube_node, write_dir
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 DUMP_WITH_NVIDIA = """version = 2

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from kit import pack_dir
 from layouts_kit import must_gather_files, troubleshoot_files, write
 
-from analyzers.batch_models import IndexRecord
+from analyzers.results.batch_models import IndexRecord
 from bundle import Limits
 from gpu_triage import batch
 from gpu_triage.bundle_paths import expand

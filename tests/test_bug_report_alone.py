@@ -16,7 +16,7 @@ from bundle import BundleError, open_bundle
 
 def _ids(path: Path) -> list[str]:
     from analyzers.engine import analyze
-    from analyzers.local_rules import discover_all
+    from analyzers.engine.local_rules import discover_all
 
     with open_bundle(path) as opened:
         report = analyze(opened, discover_all(()).rules)

@@ -13,9 +13,10 @@ from kit import write_dir
 from sc_kit import GPU, container, gpu_node, insufficient, pod_event, workload
 from scenario import lists
 
-from analyzers import signatures, timeline
+from analyzers.engine import timeline
 from analyzers.facts import Facts, scheduling
 from analyzers.facts.operands import COMPONENTS, NFD_WORKER, component_of
+from analyzers.knowledge import signatures
 from analyzers.rules.sc._common import container_limits
 from bundle import open_bundle
 from bundle.kube import Container, Pod, quantity_int
@@ -352,7 +353,7 @@ def test_rules_affected_by_gaps_answer_as_matching_every_path() -> None:
     from fnmatch import fnmatchcase
     from types import SimpleNamespace
 
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from analyzers.rules.bnd._base import _affected_rules
     from bundle.manifest import ManifestItem
 

@@ -12,8 +12,8 @@ import pytest
 
 from analyzers.commands import is_destructive, opens_destructively
 from analyzers.engine import analyze
-from analyzers.models import Confidence, Finding, Report
-from analyzers.plugins import BUILTIN_ORIGIN, discover
+from analyzers.engine.plugins import BUILTIN_ORIGIN, discover
+from analyzers.results.models import Confidence, Finding, Report
 from bundle import open_bundle
 from reports import markdown, text
 from reports.view import first_command

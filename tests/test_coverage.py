@@ -1,5 +1,5 @@
 """A rule whose inputs are damaged never says "passed": partial, skipped, or failed with
-the damaged files named (analyzers/coverage.py)."""
+the damaged files named (analyzers/engine/coverage.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 from drv_kit import bundle, gpu_node, of, remap, smi_gpu, smi_xml, status
 from kit import kube_list, write_dir, write_tar
 
-from analyzers.diff import compare
 from analyzers.engine import analyze
+from analyzers.engine.diff import compare
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.results.models import Report
 from bundle import Limits, open_bundle
 
 HEALTHY = smi_xml(smi_gpu("00000000:3B:00.0", "GPU-aaaa-0001"))

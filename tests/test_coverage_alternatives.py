@@ -1,6 +1,6 @@
 """A rule that requires no single input judges its optional inputs together: skipped when
 none of them is in the bundle or every one was lost, partial when one was damaged
-(analyzers/engine.py, analyzers/coverage.py). And a rule that judges nothing but
+(analyzers/engine/__init__.py, analyzers/engine/coverage.py). And a rule that judges nothing but
 container logs requires them."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from kit import kube_list, write_dir
 from op_kit import Cluster, status
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report, RuleStatus, Severity
-from analyzers.plugins import LoadedRule
+from analyzers.engine.plugins import LoadedRule
+from analyzers.results.models import Finding, Report, RuleStatus, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from bundle import open_bundle
 

@@ -51,7 +51,7 @@ def test_no_policy_crd_no_sign(tmp_path: Path, crds: Any) -> None:
 def test_crds_json_is_parsed_once_for_the_fact_and_op016(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
 
     reads: list[str] = []
     original = Bundle.read_json

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from kit import pack_dir
 from markdown_it import MarkdownIt
 
-from analyzers.models import Evidence, Report
+from analyzers.results.models import Evidence, Report
 from gpu_triage.cli import cli, main
 from gpu_triage.progress import Progress
 from reports import render
@@ -70,7 +70,7 @@ def test_render_refuses_a_file_that_is_no_report(tmp_path: Path) -> None:
 
 def _hostile_report() -> Report:
     from analyzers.engine import analyze
-    from analyzers.local_rules import discover_all
+    from analyzers.engine.local_rules import discover_all
     from bundle import open_bundle
 
     with open_bundle(INCIDENT) as opened:

@@ -13,11 +13,12 @@ from click.testing import CliRunner
 from kit import kube_list, write_dir
 from scenario import DUMP_WITH_NVIDIA, node
 
-from analyzers.diff import compare, finding_changes, number_changes, numbers, rule_changes
-from analyzers.diff_models import DiffReport
 from analyzers.engine import analyze
+from analyzers.engine.diff import compare, finding_changes, number_changes, numbers, rule_changes
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.models import (
+from analyzers.results.diff_models import DiffReport
+from analyzers.results.models import (
     Evidence,
     Finding,
     Report,
@@ -25,10 +26,9 @@ from analyzers.models import (
     RuleStatus,
     Severity,
 )
-from analyzers.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import cli
-from reports.diff_render import render
+from reports.diff import render
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 INCIDENT = SAMPLES / "incident-toolkit-disabled"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzers.engine import analyze
+from analyzers.engine import analyze, facts_of
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
-from analyzers.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import cli
 
@@ -38,10 +38,13 @@ def test_diff_builds_the_facts_of_each_bundle_once(monkeypatch: pytest.MonkeyPat
     assert ("gpu-a", "nvidia runtime loaded") in facts  # the compared facts are there
 
 
-def test_analyze_uses_the_facts_it_is_given() -> None:
-    with open_bundle(INCIDENT) as opened:
-        given = Facts(opened)
-        assert "gpu_nodes" not in vars(given)
-        report = analyze(opened, discover().rules, facts=given)
-        assert "gpu_nodes" in vars(given)  # filled by the analysis, ready for diff
-        assert report.bundle.gpu_nodes == len(given.gpu_nodes)
+def test_the_facts_of_an_analysis_stay_with_its_bundle() -> None:
+    with open_bundle(INCIDENT) as opened, open_bundle(HEALTHY) as other:
+        unanalysed = facts_of(opened)
+        assert "gpu_nodes" not in vars(unanalysed)
+        report = analyze(opened, discover().rules)
+        built = facts_of(opened)
+        assert built is not unanalysed and built is facts_of(opened)
+        assert "gpu_nodes" in vars(built)  # filled by the analysis, ready for diff
+        assert report.bundle.gpu_nodes == len(built.gpu_nodes)
+        assert "gpu_nodes" not in vars(facts_of(other))  # another bundle's are its own

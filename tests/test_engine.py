@@ -11,8 +11,8 @@ from kit import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze, link
-from analyzers.models import Finding, RuleStatus, Severity
-from analyzers.plugins import Discovery, LoadedRule, add_rules, discover
+from analyzers.engine.plugins import Discovery, LoadedRule, add_rules, discover
+from analyzers.results.models import Finding, RuleStatus, Severity
 from analyzers.rule import SECTIONS, CannotJudge, Context, Rule, cluster, node, parse_docstring
 from bundle import open_bundle
 
@@ -71,7 +71,7 @@ class Root(Rule):
     severity = Severity.HIGH
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        yield self.finding("a", "root", causes=["TST004:a", refs.RT001("z")])
+        yield self.finding("a", "root", causes=["TST004:a", refs.link("RT001", "z")])
 
 
 class Symptom(Rule):
@@ -89,7 +89,7 @@ class Symptom(Rule):
     severity = Severity.CRITICAL
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        yield self.finding("a", "symptom", caused_by=["TST003:a", refs.OP001("q")])
+        yield self.finding("a", "symptom", caused_by=["TST003:a", refs.link("OP001", "q")])
 
 
 class Unsure(Rule):

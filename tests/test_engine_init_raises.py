@@ -9,8 +9,8 @@ from pathlib import Path
 from kit import kube_list, write_dir
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, RuleStatus, Severity
-from analyzers.plugins import LoadedRule
+from analyzers.engine.plugins import LoadedRule
+from analyzers.results.models import Finding, RuleStatus, Severity
 from analyzers.rule import Context, Rule
 from bundle import open_bundle
 

@@ -1,6 +1,6 @@
 """Rule discovery through the ``gpu_triage.rules`` entry points, read by
 :mod:`importlib.metadata` from the installed metadata, built-in families and third-party
-plugins alike (:mod:`analyzers.plugins`)."""
+plugins alike (:mod:`analyzers.engine.plugins`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import plugins
-from analyzers.plugins import BUILTIN_ORIGIN, GROUP, discover, entry_points
+from analyzers.engine import plugins
+from analyzers.engine.plugins import BUILTIN_ORIGIN, GROUP, discover, entry_points
 
 ROOT = Path(__file__).resolve().parent.parent
 OWN_METADATA = "Metadata-Version: 2.1\nName: gpu-triage\nVersion: 0.1.0\n\nlong description\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from analyzers.rule import as_comments
 from bundle import open_bundle
 from reports.view import first_command

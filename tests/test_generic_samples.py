@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding, Report
 from bundle import Bundle, open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -1,4 +1,4 @@
-"""Grouping (analyzers.grouping): the same cause on many nodes is one group with its node
+"""Grouping (analyzers.engine.grouping): the same cause on many nodes is one group with its node
 list; a node whose cause differs stands apart; ids, ``diff`` and ``--suppress`` still work
 per node; the renderers say each problem once.
 
@@ -23,13 +23,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "report_tests"))
 
 import report_bundles as rb  # noqa: E402
 
-from analyzers import grouping  # noqa: E402
-from analyzers.diff import compare  # noqa: E402
-from analyzers.engine import analyze, link  # noqa: E402
+from analyzers.engine import (  # noqa: E402
+    analyze,
+    grouping,  # noqa: E402
+    link,
+)
+from analyzers.engine.diff import compare  # noqa: E402
+from analyzers.engine.plugins import discover  # noqa: E402
+from analyzers.engine.suppress import apply, parse  # noqa: E402
 from analyzers.facts import Facts  # noqa: E402
-from analyzers.models import Finding, Report, Severity  # noqa: E402
-from analyzers.plugins import discover  # noqa: E402
-from analyzers.suppress import apply, parse  # noqa: E402
+from analyzers.results.models import Finding, Report, Severity  # noqa: E402
 from bundle import open_bundle  # noqa: E402
 from reports import render  # noqa: E402
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from samples import heldout, measure_heldout
 
 THREADS = heldout.load_threads()
@@ -19,7 +19,8 @@ PLACES = {
     "pod-log": ("logs/",),
     "event": ("cluster/events.json",),
     "pod-status": ("cluster/pods.json", "manifest:logs/"),
-    "journal": ("nodes/gpu-a/journal/",),
+    # a kernel line pasted from journalctl ("kernel: …") lives in the node's dmesg.txt
+    "journal": ("nodes/gpu-a/journal/", "nodes/gpu-a/dmesg.txt"),
 }
 
 
@@ -49,6 +50,8 @@ def _texts(root: Path, where: str) -> list[str]:
                 for state in status.get("state", {}).values():
                     texts.append(state.get("message", ""))
         return texts
+    if where.endswith("dmesg.txt"):  # as journalctl prints kernel lines: "kernel: <msg>"
+        return [f"kernel: {line.split(' ', 1)[1]}" for line in path.read_text().splitlines()]
     if where.endswith(".jsonl"):
         entries = [json.loads(line) for line in path.read_text().splitlines()]
         return [f"{e['SYSLOG_IDENTIFIER']}[{e['_PID']}]: {e['MESSAGE']}" for e in entries]
@@ -56,7 +59,7 @@ def _texts(root: Path, where: str) -> list[str]:
 
 
 def test_every_thread_has_a_builder() -> None:
-    assert len(THREADS) == 31
+    assert len(THREADS) == 39
     assert sorted(heldout.BUILDERS) == sorted(t.order for t in THREADS)
     assert {t.source for t in THREADS} <= set(PLACES)
 

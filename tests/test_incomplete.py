@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzers.local_rules import discover_all
+from analyzers.engine.local_rules import discover_all
 from gpu_triage.cli import cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kit import write_dir
 
-from analyzers import signatures, timeline
+from analyzers.engine import timeline
 from analyzers.facts.journals import (
     LIFECYCLE,
     JournalScan,
@@ -32,6 +32,7 @@ from analyzers.facts.journals import (
     scan_records,
     signature_hits,
 )
+from analyzers.knowledge import signatures
 from analyzers.rules.rt import _service as rt_service
 from bundle import open_bundle
 from bundle.kernel import kernel_lines_from_journal

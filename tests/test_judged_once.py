@@ -1,6 +1,7 @@
-"""A verdict several rules need is judged once per run and kept in the facts: DRV003's
-"driver not usable" and DRV004's "module refused", which OP001, DRV009 and others link
-to, are not judged again by each of them; nor how nvidia-smi failed (DRV009, DRV003)."""
+"""A verdict several rules need is judged once per run and kept in the facts: the driver
+"not usable" (DRV003's) and the module "refused" (DRV004's), which OP001, DRV009 and
+others link to, are not judged again by each of them; nor how nvidia-smi failed (DRV009,
+DRV003)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.facts import secureboot
+from analyzers.engine.plugins import discover
+from analyzers.facts import driver, secureboot
 from analyzers.facts import smi as facts_smi
-from analyzers.plugins import discover
-from analyzers.rules.drv import _driver as drv_driver
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -23,19 +23,20 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 def test_driver_verdicts_are_judged_once_per_node(monkeypatch: pytest.MonkeyPatch,
                                                   sample: str) -> None:
     calls: Counter[tuple[str, str]] = Counter()
-    problems = drv_driver._problems
+    # judge_unusable reads the mismatch evidence once for each node it judges
+    problems = driver._mismatch_evidence
     refusal = secureboot.judge_refusal
     smi = facts_smi.read_failure
 
-    def count_problems(ctx: object, name: str, kernel: object) -> object:
+    def count_problems(facts: object, name: str, kernel: object) -> object:
         calls[("DRV003", name)] += 1
-        return problems(ctx, name, kernel)  # type: ignore[arg-type]
+        return problems(facts, name, kernel)  # type: ignore[arg-type]
 
     def count_refusal(ctx: object, name: str) -> object:
         calls[("DRV004", name)] += 1
         return refusal(ctx, name)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(drv_driver, "_problems", count_problems)
+    monkeypatch.setattr(driver, "_mismatch_evidence", count_problems)
     def count_smi(bundle: object, name: str) -> object:
         calls[("nvidia-smi", name)] += 1
         return smi(bundle, name)  # type: ignore[arg-type]

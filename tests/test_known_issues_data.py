@@ -1,5 +1,5 @@
 """The known-issues base (analyzers/data/known_issues/) checked as data, and its loader's
-refusals (analyzers/known_issues.py)."""
+refusals (analyzers/knowledge/known_issues.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import known_issues_doc
-from analyzers.known_issues import (
+from analyzers.knowledge import known_issues_doc
+from analyzers.knowledge.known_issues import (
     DATA_DIR,
     Issue,
     KnownIssueError,
@@ -113,7 +113,8 @@ def test_found_order_log_matches_the_split() -> None:
 
 
 def test_doc_table_is_current() -> None:
-    assert known_issues_doc.main(["--check"]) == 0, "run python -m analyzers.known_issues_doc"
+    assert known_issues_doc.main(["--check"]) == 0, \
+        "run python -m analyzers.knowledge.known_issues_doc"
 
 
 # ----------------------------------------------------------------------------- the loader

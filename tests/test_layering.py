@@ -7,6 +7,14 @@ the customer with a bare ``python3``, so it imports none of the other packages, 
 the CLI imports it.
 Inside and across packages, the module import graph has no cycle.
 
+Inside ``analyzers`` the modules live in rooms, in the order the data flows:
+``results`` (the models everything returns) -> ``knowledge`` (the packaged data and their
+loaders) -> ``facts`` -> ``rules`` (the rule base ``analyzers/rule.py``, ``refs.py``,
+``commands.py`` and ``analyzers/rules/``) -> ``engine`` (what runs the rules and assembles
+the report). ``speed`` (the worker processes behind ``engine.analyze(..., preload=)``)
+stands beside the rules: it reads facts, only the engine reads it. A room never imports
+one above it, and no module of ``analyzers`` stands outside a room.
+
 Every import statement counts, wherever it is: at the top of a module, inside a
 function (a lazy import still ties the two modules together; hiding a cycle in a
 function is what this test exists to stop), and under ``if TYPE_CHECKING:``. A type-only
@@ -29,8 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("bundle", "analyzers", "reports", "gpu_triage")
 PACKAGES = (*ORDER, "collectors")
 # What reports may import of analyzers: the result models, nothing that analyses.
-RESULT_MODELS = frozenset({"analyzers.models", "analyzers.overview_models",
-                           "analyzers.diff_models", "analyzers.batch_models"})
+RESULTS = "analyzers.results"
 
 Graph = Mapping[str, frozenset[str]]
 
@@ -144,10 +151,54 @@ def layer_violations(graph: Graph) -> list[str]:
             elif here in ORDER and there in ORDER and ORDER.index(there) > ORDER.index(here):
                 why = f"{here} is below {there} ({' -> '.join(ORDER)})"
             elif (here == "reports" and there in ("bundle", "analyzers")
-                  and target not in RESULT_MODELS):
+                  and target != RESULTS and not target.startswith(RESULTS + ".")):
                 why = "reports read the result models only"
             if why:
                 found.append(f"{source} -> {target} ({why})")
+    return found
+
+
+ROOMS = ("results", "knowledge", "facts", "rules", "speed", "engine")
+# room -> the rooms it may import (its own included)
+MAY_IMPORT: Mapping[str, frozenset[str]] = {
+    "results": frozenset({"results"}),
+    "knowledge": frozenset({"results", "knowledge"}),
+    "facts": frozenset({"results", "knowledge", "facts"}),
+    "rules": frozenset({"results", "knowledge", "facts", "rules"}),
+    "speed": frozenset({"results", "knowledge", "facts", "speed"}),
+    "engine": frozenset(ROOMS),
+}
+# The rule base and what every rule uses beside it, at the top of analyzers/.
+RULE_BASE = frozenset({"analyzers.rule", "analyzers.refs", "analyzers.commands"})
+
+
+def room(module: str) -> str | None:
+    """The room of a module of ``analyzers`` (None for the package itself, which only
+    names the version, and for a module outside every room)."""
+    if module == "analyzers":
+        return None
+    if module in RULE_BASE:
+        return "rules"
+    second = module.split(".")[1]
+    return second if second in ROOMS else None
+
+
+def room_violations(graph: Graph) -> list[str]:
+    """Every import inside ``analyzers`` against the order of its rooms, and every
+    module that stands in no room, as ``a -> b (why)``."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        if not source.startswith("analyzers."):
+            continue
+        here = room(source)
+        if here is None:
+            found.append(f"{source} (in no room: put it in one of {', '.join(ROOMS)})")
+            continue
+        for target in sorted(targets):
+            there = room(target) if target.startswith("analyzers.") else None
+            if there is not None and there not in MAY_IMPORT[here]:
+                found.append(f"{source} -> {target} ({here} may not import {there}: "
+                             f"{' -> '.join(ROOMS)})")
     return found
 
 
@@ -160,6 +211,33 @@ def test_no_package_imports_one_above_it(graph: Graph) -> None:
     assert layer_violations(graph) == []
 
 
+def test_rooms_of_analyzers_import_only_below_them(graph: Graph) -> None:
+    assert room_violations(graph) == []
+
+
+def test_room_violations_name_the_edge() -> None:
+    graph = {"analyzers.knowledge.xid": frozenset({"analyzers.facts.gpu"}),
+             "analyzers.rules.drv.DRV001": frozenset({"analyzers.engine.selection",
+                                                      "analyzers.speed", "analyzers.rule"}),
+             "analyzers.facts.gpu": frozenset({"analyzers.knowledge.xid", "analyzers",
+                                               "analyzers.results.models", "bundle.kube"}),
+             "analyzers.speed.prefetch": frozenset({"analyzers.facts.gpu", "analyzers.rule"}),
+             "analyzers.engine": frozenset({"analyzers.speed", "analyzers.rules.drv.DRV001"}),
+             "analyzers.loose": frozenset()}
+    assert room_violations(graph) == [
+        "analyzers.knowledge.xid -> analyzers.facts.gpu (knowledge may not import facts: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.loose (in no room: put it in one of results, knowledge, facts, rules, "
+        "speed, engine)",
+        "analyzers.rules.drv.DRV001 -> analyzers.engine.selection (rules may not import "
+        "engine: results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.rules.drv.DRV001 -> analyzers.speed (rules may not import speed: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+        "analyzers.speed.prefetch -> analyzers.rule (speed may not import rules: "
+        "results -> knowledge -> facts -> rules -> speed -> engine)",
+    ]
+
+
 def test_no_import_cycle(graph: Graph) -> None:
     assert [" -> ".join(cycle) for cycle in cycles(graph)] == []
 
@@ -168,7 +246,7 @@ def test_every_import_statement_is_read(graph: Graph) -> None:
     """Imports inside functions and under TYPE_CHECKING are edges too (known ones)."""
     assert {name.partition(".")[0] for name in graph} == set(PACKAGES)
     assert "collectors.collect" in graph["gpu_triage.cli"]  # inside collect()
-    assert "analyzers.plugins" in graph["gpu_triage.cli_common"]  # under TYPE_CHECKING
+    assert "analyzers.engine.plugins" in graph["gpu_triage.cli_common"]  # under TYPE_CHECKING
     assert "reports.text" in graph["reports"]  # from reports import text, inside _text()
 
 
@@ -181,7 +259,7 @@ def test_cycles_are_named_module_by_module() -> None:
 
 def test_violations_name_the_edge() -> None:
     graph = {"bundle.x": frozenset({"analyzers.y"}),
-             "reports.r": frozenset({"analyzers.engine", "analyzers.models", "bundle.x"}),
+             "reports.r": frozenset({"analyzers.engine", "analyzers.results.models", "bundle.x"}),
              "collectors.collect": frozenset({"bundle.x"}),
              "analyzers.y": frozenset({"collectors.collect"}),
              "gpu_triage.cli": frozenset({"collectors.collect", "bundle.x"})}
@@ -212,31 +290,9 @@ def test_relative_imports_resolve_from_the_module(tmp_path: Path) -> None:
 
 
 # Rules that stand alone (issue 26): a rule module asks facts, not other rules, and
-# facts know nothing of rule ids. What still breaks that is listed here, edge by edge,
-# to be removed as each judgement moves into the facts; nothing may be added.
+# facts know nothing of rule ids. A judgement two rules need is a verdict of the facts
+# (analyzers/facts/driver.py, ...); a link to another rule's finding names its id.
 RULE_ID = re.compile(r"^(?:BND|CFG|DRV|HELM|OP|RT|SC)[0-9]{3}$")
-RULE_TO_RULE_LEFT = frozenset({
-    "analyzers.rules.drv.DRV002 -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.drv.DRV008 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.drv.DRV010 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.drv._lost -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.drv._smi -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op.OP015 -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV009",
-    "analyzers.rules.op._causes -> analyzers.rules.drv.DRV010",
-    "analyzers.rules.op._causes -> analyzers.rules.op.OP012",
-    "analyzers.rules.op._causes -> analyzers.rules.op.OP015",
-    "analyzers.rules.op._components -> analyzers.rules.drv.DRV003",
-    "analyzers.rules.op._components -> analyzers.rules.drv.DRV008",
-    "analyzers.rules.op._hostdriver -> analyzers.rules.drv.DRV003",
-})
-FACTS_NAMING_RULES_LEFT = frozenset({
-    "analyzers.facts.driverkernel: OP010",
-    "analyzers.facts.fabric: OP005",
-    "analyzers.facts.stages: RT001",
-})
 
 
 def rule_to_rule_imports(graph: Graph) -> set[str]:
@@ -248,10 +304,18 @@ def rule_to_rule_imports(graph: Graph) -> set[str]:
             and RULE_ID.match(target.rpartition(".")[2])}
 
 
-def test_no_new_rule_imports_another_rule() -> None:
+def test_no_rule_imports_another_rule() -> None:
     found = rule_to_rule_imports(import_graph(modules()))
-    assert sorted(found - RULE_TO_RULE_LEFT) == [], "a rule asks another rule: make it a fact"
-    assert sorted(RULE_TO_RULE_LEFT - found) == [], "gone: drop it from RULE_TO_RULE_LEFT"
+    assert sorted(found) == [], "a rule asks another rule: make the judgement a fact"
+
+
+def test_the_rule_import_scan_finds_a_rule_asking_another() -> None:
+    graph = {"analyzers.rules.op._causes": frozenset({"analyzers.rules.drv.DRV003",
+                                                      "analyzers.rules.op._common"}),
+             "analyzers.rules.drv.DRV009": frozenset({"analyzers.rules.drv._smi"}),
+             "analyzers.facts.driver": frozenset({"analyzers.facts.smi"})}
+    assert rule_to_rule_imports(graph) == {
+        "analyzers.rules.op._causes -> analyzers.rules.drv.DRV003"}
 
 
 def test_a_familys_helpers_are_its_own() -> None:
@@ -266,14 +330,58 @@ def test_a_familys_helpers_are_its_own() -> None:
     assert crossing == [], "a helper two families share belongs in rules/common.py or below facts"
 
 
-def test_no_new_fact_names_a_rule_id() -> None:
+def rule_ids_named(name: str, source: str) -> set[str]:
+    """``module: ID`` for each rule id a short string constant of ``source`` names (a
+    key, a selector; long prose such as a docstring may mention a rule in passing)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found |= {f"{name}: {word}" for word in re.findall(r"\w+", node.value)
+                      if RULE_ID.match(word) and len(node.value) < 40}
+    return found
+
+
+def test_no_fact_names_a_rule_id() -> None:
     found = set()
     for name, path in modules().items():
-        if not name.startswith("analyzers.facts"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found |= {f"{name}: {word}" for word in re.findall(r"\w+", node.value)
-                          if RULE_ID.match(word) and len(node.value) < 40}
-    assert sorted(found - FACTS_NAMING_RULES_LEFT) == [], "facts name no rule ids"
-    assert sorted(FACTS_NAMING_RULES_LEFT - found) == [], "gone: drop it from the list"
+        if name.startswith("analyzers.facts"):
+            found |= rule_ids_named(name, path.read_text(encoding="utf-8"))
+    assert sorted(found) == [], "facts name no rule ids: select by signature id, not by rule"
+
+
+def test_the_fact_scan_finds_a_rule_id() -> None:
+    assert rule_ids_named("f", 'RULE = "OP010"\nx = m.matches("RT001")\n') == {
+        "f: OP010", "f: RT001"}
+    assert rule_ids_named("f", 'IDS = frozenset({"driver-install-failed"})\n') == set()
+
+
+# Rules do not ask each other for verdicts by name: no rule class answers "does my
+# judgement hold on this node" (``explains``), and the facts keep no verdict under a
+# rule's id (``judged``). Those judgements are the facts' own.
+ASKING = frozenset({"explains", "judged", "refused_gpus"})
+
+
+def asking_defined(source: str) -> set[str]:
+    """The functions, methods and attributes named in ``ASKING`` that ``source`` defines
+    or calls."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ASKING:
+            found.add(f"def {node.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in ASKING:
+            found.add(f".{node.attr}")
+    return found
+
+
+def test_no_rule_asks_another_for_its_verdict() -> None:
+    found = sorted(f"{name}: {what}" for name, path in modules().items()
+                   if name.startswith("analyzers")
+                   for what in asking_defined(path.read_text(encoding="utf-8")))
+    assert found == [], "a shared judgement is a verdict of the facts (analyzers/facts/)"
+
+
+def test_the_asking_scan_finds_explains_and_judged() -> None:
+    source = ("class R:\n    @classmethod\n    def explains(cls, ctx, n):\n        return 1\n"
+              "x = ctx.facts.judged('DRV003', n, f)\n")
+    assert asking_defined(source) == {"def explains", ".judged"}
+    assert asking_defined("def explain(x):\n    return x.explanation\n") == set()

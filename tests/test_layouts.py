@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from layouts_kit import DUMP, XID, bug_report, must_gather_files, tar, troubleshoot_files, write
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import Limits, open_bundle
 from gpu_triage.cli import cli
 from samples import foreign_layouts

@@ -12,8 +12,8 @@ from types import ModuleType
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import LoadedRule, discover
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.results.models import Report, RuleStatus
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

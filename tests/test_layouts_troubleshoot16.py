@@ -34,8 +34,8 @@ from layouts_kit import (
 )
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 from bundle.manifest import ManifestItem
 

@@ -1,9 +1,12 @@
 """Cross-rule links: made through analyzers/refs.py, checked by the engine.
 
-A rule names another rule's finding with the target's reference (``refs.RT001(node)``);
-no module of analyzers/ types a finding id by hand. The engine reports a link that can
-never name a finding as an error of the rule that made it, and drops, as before, a link
-to a finding that simply did not fire.
+A rule names another rule's finding by the target's id and subject
+(``refs.link("RT001", node)``); the subject's shape hangs on the target's class
+(``Rule.subject``), and the rule files are the one list of ids. No module of analyzers/
+types a finding id by hand. Every ``refs.link`` call of the source names a rule file and
+as many parts as its subject has; the engine reports a link that can never name a
+finding as an error of the rule that made it, and drops, as before, a link to a finding
+that simply did not fire.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from kit import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report, RuleStatus, Severity
-from analyzers.plugins import LoadedRule, discover
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.results.models import Finding, Report, RuleStatus, Severity
 from analyzers.rule import Context, Rule
+from analyzers.rules import builtin as builtin_rule
 from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +35,11 @@ ID_COLON = re.compile(r"(?<![A-Za-z0-9_])[A-Z]{2,5}[0-9]{3}:(?!\s)")
 # f"{<x>.id}:{subject}" builds an id from a computed rule id.
 ID_PARTS = {"id", "rule_id", "value"}
 # The two places that build ids: the references, and Rule.finding for a rule's own.
-ALLOWED = {"analyzers/refs.py": "f'{self.rule_id}:{subject}'",
+ALLOWED = {"analyzers/refs.py": "f'{rule_id}:{subject}'",
            "analyzers/rule.py": "f'{cls.id}:{subject}'"}
 # Finding ids quoted as examples in text shown to users (not links).
-EXAMPLES = {"analyzers/catalog.py": "`RT001:gpu-a`",
-            "analyzers/suppress.py": "such as RT004:gpu-a"}
+EXAMPLES = {"analyzers/engine/catalog.py": "`RT001:gpu-a`",
+            "analyzers/engine/suppress.py": "such as RT004:gpu-a"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -78,7 +82,7 @@ def test_no_module_of_analyzers_types_a_finding_id_by_hand() -> None:
             if text == ALLOWED.get(where) or EXAMPLES.get(where, "\0") in text:
                 continue
             found.append(f"{where}:{line}: {text[:80]}")
-    assert found == [], "use the target rule's reference in analyzers/refs.py:\n" + \
+    assert found == [], "use refs.link(<target rule id>, <subject parts>):\n" + \
         "\n".join(found)
 
 
@@ -98,46 +102,99 @@ def test_the_scan_finds_ids_typed_by_hand(source: str, flagged: bool) -> None:
     assert bool(hand_typed_ids(source)) is flagged
 
 
-def test_each_reference_names_a_builtin_rule_under_its_own_id() -> None:
-    builtin = {loaded.rule.id: loaded.rule.__name__ for loaded in discover().rules}
-    assert set(refs.BY_ID) <= set(builtin), set(refs.BY_ID) - set(builtin)
-    for rule_id, ref in refs.BY_ID.items():
-        assert getattr(refs, rule_id) is ref
-        assert ref.rule_id == rule_id
-    # The class named beside each reference is the rule's.
-    declared = re.findall(r'^([A-Z]+[0-9]+) = \w+\("([A-Z]+[0-9]+)".*# (\w+)$',
-                          (ROOT / "analyzers" / "refs.py").read_text(encoding="utf-8"),
-                          re.MULTILINE)
-    assert sorted(name for name, _, _ in declared) == sorted(refs.BY_ID)
-    assert [(name, builtin[rule_id]) for name, rule_id, _ in declared] == [
-        (name, cls) for name, _, cls in declared]
+def _link_calls(source: str) -> Iterator[tuple[int, str, int | None]]:
+    """(line, target id, number of subject parts; None where a part is starred) of
+    every ``refs.link("<ID>", ...)`` / ``link("<ID>", ...)`` call with a literal id."""
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and node.args
+                and ((isinstance(node.func, ast.Attribute) and node.func.attr == "link")
+                     or (isinstance(node.func, ast.Name) and node.func.id == "link"))):
+            continue
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            starred = any(isinstance(arg, ast.Starred) for arg in node.args[1:])
+            yield node.lineno, first.value, None if starred else len(node.args) - 1
 
 
-def test_references_build_the_ids_their_rules_emit() -> None:
-    assert refs.RT001("gpu-a") == "RT001:gpu-a"
-    assert refs.DRV001("gpu-a", "0000:17:00.0") == "DRV001:gpu-a/0000:17:00.0"
-    assert refs.DRV002.subject("gpu-a", "0000:17:00.0") == "gpu-a/0000:17:00.0"
-    assert refs.CFG004("cluster-policy") == "CFG004:cluster-policy"
-    assert (refs.OP006("cluster-policy"), refs.OP006.missing()) == (
+def test_every_link_in_the_source_names_a_rule_file_and_fits_its_subject() -> None:
+    builtin = {loaded.rule.id: loaded.rule for loaded in discover().rules}
+    seen, wrong = 0, []
+    for path in sorted((ROOT / "analyzers").rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for line, rule_id, parts in _link_calls(path.read_text(encoding="utf-8")):
+            seen += 1
+            rule = builtin.get(rule_id)
+            if rule is None:
+                wrong.append(f"{where}:{line}: {rule_id} is no rule file")
+            elif parts is not None and parts not in (1, rule.subject.parts):
+                # one part for a subject of several is a key already joined
+                # (OP017's "<namespace>/<DaemonSet>"): the engine checks its shape
+                wrong.append(f"{where}:{line}: {rule_id} takes {rule.subject.parts} part(s) "
+                             f"({rule.subject.shape}), not {parts}")
+    assert seen >= 80  # the scan reads the calls (every family links)
+    assert wrong == []
+
+
+def test_the_link_scan_reads_ids_and_parts() -> None:
+    source = ('a = refs.link("RT001", node)\nb = link("DRV001", node, pci)\n'
+              'c = refs.link(rule_id, node)\nd = refs.link("SC006", *key)\n')
+    assert list(_link_calls(source)) == [(1, "RT001", 1), (2, "DRV001", 2), (4, "SC006", None)]
+
+
+def test_each_rule_class_holds_its_subject_shape() -> None:
+    builtin = {loaded.rule.id: loaded.rule for loaded in discover().rules}
+    shapes = {rule_id: rule.subject for rule_id, rule in builtin.items()
+              if rule.subject is not refs.NODE}
+    assert shapes == {
+        "CFG004": refs.POLICY, "DRV001": refs.GPU, "DRV002": refs.GPU, "DRV005":
+        refs.NODE_OR_KERNELS, "DRV006": refs.GPU, "DRV007": refs.GPU, "HELM001": refs.REVISION,
+        "HELM002": refs.RELEASE, "OP006": refs.POLICY_OR_MISSING, "OP017": refs.DAEMONSET,
+        "SC001": refs.POD, "SC006": refs.WORKLOAD_OR_CONFIGMAP}
+    for rule_id in ("RT001", "DRV003", "OP001"):
+        assert builtin[rule_id].subject is refs.NODE
+    # the one list of ids is the rule files: the engine finds a built-in rule by its id
+    assert builtin_rule("DRV003") is builtin["DRV003"]
+    assert builtin_rule("HELM001") is builtin["HELM001"]
+    assert [builtin_rule(x) for x in ("DRV999", "XYZ001", "RT01", "common", "_base")] == \
+        [None] * 5
+
+
+def test_links_build_the_ids_their_rules_emit() -> None:
+    assert refs.link("RT001", "gpu-a") == "RT001:gpu-a"
+    assert refs.link("DRV001", "gpu-a", "0000:17:00.0") == "DRV001:gpu-a/0000:17:00.0"
+    assert refs.GPU.of("gpu-a", "0000:17:00.0") == "gpu-a/0000:17:00.0"
+    assert refs.link("CFG004", "cluster-policy") == "CFG004:cluster-policy"
+    assert (refs.link("OP006", "cluster-policy"), refs.link("OP006", refs.MISSING)) == (
         "OP006:cluster-policy", "OP006:missing")
-    assert refs.SC006.workload("render/sdxl") == "SC006:render/sdxl"
-    assert refs.SC006.configmap("gpu-operator", "plugin-config") == \
+    assert refs.link("SC006", "render/sdxl") == "SC006:render/sdxl"
+    assert refs.link("SC006", "gpu-operator", "plugin-config") == \
         "SC006:gpu-operator/plugin-config"
-    assert refs.HELM001("gpu-operator", 2) == "HELM001:gpu-operator/2"
-    assert refs.HELM002("gpu-operator") == "HELM002:gpu-operator"
+    assert refs.link("HELM001", "gpu-operator", 2) == "HELM001:gpu-operator/2"
+    assert refs.REVISION.of("gpu-operator", 2) == "gpu-operator/2"
+    assert refs.link("HELM002", "gpu-operator") == "HELM002:gpu-operator"
+
+
+def _shape(rule_id: str) -> refs.Subject | None:
+    """The targets of the test below: the built-in rules, and TST001 loaded beside them."""
+    if rule_id == "TST001":
+        return refs.NODE
+    rule = builtin_rule(rule_id)
+    return rule.subject if rule is not None else None
 
 
 @pytest.mark.parametrize(("link", "reason"), [
     ("RT001:gpu-a", None),
     ("DRV001:gpu-a/0000:17:00.0", None),
     ("HELM001:gpu-operator/2", None),
-    ("TST001:x", None),                 # a loaded rule without a reference
+    ("TST001:x", None),                 # a loaded rule of the default shape
     ("RT01:gpu-a", "RT01:gpu-a names no rule (RT01 does not exist)"),
     ("XYZ001:gpu-a", "XYZ001:gpu-a names no rule (XYZ001 does not exist)"),
     ("DRV001:gpu-a", "DRV001:gpu-a is not a finding DRV001 produces "
                      "(its subject is <node>/<gpu>)"),
     ("HELM001:gpu-operator", "HELM001:gpu-operator is not a finding HELM001 produces "
                              "(its subject is <release>/<revision>)"),
+    ("HELM001:gpu-operator/two", "HELM001:gpu-operator/two is not a finding HELM001 "
+                                 "produces (its subject is <release>/<revision>)"),
     ("DRV001:gpu-a/", "DRV001:gpu-a/ is not a finding DRV001 produces "
                       "(its subject is <node>/<gpu>)"),
     ("SC006:render", "SC006:render is not a finding SC006 produces "
@@ -147,7 +204,7 @@ def test_references_build_the_ids_their_rules_emit() -> None:
 ])
 def test_dangling_says_why_a_link_can_never_name_a_finding(link: str,
                                                            reason: str | None) -> None:
-    assert refs.dangling(link, {"TST001"}) == reason
+    assert refs.dangling(link, _shape) == reason
 
 
 # --- the engine ---------------------------------------------------------------------------
@@ -220,7 +277,8 @@ def test_a_link_of_the_wrong_shape_is_an_error_of_its_rule(tmp_path: Path) -> No
 
 def test_links_to_findings_that_did_not_fire_are_dropped_quietly(tmp_path: Path) -> None:
     # RT001 and DRV001 are not run here; TST011 runs but has no finding on gpu-b.
-    report = _run(tmp_path, refs.RT001("gpu-a"), refs.DRV001("gpu-a", "0000:17:00.0"),
+    report = _run(tmp_path, refs.link("RT001", "gpu-a"),
+                  refs.link("DRV001", "gpu-a", "0000:17:00.0"),
                   "TST011:gpu-b", "TST011:gpu-a")
     assert _result(report, "TST010") == (RuleStatus.FAILED, None)
     by_id = report.by_id()
@@ -246,7 +304,8 @@ def _reports() -> Iterator[tuple[str, Report]]:
             yield manifest.parent.name, analyze(bundle, rules)
 
 
-def test_no_rule_makes_a_dangling_link_and_every_subject_fits_its_reference() -> None:
+def test_no_rule_makes_a_dangling_link_and_every_subject_fits_its_rules_shape() -> None:
+    rules = {loaded.rule.id: loaded.rule for loaded in discover().rules}
     errors, misfits = [], []
     seen = 0
     for sample, report in _reports():
@@ -254,10 +313,10 @@ def test_no_rule_makes_a_dangling_link_and_every_subject_fits_its_reference() ->
         errors += [f"{sample}: {r.rule_id}: {r.reason}" for r in report.rules
                    if r.status is RuleStatus.ERROR]
         for finding in report.findings:
-            ref = refs.BY_ID.get(finding.rule_id)
+            shape = rules[finding.rule_id].subject
             subject = finding.id.partition(":")[2]
-            if ref is not None and not ref.accepts(subject):
-                misfits.append(f"{sample}: {finding.id} ({ref.shape})")
+            if not shape.accepts(subject):
+                misfits.append(f"{sample}: {finding.id} ({shape.shape})")
     assert seen >= 20
     assert errors == []
     assert misfits == []

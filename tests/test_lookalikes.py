@@ -11,10 +11,10 @@ import lookalikes_kit as kit
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.facts.preconditions import Need
-from analyzers.models import Report, Severity
-from analyzers.plugins import discover
+from analyzers.results.models import Report, Severity
 from bundle import open_bundle
 
 LOUD = {Severity.MEDIUM, Severity.HIGH, Severity.CRITICAL}

@@ -11,9 +11,9 @@ from kit import write_dir
 from sc_kit import gpu_node
 from scenario import analyze_files, lists
 
-from analyzers.diff import snapshot
+from analyzers.engine.diff import snapshot
 from analyzers.facts import Facts
-from analyzers.models import Report
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 NS = "gpu-operator"
@@ -117,7 +117,7 @@ def _diff_image(tmp_path: Path, files: dict[str, Any]) -> str | None:
 
 
 def _bundle_info() -> Any:
-    from analyzers.models import BundleInfo, ClusterRef
+    from analyzers.results.models import BundleInfo, ClusterRef
     return BundleInfo(path="b", format_version=1, created_at=None, cluster=ClusterRef(),
                       nodes=1, gpu_nodes=1)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from op_kit import Cluster, of_rule, operand_pod
 
-from analyzers.models import Finding
+from analyzers.results.models import Finding
 
 GENERIC = ("ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently "
            "when this kernel module was built against the wrong or improperly configured "

@@ -20,7 +20,7 @@ from typing import Any
 
 from op_kit import Cluster, gpu_node, of_rule, operand_pod
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 PEERMEM = [
     "+ modprobe nvidia-peermem",

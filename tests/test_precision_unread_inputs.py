@@ -19,8 +19,8 @@ import pytest
 from layouts_kit import troubleshoot_files, write
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 RUN = "host-collectors/gpu-a/run-host"
@@ -119,7 +119,7 @@ def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
     from op_kit import plain_node
     from scenario import analyze_files
 
-    from analyzers.coverage import required_inputs
+    from analyzers.engine.coverage import required_inputs
     from collectors.collect import Bundle as Collected
     from reports import markdown, text
 

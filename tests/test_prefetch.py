@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.facts import prefetch
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
+from analyzers.speed import Preload, prefetch
 from bundle import open_bundle
 from bundle.problems import ProblemLog
 
@@ -48,8 +48,8 @@ def _tgz(sample: str, target: Path) -> Path:
 
 
 def _report(path: Path, jobs: int) -> Report:
-    with open_bundle(path) as opened:
-        return analyze(opened, discover().rules, jobs=jobs)
+    with Preload(jobs) as preload, open_bundle(path) as opened:
+        return analyze(opened, discover().rules, preload=preload)
 
 
 @pytest.fixture
@@ -186,7 +186,7 @@ def test_which_problems_are_listed_does_not_depend_on_the_order_found() -> None:
 _INTERRUPTED = """
 import sys, time
 sys.path[:0] = [{root!r}]
-from analyzers.facts import prefetch
+from analyzers.speed import Preload, prefetch
 from bundle import open_bundle
 prefetch.MIN_NODES, prefetch.CHUNK = 1, 1
 read = prefetch.read_node

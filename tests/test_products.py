@@ -1,5 +1,5 @@
-"""GPU product families (``analyzers/products.py``): patterns are compiled when first tried,
-so each one is checked here."""
+"""GPU product families (``analyzers/knowledge/products.py``): patterns are compiled when
+first tried, so each one is checked here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from analyzers.products import UNLISTED, classify, table
+from analyzers.knowledge.products import UNLISTED, classify, table
 
 
 def test_every_family_pattern_compiles() -> None:

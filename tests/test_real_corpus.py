@@ -20,8 +20,8 @@ from drv_kit import bundle, gpu_node
 from layouts_kit import tar
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import nvsmi_health as health
 from bundle import open_bundle
 from bundle.kernel import KernelLine, XidEvent, parse_dmesg, parse_xid, scan_signals

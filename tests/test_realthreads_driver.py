@@ -26,7 +26,7 @@ from pathlib import Path
 from drv_kit import bundle, gpu_node, of
 from op_kit import Cluster, of_rule, operand_pod
 
-from analyzers.models import Finding
+from analyzers.results.models import Finding
 
 CTR = "nvidia-driver-ctr"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from op_kit import Cluster, of_rule, operand_pod, paths
 
-from analyzers.models import Finding
+from analyzers.results.models import Finding
 
 DRIVER = "nvidia-driver-daemonset"
 CTR = "nvidia-driver-ctr"

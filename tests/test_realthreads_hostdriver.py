@@ -17,7 +17,7 @@ from pathlib import Path
 
 from op_kit import Cluster, of_rule, operand_pod
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 
 DRIVER = "nvidia-driver-daemonset"
 CTR = "nvidia-driver-ctr"

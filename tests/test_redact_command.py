@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import cli
 from samples.foreign_layouts import must_gather, troubleshoot

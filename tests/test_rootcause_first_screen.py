@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 from reports import html, text
 

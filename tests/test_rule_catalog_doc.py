@@ -1,6 +1,6 @@
 """The contract documents in docs/ agree with the code.
 
-docs/rule-catalog.md is generated from the rules (analyzers/catalog.py) and must be what
+docs/rule-catalog.md is generated from the rules (analyzers/engine/catalog.py) and must be what
 the generator prints now; docs/findings-schema.md names every field the JSON documents
 have, and its examples are valid documents.
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from analyzers import catalog
-from analyzers.batch_models import IndexRecord
-from analyzers.diff_models import DiffReport
-from analyzers.models import SCHEMA_VERSION, Report, RuleResult, RuleStatus, Severity
-from analyzers.plugins import BUILTIN_ORIGIN, discover
+from analyzers.engine import catalog
+from analyzers.engine.plugins import BUILTIN_ORIGIN, discover
+from analyzers.results.batch_models import IndexRecord
+from analyzers.results.diff_models import DiffReport
+from analyzers.results.models import SCHEMA_VERSION, Report, RuleResult, RuleStatus, Severity
 from analyzers.rule import Input, Rule
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 A rule's ``inputs`` decide whether the engine runs it, and whether a bundle without (or
 with a damaged copy of) a file makes it ``skipped`` or ``partial`` instead of
-``passed`` (analyzers/coverage.py); BND001 names the rules a failed collection step
+``passed`` (analyzers/engine/coverage.py); BND001 names the rules a failed collection step
 left without input from them. A rule that reads a file it does not declare is judged
 as if that file did not matter to it.
 
@@ -11,14 +11,13 @@ touches are recorded: every raw read (``Bundle.read_bytes``), and every access t
 parsed cluster list or node file, which are kept after their first read
 (``bundle.cluster.pods``, ``node.nvidia_smi``). A file counts as declared when one of
 the rule's inputs matches it (``cluster/nodes.json`` too for a rule with per-node
-inputs, as in analyzers/coverage.py). Not counted:
+inputs, as in analyzers/engine/coverage.py). Not counted:
 
 - what the facts every rule may consult read: which nodes are GPU nodes, whether,
   where and which GPU Operator runs, and each node's CRI (the Facts properties in
   ``AMBIENT``; the preconditions of ``Rule.needs``);
-- what another rule's judgement reads when this rule asks it (``explains``, a verdict
-  kept by ``Facts.judged``, or a judgement of the facts that rule reports, in
-  ``SHARED_JUDGEMENTS``): that rule declares it, and says whether it ran.
+- what a verdict of the facts reads when this rule asks it and another rule reports it
+  (``SHARED_JUDGEMENTS``): that rule declares it, and says whether it ran.
 """
 
 from __future__ import annotations
@@ -34,12 +33,12 @@ from typing import Any
 import pytest
 from kit import kube_list, kube_node, write_dir
 
-from analyzers.coverage import required_inputs
 from analyzers.engine import run_rule
+from analyzers.engine.coverage import required_inputs
+from analyzers.engine.plugins import LoadedRule, discover
 from analyzers.facts import Facts
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Finding, Severity
-from analyzers.plugins import LoadedRule, discover
+from analyzers.results.models import Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster
 from analyzers.rules.common import LOGS
 from bundle import open_bundle
@@ -56,8 +55,14 @@ AMBIENT = frozenset({"nodes", "gpu_nodes", "gpu_node_set", "node_dirs", "operato
 FACTS_FILE = str(Path("analyzers", "facts", "__init__.py"))
 # Judgements kept by the facts (function, file) -> the rule that reports them and so
 # declares what they read; another rule that asks them does not.
+DRIVER_FILE = str(Path("analyzers", "facts", "driver.py"))
 SHARED_JUDGEMENTS = {
     ("judge_refusal", str(Path("analyzers", "facts", "secureboot.py"))): "DRV004",
+    ("judge_unusable", DRIVER_FILE): "DRV003",
+    ("judge_gpu_refusal", DRIVER_FILE): "DRV008",
+    ("judge_foreign_binding", DRIVER_FILE): "DRV010",
+    ("judge_host_conflict", DRIVER_FILE): "OP012",
+    ("judge_build_failure", DRIVER_FILE): "OP015",
 }
 # Parsed views that are kept after their first read → the file they stand for.
 CLUSTER_VIEWS = {
@@ -104,12 +109,8 @@ class Recorder:
 def _on_behalf_of_another(frame: FrameType | None, rule: type[Rule]) -> bool:
     """Whether the access happens inside an ambient fact or another rule's judgement."""
     while frame is not None:
-        code, local = frame.f_code, frame.f_locals
+        code = frame.f_code
         if code.co_name in AMBIENT and code.co_filename.endswith(FACTS_FILE):
-            return True
-        if code.co_name == "explains" and local.get("cls") not in (None, rule):
-            return True
-        if code.co_name == "judged" and local.get("rule_id") not in (None, rule.id):
             return True
         owner = next((owner for (name, path), owner in SHARED_JUDGEMENTS.items()
                       if code.co_name == name and code.co_filename.endswith(path)), None)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import analyzers.rules
-from analyzers.plugins import GROUP
+from analyzers.engine.plugins import GROUP
 from analyzers.rule import Rule
 from analyzers.rules import RULE_MODULE, family_rules
 

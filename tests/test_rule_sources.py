@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzers.models import Finding, Severity
-from analyzers.plugins import discover
-from analyzers.selection import Selection, SelectionError
-from analyzers.suppress import SuppressionError, apply, parse
+from analyzers.engine.plugins import discover
+from analyzers.engine.selection import Selection, SelectionError
+from analyzers.engine.suppress import SuppressionError, apply, parse
+from analyzers.results.models import Finding, Severity
 from gpu_triage.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ HEALTHY = SAMPLES / "healthy-toolkit-enabled"
 EXAMPLES = ROOT / "docs" / "examples"
 
 RULE = '''
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 from analyzers.rule import Rule, cluster
 
 

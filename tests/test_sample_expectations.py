@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch
-from analyzers.models import Finding, Report
-from analyzers.plugins import discover
+from analyzers.results.models import Finding, Report
 from bundle import Bundle, open_bundle
 from reports.view import build as build_view
 

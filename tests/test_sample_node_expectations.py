@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch
-from analyzers.models import Finding, Report
-from analyzers.plugins import discover
+from analyzers.results.models import Finding, Report
 from bundle import open_bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -1,6 +1,6 @@
 """docs/schemas/*.schema.json are current, and what gpu-triage writes or reads matches
 them: every shipped sample's ``analyze -f json`` validates against the findings schema;
-a suppression file is valid to the schema exactly when :func:`analyzers.suppress.parse`
+a suppression file is valid to the schema exactly when :func:`analyzers.engine.suppress.parse`
 accepts it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzers import schemas
-from analyzers.suppress import SuppressionError, parse
+from analyzers.engine import schemas
+from analyzers.engine.suppress import SuppressionError, parse
 from gpu_triage.cli import cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -14,8 +14,8 @@ import serve_kit
 from kubectl_kit import kubectl_binaries
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, ObjectRef, Report, Severity
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding, ObjectRef, Report, Severity
 from bundle import open_bundle
 from gpu_triage.serve.session import Session
 from reports import render

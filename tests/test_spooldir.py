@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(spooldir.fcntl is None, reason="no flock on this
 # that the signal arrives while a spool is in use.
 SLOW_RUN = textwrap.dedent("""
     import sys, time
-    from analyzers.facts import prefetch
+    from analyzers.speed import prefetch
     prefetch.MIN_NODES = 1
     prefetch.CHUNK = 1
     def slow(bundle, name):

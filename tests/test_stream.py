@@ -15,10 +15,10 @@ import orjson
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.facts import prefetch, stream
-from analyzers.facts.stream import NodeStream
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
+from analyzers.speed import Preload, prefetch, stream
+from analyzers.speed.stream import NodeStream
 from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,13 +56,15 @@ def _tgz(target: Path, members: Iterable[tuple[str, bytes]], *, cut: int | None 
 
 def _alone(path: Path) -> dict[str, Any]:
     with open_bundle(path) as opened:
-        return analyze(opened, discover().rules, jobs=1).model_dump()
+        return analyze(opened, discover().rules).model_dump()
 
 
 def _streamed(path: Path, jobs: int = 2) -> tuple[Report, NodeStream, bool]:
-    with NodeStream(jobs) as watcher, open_bundle(path, watcher=watcher) as opened:
+    with Preload(jobs) as preload, open_bundle(path, watcher=preload.watcher) as opened:
+        watcher = preload.watcher
+        assert isinstance(watcher, NodeStream)
         served = watcher.serves(opened)
-        report = analyze(opened, discover().rules, jobs=jobs, stream=watcher)
+        report = analyze(opened, discover().rules, preload=preload)
     return report, watcher, served
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from samples.samplekit.containerd import ContainerdUnavailable
 from samples.synth import configs

@@ -1,9 +1,9 @@
-"""The Xid catalog data file and its loader (analyzers/data/xid.toml, analyzers/xid.py).
+"""The Xid catalog data file and its loader (analyzers/data/xid.toml, analyzers/knowledge/xid.py).
 
 The catalog is checked on its own terms here: every Xid 1..176 present, every field well
 formed, the wording this project's own. Comparing it with an extract of NVIDIA's catalog
-is the generator's job (``python analyzers/data/gen_xid_toml.py --check XID_JSON``); the
-tests below run that check against extracts made from the catalog itself.
+is the job of ``python tools/xid_check.py XID_JSON``; the tests below run that check
+against extracts made from the catalog itself.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from analyzers import packaged
-from analyzers.xid import (
+from analyzers.knowledge import packaged
+from analyzers.knowledge.xid import (
     SEVERITIES,
     XidInfo,
     action_rank,
@@ -30,7 +30,7 @@ from analyzers.xid import (
     severity_for,
 )
 
-GENERATOR = Path(__file__).resolve().parents[1] / "analyzers" / "data" / "gen_xid_toml.py"
+CHECKER = Path(__file__).resolve().parents[1] / "tools" / "xid_check.py"
 FAMILIES = ("A100", "H100", "B100", "GB200")
 ALLOWED_KEYS = {
     "name",
@@ -58,8 +58,8 @@ def raw_toml() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_xid_toml", GENERATOR)
+def checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("xid_check", CHECKER)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -67,7 +67,7 @@ def generator() -> ModuleType:
 
 
 def _extract() -> list[dict[str, Any]]:
-    """An extract of NVIDIA's catalog as the generator reads one, made from our catalog."""
+    """An extract of NVIDIA's catalog as the checker reads one, made from our catalog."""
     return [
         {
             "xid": number,
@@ -113,17 +113,6 @@ def test_toml_tables_use_only_known_keys(raw_toml: dict[str, Any]) -> None:
         assert {"name", "meaning", "category", "action", "app_error", "source"} <= set(table)
 
 
-def test_catalog_from_the_twin_equals_the_catalog_from_the_toml(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert packaged.twin("xid") is not None
-    from_twin = catalog()
-    monkeypatch.setattr(packaged, "twin", lambda name: None)
-    from_toml = catalog.__wrapped__()
-    assert list(from_toml.items()) == list(from_twin.items())
-    assert len(from_toml) == 176
-
-
 def test_app_error_set() -> None:
     assert {n for n, info in catalog().items() if info.app_error} == {13, 31, 43, 45, 68, 109}
     assert lookup(109).app_error_since == "v0.18.0"
@@ -140,44 +129,53 @@ def test_wording_is_well_formed() -> None:
         assert info.mnemonic is None or info.mnemonic.lower() not in info.meaning.lower(), number
 
 
-def test_the_generator_writes_exactly_the_committed_toml(generator: ModuleType) -> None:
-    committed = packaged.read_toml("xid")
-    assert generator.render(_extract()) == committed
-    assert sorted(generator.TEXT) == list(range(1, 177))
-
-
-def test_generator_check_passes_on_a_matching_extract(
-    generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_check_passes_on_a_matching_extract(
+    checker: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert generator.check(_extract(), packaged.read_toml("xid")) == []
+    assert checker.check(_extract(), packaged.read_toml("xid")) == []
     source = tmp_path / "xid.json"
     source.write_text(json.dumps(_extract()), encoding="utf-8")
-    assert generator.main(["--check", str(source)]) == 0
+    assert checker.main([str(source)]) == 0
     assert capsys.readouterr().out == f"xid.toml matches {source} (176 Xids)\n"
 
 
-def test_generator_check_names_each_difference(
-    generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_check_names_each_difference(
+    checker: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     extract = _extract()
     extract[78]["category"] = "hardware"               # Xid 79 moved to another category
     extract[12]["notes"] = "Field note. " + lookup(13).meaning  # our meaning in their note
     extract[0]["name"] = lookup(1).name.upper()         # their name equals ours
-    extract.append(dict(extract[-1], xid=177))          # a code we have no wording for
+    extract[5]["mnemonic"] = None                      # Xid 6 lost its mnemonic
+    extract.append(dict(extract[-1], xid=177))          # a code the catalog lacks
     committed = packaged.read_toml("xid")
-    assert generator.check(extract, committed) == ["no wording in TEXT for Xid [177]"]
-    extract.pop()
-    assert generator.check(extract, committed) == [
+    assert checker.check(extract, committed) == [
+        "Xid 6: mnemonic is 'ROBUST_CHANNEL_FIFO_ERROR_PARSE_ERR' in xid.toml, None from "
+        "the extract",
         "Xid 79: category is 'pcie_bus' in xid.toml, 'hardware' from the extract",
+        "Xid 177: in the extract, not in xid.toml",
         "Xid 1: our name is the extract's name",
-            "Xid 13: our meaning repeats the extract's notes: 'an sm trapped on an instruction'",
+        "Xid 13: our meaning repeats the extract's notes: 'an sm trapped on an instruction'",
     ]
     source = tmp_path / "xid.json"
     source.write_text(json.dumps(extract), encoding="utf-8")
-    assert generator.main(["--check", str(source)]) == 1
-    err = capsys.readouterr().err
-    assert err.endswith("3 difference(s); to take the extract's identifiers, run without "
-                        "--check\n")
+    assert checker.main([str(source)]) == 1
+    assert capsys.readouterr().err.endswith("5 difference(s): edit xid.toml\n")
+
+
+def test_check_wants_the_wording_of_every_code(checker: ModuleType, tmp_path: Path) -> None:
+    committed = packaged.read_toml("xid")
+    start = committed.index("[xid.5]\n")
+    meaning = committed.index("meaning = ", start)
+    edited = committed[:meaning] + committed[committed.index("\n", meaning) + 1:]
+    extract = [entry for entry in _extract() if entry["xid"] != 176]
+    assert checker.check(extract, edited) == ["Xid 5: no meaning in xid.toml",
+                                              "Xid 176: in xid.toml, not in the extract"]
+    toml = tmp_path / "xid.toml"
+    toml.write_text(edited, encoding="utf-8")
+    source = tmp_path / "xid.json"
+    source.write_text(json.dumps(extract), encoding="utf-8")
+    assert checker.main([str(source), "--toml", str(toml)]) == 1
 
 
 def test_every_bucket_is_ranked() -> None:

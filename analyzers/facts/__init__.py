@@ -14,9 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
-from typing import TypeVar, cast
 
-from analyzers import signatures
 from analyzers.facts import (
     distro,
     driverkernel,
@@ -27,11 +25,13 @@ from analyzers.facts import (
     gpu,
     hostmodules,
     mig,
+    operand_images,
     operands,
     operator_presence,
     operator_version,
     podlogs,
     preconditions,
+    quotas,
     refusals,
     runtimes,
     scheduling,
@@ -42,15 +42,27 @@ from analyzers.facts import (
     usage,
 )
 from analyzers.facts.kernel_events import NodeKernel, by_node
+from analyzers.facts.node import NodeFacts
 from analyzers.facts.operands import OperandPod
-from analyzers.models import Evidence
-from analyzers.signatures import SignatureMatch
-from bundle import Bundle
-from bundle.kube import ClusterPolicy, Event, Node, Pod
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Evidence
+from bundle import Bundle, specs
+from bundle.crds import Crd
+from bundle.kube import (
+    ClusterPolicy,
+    DaemonSet,
+    Event,
+    HelmRevision,
+    Node,
+    Pod,
+    RuntimeClass,
+)
 from bundle.lspci import PciDevice
+from bundle.manifest import Manifest
+from bundle.problems import Problem
 
 ObjectKey = tuple[str, str, str]  # (kind, namespace, name)
-T = TypeVar("T")
 
 
 def _listed(cris: list[preconditions.NodeCri]) -> str:
@@ -66,22 +78,102 @@ class Facts:
     def __init__(self, bundle: Bundle) -> None:
         self.bundle = bundle
         self._runtime: dict[str, runtimes.RuntimeState] = {}
-        self._judged: dict[tuple[str, str], object] = {}
         self._smi_failures: dict[str, smi.SmiFailure | None] = {}
         self._modules: dict[str, hostmodules.Modules | None] = {}
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
         self._first_errors: dict[tuple[str, str, str | None], first_error.FirstError | None] = {}
+        self._node_facts: dict[str, NodeFacts] = {}
 
-    def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
-        """A rule's verdict on one node that other rules link to (DRV003's driver not
-        usable, DRV004's module refused): ``judge()`` runs once per run and node, the
-        rule that owns the judgement and the rules that ask for it read the same answer."""
-        key = (rule_id, node)
-        if key not in self._judged:
-            self._judged[key] = judge()
-        return cast(T, self._judged[key])
+    def node(self, name: str) -> NodeFacts:
+        """Everything about the node ``name`` (``facts.node.NodeFacts``): its object, its
+        files (each parsed once) and its per-node facts; one object per node and run."""
+        found = self._node_facts.get(name)
+        if found is None:
+            found = self._node_facts[name] = NodeFacts(self, name)
+        return found
+
+    # -- the cluster files and the bundle itself, as rules reach them ---------------------
+
+    @property
+    def pods(self) -> list[Pod]:
+        """Every pod of ``cluster/pods.json``, in bundle order."""
+        return self.bundle.cluster.pods
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event of ``cluster/events.json``, in bundle order."""
+        return self.bundle.cluster.events
+
+    @property
+    def runtimeclasses(self) -> list[RuntimeClass]:
+        """The RuntimeClasses of ``cluster/runtimeclasses.json``."""
+        return self.bundle.cluster.runtimeclasses
+
+    @property
+    def helm_releases(self) -> dict[str, list[HelmRevision]]:
+        """Helm release name → its revisions by number (``cluster/helm/<release>.json``)."""
+        return self.bundle.cluster.helm
+
+    @cached_property
+    def gpu_quotas(self) -> list[quotas.GpuQuota]:
+        """Every ``nvidia.com/*`` key of every ResourceQuota, with its hard and used."""
+        return quotas.gpu_quotas(self.bundle.cluster.resourcequotas)
+
+    def operand_mismatches(self, version: str) -> list[operand_images.OperandMismatch]:
+        """The operator namespace's operand images (every pod's, where the namespace is
+        not known) that are not the versions operator ``version`` expects."""
+        namespace = self.operator_namespace
+        pods = (self.bundle.cluster.pods if namespace is None
+                else self.pods_by_namespace.get(namespace, []))
+        return operand_images.mismatches(pods, version)
+
+    @property
+    def node_objects(self) -> list[Node]:
+        """Every Node of ``cluster/nodes.json``, in bundle order (``nodes`` by name)."""
+        return self.bundle.cluster.nodes
+
+    @property
+    def node_names(self) -> list[str]:
+        """The nodes with a ``nodes/<name>/`` folder, sorted (``node_dirs`` as a list)."""
+        return self.bundle.node_names
+
+    @property
+    def daemonsets(self) -> list[DaemonSet]:
+        """Every DaemonSet of ``cluster/daemonsets.json``, in bundle order."""
+        return self.bundle.cluster.daemonsets
+
+    @property
+    def clusterpolicies(self) -> list[ClusterPolicy]:
+        """Every ClusterPolicy of ``cluster/clusterpolicies.json`` (``cluster_policy`` is
+        the one the operator follows)."""
+        return self.bundle.cluster.clusterpolicies
+
+    @property
+    def crds(self) -> list[Crd] | None:
+        """The GPU stack's CRDs (``cluster/crds.json``); None where not collected."""
+        return self.bundle.cluster.crds
+
+    @property
+    def manifest(self) -> Manifest:
+        """The bundle's ``manifest.json``: what the collector ran and what failed."""
+        return self.bundle.manifest
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """What reading the bundle has found wrong so far (damaged, refused, unparsed)."""
+        return self.bundle.problems
+
+    def has(self, path: str) -> bool:
+        """Whether the bundle holds ``path`` (a ``bundle.specs`` cluster path)."""
+        return self.bundle.has(path)
+
+    def container_log(self, namespace: str, pod: str, container: str) -> tuple[str, str] | None:
+        """(path, text) of a container's current log; None where none was collected."""
+        path = self.bundle.logs.get((namespace, pod, container))
+        text = self.bundle.read_text(path) if path else None
+        return (path, text) if path and text is not None else None
 
     def smi_failure(self, node: str) -> smi.SmiFailure | None:
         """How nvidia-smi failed on ``node`` (its manifest item, the words it left in
@@ -105,7 +197,7 @@ class Facts:
     def foreign_gpus(self, node: str) -> list[PciDevice]:
         """The node's NVIDIA GPUs bound to a driver other than nvidia (``lspci -k``)."""
         if node not in self._foreign_gpus:
-            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.bundle, node)
+            self._foreign_gpus[node] = hostmodules.foreign_gpus(self.node(node).lspci)
         return self._foreign_gpus[node]
 
     def cluster_indexes(self) -> tuple[Callable[[], object], ...]:
@@ -393,7 +485,7 @@ class Facts:
         if state is None:
             state = runtimes.runtime_state(
                 self.bundle.node(node), self.node_runtime(node),
-                self._dump_commands.get(f"nodes/{node}/containerd/config-dump.toml"))
+                self._dump_commands.get(specs.node_file(node, specs.CONTAINERD_DUMP)))
             self._runtime[node] = state
         return state
 

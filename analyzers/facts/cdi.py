@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bundle import NodeArtifacts
+from bundle import NodeArtifacts, specs
 from bundle.yamldoc import YamlOverBudget, load_yaml
 
 _AFTER = re.compile(r"unresolvable CDI devices?\s+(.*)", re.IGNORECASE | re.DOTALL)
@@ -62,9 +62,9 @@ def is_uuid(name: str) -> bool:
 def node_specs(artifacts: NodeArtifacts) -> list[CdiSpec]:
     """The CDI specs collected from the node; a file that is no spec is a recorded
     problem and left out."""
-    specs: list[CdiSpec] = []
+    found: list[CdiSpec] = []
     for name, text in sorted(artifacts.cdi_files.items()):
-        path = artifacts.path("cdi/" + name)
+        path = artifacts.path(specs.CDI_DIR + name)
         try:
             data = load_yaml(text)
         except YamlOverBudget as exc:
@@ -80,5 +80,5 @@ def node_specs(artifacts: NodeArtifacts) -> list[CdiSpec]:
             continue
         names = tuple(device for d in devices if isinstance(d, dict)
                       and (device := _device_name(d.get("name"))) is not None)
-        specs.append(CdiSpec(name, kind, names))
-    return specs
+        found.append(CdiSpec(name, kind, names))
+    return found

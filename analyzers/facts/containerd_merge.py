@@ -104,13 +104,13 @@ from __future__ import annotations
 
 import copy
 import posixpath
-import re
 import tomllib
 from collections import deque
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from bundle import versions
 from bundle.tomlsafe import TomlRefused
 from bundle.tomlsafe import loads as toml_loads
 
@@ -125,7 +125,7 @@ CRI_IMAGES = "io.containerd.cri.v1.images"
 DEFAULT_MAIN = "/etc/containerd/config.toml"
 DEFAULT_RUNTIME = "runc"
 
-Version = tuple[int, int, int]
+Version = versions.Version
 Table = dict[str, object]
 
 # Top-level fields of containerd's server config and how they merge.
@@ -218,26 +218,9 @@ class _Refused(Exception):
 
 # --------------------------------------------------------------------------- versions
 
-_VERSION_TOKEN = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(version_txt: str) -> tuple[int, int, int] | None:
-    """containerd's version from ``containerd --version`` output; None when absent.
-
-    Accepts upstream (``... v1.7.27 <commit>``), Debian (``... 1.6.20~ds1 1.6.20~ds1-1``),
-    Docker's packages (``containerd containerd.io 1.7.27 <commit>``), 2.x (module path
-    ``.../containerd/v2 v2.0.0 <commit>``) and suffixed builds (``v1.7.23-k3s2``).
-    """
-    for line in version_txt.splitlines():
-        tokens = line.split()
-        # The first word is the program name, the second the module or package name
-        # (which may end in /v2); a bare version line has neither.
-        for token in tokens[2:] if len(tokens) > 2 else tokens:
-            found = _VERSION_TOKEN.match(token)
-            if found:
-                patch = found.group(3)
-                return int(found.group(1)), int(found.group(2)), int(patch) if patch else 0
-    return None
+# containerd's version from ``containerd --version``: read by bundle.versions, by the
+# name the emulation's callers and tests know
+parse_version = versions.containerd
 
 
 @dataclass(frozen=True)
@@ -1054,6 +1037,16 @@ def _align_top_level(earlier: MutableMapping[str, Any], later: MutableMapping[st
             combined = [str(item) for item in older]
             combined += [str(item) for item in newer if str(item) not in combined]
             later[key] = combined
+
+
+def relative_imports(text: str | None) -> list[str]:
+    """The ``imports`` of a containerd config file that are relative paths (resolved, by
+    containerd, against the file's folder); none when the text is not TOML."""
+    try:
+        imports = toml_loads(text or "").get("imports", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(i) for i in imports if isinstance(i, str) and not i.startswith("/")]
 
 
 def corrected_dropin(files: Mapping[str, str], clobber: Clobber) -> str:

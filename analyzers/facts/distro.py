@@ -20,12 +20,11 @@ exactly as before these facts existed, so an old bundle analyses as it did.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analyzers.models import Evidence
-from bundle import NodeArtifacts
+from analyzers.results.models import Evidence
+from bundle import NodeArtifacts, specs, versions
 from bundle.kube import Node
 
 CONTAINERD = "containerd"
@@ -165,14 +164,8 @@ class NodeRuntime:
         return "/".join(parts) or "unknown"
 
 
-def containerd_major(runtime_version: str | None) -> int:
-    """containerd's major version in ``containerd://2.0.5-k3s1.32`` (0: not containerd
-    or unreadable)."""
-    match = _CONTAINERD_VERSION.match(runtime_version or "")
-    return int(match.group(1)) if match else 0
-
-
-_CONTAINERD_VERSION = re.compile(r"containerd://v?(\d{1,9})\.")  # int() refuses 4,301 digits
+# containerd's major version in ``containerd://2.0.5-k3s1.32`` (bundle.versions)
+containerd_major = versions.containerd_major
 
 
 def detect(artifacts: NodeArtifacts | None, node: Node | None, name: str) -> NodeRuntime:
@@ -198,9 +191,9 @@ def _text_field(data: dict[str, Any], key: str, allowed: tuple[str, ...] | None 
 
 
 def _from_runtime_json(artifacts: NodeArtifacts) -> NodeRuntime | None:
-    if not artifacts.has("runtime.json"):
+    if not artifacts.has(specs.RUNTIME_JSON):
         return None
-    path = artifacts.path("runtime.json")
+    path = artifacts.path(specs.RUNTIME_JSON)
     data = artifacts.bundle.read_json(path)
     if not isinstance(data, dict):
         artifacts.bundle.problem(path, "runtime.json is not a JSON object", lost=True)
@@ -213,7 +206,7 @@ def _from_runtime_json(artifacts: NodeArtifacts) -> NodeRuntime | None:
     socket = _text_field(data, "socket")
     basis = f"runtime.json: runtime={runtime or 'unknown'}, distribution=" \
             f"{distribution or 'unknown'}"
-    return NodeRuntime(artifacts.name, runtime, distribution, "runtime.json", basis,
+    return NodeRuntime(artifacts.name, runtime, distribution, specs.RUNTIME_JSON, basis,
                        Evidence(path=path, excerpt=basis), config_path=config
                        if config and config.startswith("/") else None,
                        socket=socket if socket and socket.startswith("/") else None)

@@ -11,13 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from analyzers import signatures
 from analyzers.facts.podlogs import PodLogs
-from bundle import NodeArtifacts
+from analyzers.knowledge import signatures
+from bundle import NodeArtifacts, specs, versions
 from bundle.evidence import Locator, join_pointer
 from bundle.kube import Event, Node, Pod
 
-RULE = "OP010"
+# The wordings of a driver container that cannot install for the node's kernel, and of
+# its image that cannot be pulled (analyzers/data/signatures.toml; the catalog rule they
+# feed lists the same ids, which tests/test_fact_wordings.py checks).
+INSTALL_WORDINGS = frozenset({
+    "driver-installer-module-load-failed", "driver-install-failed", "driver-build-dkms-conf",
+    "driver-build-compiler-check", "driver-kernel-version-unresolved",
+    "driver-package-repo-unreachable", "driver-image-pull-failed",
+    "driver-image-tag-not-found",
+})
 DRIVER_CONTAINER = "nvidia-driver-ctr"
 MISSING_TAG = "driver-image-tag-not-found"  # the registry says the tag does not exist
 
@@ -61,12 +69,12 @@ class DriverKernel:
 def node_kernel(artifacts: NodeArtifacts, node: Node | None) -> tuple[str | None,
                                                                       Locator | None]:
     """The running kernel: ``uname -a`` (third field) first, else the Node's nodeInfo."""
-    text = artifacts.host("uname.txt")
+    text = artifacts.text(specs.UNAME)
     if text:
         for number, line in enumerate(text.splitlines(), start=1):
-            fields = line.split()
-            if len(fields) >= 3 and fields[0] == "Linux":
-                return fields[2], Locator(path=artifacts.path("host/uname.txt"), line=number,
+            release = versions.uname_release(line)
+            if release is not None:
+                return release, Locator(path=artifacts.path(specs.UNAME), line=number,
                                           excerpt=line.strip())
     if node is not None and node.status.node_info.kernel_version:
         kernel = node.status.node_info.kernel_version
@@ -111,11 +119,11 @@ def _pull_failures(pod: Pod, events: Iterable[Event]) -> list[PullFailure]:
 
 
 def _pull_signatures(message: str | None, source: str) -> set[str]:
-    """Ids of the OP010 signatures a message matches (empty: not a driver pull failure)."""
+    """Ids of the install wordings a message matches (empty: not a driver pull failure)."""
     if not message:
         return set()
     return {m.signature.id for m in signatures.match(message, source)
-            if RULE in m.signature.rules}
+            if m.signature.id in INSTALL_WORDINGS}
 
 
 def driver_kernel(artifacts: NodeArtifacts, node: Node | None, pod: Pod,
@@ -127,7 +135,8 @@ def driver_kernel(artifacts: NodeArtifacts, node: Node | None, pod: Pod,
     for log in logs.of(pod):
         if log.container != DRIVER_CONTAINER:
             continue
-        errors.extend(log.locate(m) for m in log.matches(RULE, errors_only=True))
+        errors.extend(log.locate(m) for m in log.matches(errors_only=True)
+                      if m.signature.id in INSTALL_WORDINGS)
     precompiled = policy_precompiled or bool(kernel and image and kernel in image)
     return DriverKernel(
         node=artifacts.name, pod=pod, image=image, kernel=kernel, kernel_where=where,

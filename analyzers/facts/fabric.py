@@ -14,15 +14,21 @@ from dataclasses import dataclass, field
 
 from analyzers.facts.journals import journal_scan
 from analyzers.facts.podlogs import PodLogs
-from bundle import NodeArtifacts
+from bundle import NodeArtifacts, specs
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 from bundle.nvsmi_health import locate
 
-RULE = "OP005"
-FM_UNIT = "nvidia-fabricmanager"
-FM_JOURNAL = f"journal/{FM_UNIT}.jsonl"
-SMI_FILE = "nvidia-smi.xml"
+# The wordings of the NVLink fabric and its Fabric Manager (analyzers/data/signatures.toml;
+# the catalog rule they feed lists the same ids, which tests/test_fact_wordings.py checks).
+FABRIC_WORDINGS = frozenset({
+    "driver-fabricmanager-starting", "validator-fabric-not-initialized",
+    "cuda-system-not-initialized", "fm-nvswitch-query-failed", "fm-driver-version-mismatch",
+    "fm-service-failed", "fm-config-invalid",
+})
+FM_UNIT = specs.FABRIC_MANAGER_UNIT
+FM_JOURNAL = specs.FABRIC_MANAGER_JOURNAL
+SMI_FILE = specs.NVIDIA_SMI
 NOT_INITIALIZED = ("validator-fabric-not-initialized", "cuda-system-not-initialized")
 NO_SWITCH = "fm-nvswitch-query-failed"   # on PCIe systems this is expected
 FM_STARTED = "driver-fabricmanager-starting"
@@ -105,7 +111,9 @@ def _log_hits(logs: PodLogs, pods: Iterable[Pod]) -> tuple[list[Locator], list[L
     started: list[Locator] = []
     for pod in pods:
         for log in logs.of(pod):
-            for found in log.matches(RULE):
+            for found in log.matches():
+                if found.signature.id not in FABRIC_WORDINGS:
+                    continue
                 sig = found.signature.id
                 if sig in NOT_INITIALIZED:
                     not_init.append(log.locate(found))
@@ -126,7 +134,7 @@ def fabric_state(artifacts: NodeArtifacts, logs: PodLogs, pods: Iterable[Pod]) -
     journal_path = artifacts.path(FM_JOURNAL)
     for entry, matches in journal_scan(artifacts.bundle, artifacts.name, FM_UNIT).matches:
         for found in matches:
-            if RULE not in found.signature.rules:
+            if found.signature.id not in FABRIC_WORDINGS:
                 continue
             hit = Locator(path=journal_path, line=entry.line, excerpt=clip(entry.message))
             if found.signature.id == NO_SWITCH:

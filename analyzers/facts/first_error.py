@@ -31,8 +31,8 @@ from functools import cache
 
 import orjson
 
-from analyzers import packaged
 from analyzers.facts.podlogs import ContainerLog, PodLogs
+from analyzers.knowledge import packaged
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 

@@ -17,8 +17,8 @@ from analyzers.facts.distro import CONTAINERD, CRIO, NodeRuntime
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.runtimes import NVIDIA_HANDLER, is_template
 from analyzers.facts.toolkit_env import ToolkitTarget, config_used, socket_used
-from analyzers.signatures import SignatureMatch
-from bundle import NodeArtifacts
+from analyzers.knowledge.signatures import SignatureMatch
+from bundle import NodeArtifacts, specs
 from bundle.reader import toml_refused
 from bundle.tomlsafe import TomlRefused
 from bundle.tomlsafe import loads as toml_loads
@@ -148,7 +148,7 @@ _HOOK_DIRS = ("/usr/share/containers/oci/hooks.d/", "/etc/containers/oci/hooks.d
 def crio_state(artifacts: NodeArtifacts) -> CrioState:
     """CRI-O's loaded handlers (``crio status config`` / ``crio config``), the copied
     files that define ``nvidia`` and the NVIDIA OCI hooks installed."""
-    dump_path = artifacts.path("crio/config-dump.toml")
+    dump_path = artifacts.path(specs.CRIO_DUMP)
     handlers: frozenset[str] | None = None
     default: str | None = None
     text = artifacts.bundle.read_text(dump_path)
@@ -164,7 +164,7 @@ def crio_state(artifacts: NodeArtifacts) -> CrioState:
             handlers = frozenset(_table(runtime.get("runtimes")))
             value = runtime.get("default_runtime")
             default = value if isinstance(value, str) else None
-    base = artifacts.path("crio/files")
+    base = artifacts.path(specs.CRIO_FILES_DIR).rstrip("/")
     nvidia_files: list[str] = []
     hooks: list[str] = []
     for path in artifacts.bundle.paths_under(base + "/"):

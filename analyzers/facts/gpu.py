@@ -28,15 +28,16 @@ def is_gpu_resource(name: str) -> bool:
     return name.startswith(GPU_RESOURCE_PREFIX)
 
 
-def _container_gpus(container: Container) -> dict[str, int]:
+def container_gpus(container: Container) -> dict[str, int]:
+    """GPU amounts of one container per resource: its limit, else its request (what the
+    scheduler counts); zero and unreadable amounts left out."""
     found: dict[str, int] = {}
-    names = set(container.resources.limits) | set(container.resources.requests)
-    for name in names:
-        if not is_gpu_resource(name):
-            continue
-        raw = container.resources.limits.get(name, container.resources.requests.get(name))
-        amount = quantity_int(raw)
-        if amount:
+    limits = container.resources.limits
+    for name, raw in limits.items():
+        if is_gpu_resource(name) and (amount := quantity_int(raw)):
+            found[name] = amount
+    for name, raw in container.resources.requests.items():
+        if name not in limits and is_gpu_resource(name) and (amount := quantity_int(raw)):
             found[name] = amount
     return found
 
@@ -45,10 +46,10 @@ def pod_gpu_request(pod: Pod) -> dict[str, int]:
     """Effective GPU request per resource: max(largest init container, sum of app containers)."""
     total: dict[str, int] = defaultdict(int)
     for container in pod.spec.containers:
-        for name, amount in _container_gpus(container).items():
+        for name, amount in container_gpus(container).items():
             total[name] += amount
     for container in pod.spec.init_containers:
-        for name, amount in _container_gpus(container).items():
+        for name, amount in container_gpus(container).items():
             total[name] = max(total[name], amount)
     return {name: amount for name, amount in total.items() if amount}
 
@@ -134,3 +135,9 @@ def accounting(nodes: Iterable[Node], pods_by_node: Mapping[str, list[Pod]]) -> 
         }
         result[node.name] = NodeGPUs(node.name, resources, tuple(sorted(holders)))
     return result
+
+
+def count(value: str | int | None) -> int | None:
+    """A Kubernetes quantity (a capacity, a label's count) as a whole number; None where
+    it is none."""
+    return quantity_int(value)

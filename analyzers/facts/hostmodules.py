@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.models import Evidence
-from bundle import Bundle
+from analyzers.results.models import Evidence
+from bundle import Bundle, specs
 from bundle.evidence import clip
-from bundle.lspci import PciDevice, parse_lspci
+from bundle.lspci import PciDevice
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class Modules:
 def read_modules(bundle: Bundle, name: str) -> Modules | None:
     """``host/modules.txt`` of ``name`` (``lsmod``-like lines), None where absent."""
     artifacts = bundle.node(name)
-    text = artifacts.host("modules.txt")
+    text = artifacts.text(specs.MODULES)
     if text is None:
         return None
     lines: dict[str, tuple[int, str]] = {}
@@ -39,15 +39,15 @@ def read_modules(bundle: Bundle, name: str) -> Modules | None:
         fields = raw.split()
         if fields:
             lines.setdefault(fields[0], (number, raw))
-    return Modules(artifacts.path("host/modules.txt"), lines)
+    return Modules(artifacts.path(specs.MODULES), lines)
 
 
 def secure_boot(bundle: Bundle, name: str) -> tuple[bool | None, Evidence | None]:
     """(enabled, evidence line) from ``host/secureboot.txt`` (``mokutil --sb-state``)."""
-    text = bundle.node(name).host("secureboot.txt")
+    text = bundle.node(name).text(specs.SECUREBOOT)
     if text is None:
         return None, None
-    path = f"nodes/{name}/host/secureboot.txt"
+    path = specs.node_file(name, specs.SECUREBOOT)
     for number, raw in enumerate(text.splitlines(), start=1):
         words = raw.lower().split()
         if len(words) >= 2 and words[0] == "secureboot":
@@ -60,11 +60,9 @@ def secure_boot(bundle: Bundle, name: str) -> tuple[bool | None, Evidence | None
 NVIDIA_DRIVERS = frozenset({"nvidia"})
 
 
-def foreign_gpus(bundle: Bundle, name: str) -> list[PciDevice]:
-    """The node's NVIDIA GPUs (display/3D class) bound to a driver other than nvidia."""
-    text = bundle.node(name).host("lspci.txt")
-    if not text:
-        return []
-    return [device for device in parse_lspci(text)
+def foreign_gpus(devices: list[PciDevice] | None) -> list[PciDevice]:
+    """The NVIDIA GPUs (display/3D class) among a node's PCI devices (``NodeFacts.lspci``)
+    bound to a driver other than nvidia."""
+    return [device for device in devices or ()
             if device.is_gpu and device.driver is not None
             and device.driver not in NVIDIA_DRIVERS]

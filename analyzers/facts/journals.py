@@ -10,7 +10,7 @@ what those readers react to:
 
 - ``kernel``: the kernel records (:func:`bundle.kernel.kernel_lines_from_journal`);
 - ``matches``: each entry that built-in signatures for ``journal:<unit>`` match, with
-  the matches, in journal order (what :func:`analyzers.signatures.match` returns for it);
+  the matches, in journal order (what :func:`analyzers.knowledge.signatures.match` returns for it);
 - ``lifecycle``: every entry that can be a systemd life-cycle line of the unit: its
   message matches :data:`LIFECYCLE` (``Started ...``, ``Stopped ...``, ``Main process
   exited``, ``Scheduled restart job``, ``Failed with result`` ...). Readers looking for
@@ -48,9 +48,9 @@ from itertools import accumulate, compress, repeat
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
-from analyzers import signatures
-from analyzers.signatures import SignatureMatch
-from bundle import Bundle
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
+from bundle import Bundle, specs
 from bundle.kernel import KernelLine, Note, kernel_lines_from_journal
 from bundle.textfiles import (
     JournalEntry,
@@ -104,7 +104,7 @@ def journal_scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
 
 def journal_units(bundle: Bundle, node: str) -> list[str]:
     """Units with a journal in the node's directory (``journal/<unit>.jsonl``), in order."""
-    prefix = f"nodes/{node}/journal/"
+    prefix = specs.node_file(node, specs.JOURNAL_DIR)
     return [path[len(prefix):-len(".jsonl")] for path in bundle.paths_under(prefix)
             if path.endswith(".jsonl")]
 
@@ -115,7 +115,7 @@ def remember_scan(bundle: Bundle, node: str, unit: str, scan: JournalScan) -> No
 
 
 def _scan(bundle: Bundle, node: str, unit: str) -> JournalScan:
-    path = bundle.node(node).path(f"journal/{unit}.jsonl")
+    path = bundle.node(node).path(specs.journal(unit))
     records, problems = journal_records(bundle.read_text(path) or "")
     for line, error in problems:  # what reading the journal through the bundle records
         bundle.problem(path, error, where=f"line {line}")
@@ -221,7 +221,7 @@ class _Joined:
 def signature_hits(messages: Sequence[str], source: str, joined: _Joined | None = None
                    ) -> list[tuple[int, tuple[SignatureMatch, ...]]]:
     """(row, matches) of every message that built-in signatures for ``source`` match,
-    in order: :func:`analyzers.signatures.match` finds nothing in a message holding none
+    in order: :func:`analyzers.knowledge.signatures.match` finds nothing in a message holding none
     of their needles, so only the messages holding one are matched."""
     wanted = signatures.needles(source)
     if wanted is None:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from analyzers.facts.journals import journal_scan, journal_units
-from analyzers.models import Evidence
-from bundle import Bundle
+from analyzers.results.models import Evidence
+from bundle import Bundle, specs
 from bundle.evidence import clip
 from bundle.kernel import (
     KernelLine,
@@ -125,7 +125,7 @@ def by_node(bundle: Bundle) -> dict[str, NodeKernel]:
 
 def node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     """The node's kernel events; made once (here or in a worker process, see
-    facts/prefetch.py) and kept for the bundle's lifetime."""
+    speed/prefetch.py) and kept for the bundle's lifetime."""
     made = _KERNELS.setdefault(bundle, {})
     found = made.get(name)
     if found is None:
@@ -144,13 +144,13 @@ _KERNELS: WeakKeyDictionary[Bundle, dict[str, NodeKernel]] = WeakKeyDictionary()
 def _node_kernel(bundle: Bundle, name: str) -> NodeKernel:
     artifacts = bundle.node(name)
     lines: list[KernelLine] = list(artifacts.dmesg)
-    sources = [artifacts.path("dmesg.txt")] if artifacts.has("dmesg.txt") else []
+    sources = [artifacts.path(specs.DMESG)] if artifacts.has(specs.DMESG) else []
     for unit in journal_units(bundle, name):
         kernel = list(journal_scan(bundle, name, unit).kernel)  # one shared pass per journal
         if kernel:
-            sources.append(artifacts.path(f"journal/{unit}.jsonl"))
+            sources.append(artifacts.path(specs.journal(unit)))
             lines = merge_lines(lines, kernel)
-    where = sources[0] if sources else artifacts.path("dmesg.txt")
+    where = sources[0] if sources else artifacts.path(specs.DMESG)
 
     def note(message: str) -> None:
         bundle.problem(where, message, kind="refused")
@@ -281,3 +281,28 @@ def identities(smi: NvidiaSmi | None, lines: Iterable[KernelLine]) -> list[GpuId
 def line_evidence(line: KernelLine) -> Evidence:
     """The evidence of one kernel (or container log) line: its file, number and words."""
     return Evidence(path=line.path, line=line.line, excerpt=clip(line.raw or line.message))
+
+
+def gpu_address(bus_id: str) -> str | None:
+    """The canonical PCI address of an nvidia-smi bus id, as ``NodeKernel`` keys its
+    GPUs; None when it is not one."""
+    return normalize_pci(bus_id)
+
+
+def log_lines(path: str, text: str, *needles: str) -> Iterator[KernelLine]:
+    """Lines of a container log holding any of ``needles`` (case-insensitive), as
+    records the kernel signal scanner can read."""
+    lowered = tuple(n.lower() for n in needles)
+    for number, raw in enumerate(text.splitlines(), start=1):
+        low = raw.lower()
+        if any(n in low for n in lowered):
+            yield KernelLine(path=path, line=number, raw=raw, message=raw.strip(),
+                             time=None, uptime=None)
+
+
+def log_signals(path: str, text: str, kinds: tuple[str, ...],
+                *needles: str) -> list[KernelSignal]:
+    """The kernel-style signals of ``kinds`` that lines of a container log holding one
+    of ``needles`` carry (NVML's "device handle" and "GPU is lost" words)."""
+    return [signal for line in log_lines(path, text, *needles)
+            for signal in scan_signals(line) if signal.kind in kinds]

@@ -20,12 +20,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, LiteralString
 
-from analyzers import commands as sh
-from analyzers import gaps
 from analyzers.facts.driverstep import DriverStep, named
 from analyzers.facts.first_error import FirstError, first_error_in
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
+from analyzers.knowledge import gaps
 from bundle.kube import Pod
 from bundle.layouts import V1
 
@@ -59,42 +58,30 @@ _DISABLED: dict[Stage, tuple[str, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Ask:
+    """One read-only command to ask the customer for, as data: the rules layer writes it
+    out (quoting each name for the shell). ``logs``: a container's log (``previous``: the
+    instance before); ``describe``: a pod's description and events; ``node``: ``look``
+    run on ``node`` (over SSH where debug pods were refused)."""
+
+    kind: str
+    namespace: str = ""
+    pod: str = ""
+    container: str = ""
+    previous: bool = False
+    node: str = ""
+    look: LiteralString = ""
+    ssh: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class NextStep:
     """The first error of a failing stage's logs, or what to ask for next and why."""
 
     error: FirstError | None = None
-    command: str | None = None   # one read-only command line, quoted for the shell
-    why: str = ""                # why this command; what the bundle could not have
-    lead: str = ""               # what the pod's own record says first (an OOM kill)
-
-    def sentence(self, what: str, logs: str = "its logs show") -> str:
-        """One sentence for a finding's summary: why ``what`` ("the driver stage") fails,
-        as the first error ``logs`` ("its logs show", "the node's kernel log shows"), or
-        what to ask for."""
-        lead = f" {self.lead}." if self.lead else ""
-        if self.error is not None and self.lead:
-            return f"{lead} The node's kernel log records the kill: {self.error.quote()}."
-        if self.error is not None:
-            step_said = self.error.step_said
-            step = f", in the step '{_clipped(step_said)}'" if step_said is not None else ""
-            return (f"{lead} No known cause explains why {what} fails; the first error "
-                    f"{logs} is {self.error.quote()}{step}.")
-        if self.lead:
-            ask = f" Ask next for the output of: {self.command}" if self.command else ""
-            return f"{lead} {_capital(self.why)}.{ask}"
-        if self.command is None:
-            return f" The bundle does not say why {what} fails: {self.why}."
-        return (f" The bundle does not say why {what} fails: {self.why}. Ask next for the "
-                f"output of: {self.command}")
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _clipped(text: str, limit: int = 120) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    ask: Ask | None = None   # the command to ask for
+    why: str = ""            # why this command; what the bundle could not have
+    lead: str = ""           # what the pod's own record says first (an OOM kill)
 
 
 # -- what the collection could and could not have -------------------------------------
@@ -142,12 +129,12 @@ _RAN = frozenset({"CrashLoopBackOff", "RunContainerError"})
 def _never_started(pod: Pod, container: str) -> bool:
     for status in [*pod.status.init_container_statuses, *pod.status.container_statuses]:
         if status.name == container:
-            return not _restarted(pod, container) and status.state.running is None \
+            return not ran_before(pod, container) and status.state.running is None \
                 and status.state.terminated is None
     return True
 
 
-def _restarted(pod: Pod, container: str) -> bool:
+def ran_before(pod: Pod, container: str) -> bool:
     """Whether ``container`` ran before its current instance (restarts, a last state, a
     crash loop)."""
     for status in [*pod.status.init_container_statuses, *pod.status.container_statuses]:
@@ -158,38 +145,19 @@ def _restarted(pod: Pod, container: str) -> bool:
     return False
 
 
-# -- commands ---------------------------------------------------------------------------
+# -- what to ask for -----------------------------------------------------------------
 
-def logs_command(pod: Pod, container: str) -> str:
-    previous = ("--previous",) if _restarted(pod, container) else ()
-    return sh.cmd("kubectl", "-n", sh.namespace(pod.namespace), "logs", sh.pod(pod.name),
-                  "-c", sh.container(container), *previous, "--tail=200")
-
-
-def describe_command(pod: Pod) -> str:
-    return sh.cmd("kubectl", "-n", sh.namespace(pod.namespace), "describe", "pod",
-                  sh.pod(pod.name))
+def logs_ask(pod: Pod, container: str) -> Ask:
+    return Ask("logs", namespace=pod.namespace, pod=pod.name, container=container,
+               previous=ran_before(pod, container))
 
 
-def node_command(node: str, look: LiteralString, *, ssh: bool) -> str:
-    """``look`` run on ``node``: through a debug pod, or over SSH where debug pods are
-    refused."""
-    if ssh:
-        return sh.cmd("ssh", sh.node(node), sh.raw("--"), sh.raw(_single_quoted(look)))
-    return sh.cmd("kubectl", "debug", sh.join("node/", sh.node(node)), "-it",
-                  "--image=ubuntu", "--", "chroot", "/host", "sh", "-c",
-                  sh.raw(_single_quoted(look)))
+def describe_ask(pod: Pod) -> Ask:
+    return Ask("describe", namespace=pod.namespace, pod=pod.name)
 
 
-def _single_quoted(text: LiteralString) -> LiteralString:
-    if "'" in text:
-        return "\"" + text + "\""
-    return "'" + text + "'"
-
-
-def _usable(command: str) -> str | None:
-    """The command, or None where a bundle value was refused (no command to offer)."""
-    return None if command.startswith(sh.REFUSED) else command
+def node_ask(node: str, look: LiteralString, *, ssh: bool) -> Ask:
+    return Ask("node", node=node, look=look, ssh=ssh)
 
 
 # -- the answer ---------------------------------------------------------------------------
@@ -227,7 +195,7 @@ def _ask(facts: Facts, stages: NodeStages, first: Stage) -> NextStep:
     node = stages.node
     missing, refused = node_files_gap(facts, node)
     look, look_why = _NODE_LOOK[first]
-    on_node = _usable(node_command(node, look, ssh=refused))
+    on_node = node_ask(node, look, ssh=refused)
     disabled = _DISABLED.get(first)
     policy = facts.cluster_policy
     if disabled is not None and policy is not None and \
@@ -237,27 +205,27 @@ def _ask(facts: Facts, stages: NodeStages, first: Stage) -> NextStep:
                f"say; {disabled[1]} is what to read, and {look_why}")
         if missing is not None:
             why += f" ({missing})"
-        return NextStep(command=on_node, why=why)
+        return NextStep(ask=on_node, why=why)
     lead: Blocked = stages.at_first[0]
     if lead.container is not None:
         gap = log_gap(facts, lead.pod, lead.container)
         if gap is not None and gap.endswith("never started, so it has no log"):
             events = facts.pod_events(lead.pod)
             if not events:
-                return NextStep(command=_usable(describe_command(lead.pod)),
+                return NextStep(ask=describe_ask(lead.pod),
                                 why=f"{lead.pod.name}: {gap}, and the bundle holds no event "
                                     "about the pod, where Kubernetes says why it is not "
                                     "created")
         elif gap is not None:
-            return NextStep(command=_usable(logs_command(lead.pod, lead.container)),
+            return NextStep(ask=logs_ask(lead.pod, lead.container),
                             why=f"{lead.pod.name}: {gap}; its log is where the "
                                 f"{first.label} stage says what fails")
     if missing is not None:
         why = f"{missing}, and {look_why}"
         if refused:
             why += "; debug pods were refused, so run it over SSH"
-        return NextStep(command=on_node, why=why)
-    return NextStep(command=on_node,
+        return NextStep(ask=on_node, why=why)
+    return NextStep(ask=on_node,
                     why=f"the stage's logs in the bundle show no error line, and {look_why}")
 
 
@@ -313,7 +281,7 @@ def _oom_killed(facts: Facts, stages: NodeStages) -> NextStep | None:
         else:
             held = "the bundle holds no kernel log of the node"
         why = f"the kernel's OOM record says how much memory it held when killed; {held}"
-        return NextStep(command=_usable(node_command(node, _OOM_LOOK, ssh=refused)),
+        return NextStep(ask=node_ask(node, _OOM_LOOK, ssh=refused),
                         why=why, lead=lead)
     return None
 
@@ -334,7 +302,6 @@ def for_smi(facts: Facts, node: str) -> NextStep:
         found = first_error_in(path, text, "dmesg", _KERNEL_NVIDIA)
         if found is not None:
             return NextStep(error=found)
-    command = _usable(node_command(node, _KERNEL_LOOK, ssh=refused))
     if missing is not None:
         why = f"{missing}; the kernel's journal says whether the driver loaded and why not"
         if refused:
@@ -350,7 +317,7 @@ def for_smi(facts: Facts, node: str) -> NextStep:
     else:
         why = ("the bundle holds no kernel log of the node; the kernel's journal says whether "
                "the driver loaded and why not")
-    return NextStep(command=command, why=why)
+    return NextStep(ask=node_ask(node, _KERNEL_LOOK, ssh=refused), why=why)
 
 
 def unnamed_driver_step(facts: Facts, node: str) -> DriverStep | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from analyzers.facts.operands import OperandPod
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.crds import POLICY_CRD
 from bundle.kube import Pod
 
@@ -29,12 +29,12 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
     that runs the operator's image under another name (``nvidia/nvidia-gpu-operator``)."""
     cluster = bundle.cluster
     found: list[str] = []
-    if not bundle.has("cluster/pods.json"):
+    if not bundle.has(specs.PODS):
         # without the pods nothing rules the operator out: judge as for an operator cluster
         found.append("the pods were not collected, so the operator cannot be ruled out")
     if operator_pods:
         found.append(f"operator pod {operator_pods[0].namespace}/{operator_pods[0].name}")
-    if bundle.has("cluster/clusterpolicies.json") and cluster.clusterpolicies:
+    if bundle.has(specs.CLUSTERPOLICIES) and cluster.clusterpolicies:
         found.append(f"ClusterPolicy {cluster.clusterpolicies[0].metadata.name}")
     if any(operands.values()):
         found.append("operand pods of the operator")
@@ -52,7 +52,7 @@ def signs(bundle: Bundle, operator_pods: Sequence[Pod],
     if any(key.startswith(_DEPLOY_LABEL) for node in cluster.nodes for key in node.labels):
         found.append("nodes carry nvidia.com/gpu.deploy.* labels")
     namespace = bundle.manifest.operator_namespace
-    if namespace and bundle.paths_under(f"logs/{namespace}/"):
+    if namespace and bundle.paths_under(specs.logs_of_namespace(namespace)):
         found.append(f"pod logs were collected from the {namespace} namespace")
     if _crd_listed(bundle):
         found.append(f"the {POLICY_CRD} CRD exists")

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from analyzers.operand_versions import image_version
-from analyzers.releases import Version, parse_version
+from bundle import versions
 from bundle.kube import Deployment, HelmRevision, Pod
 
 OPERATOR_IMAGE = "gpu-operator"
@@ -40,8 +39,8 @@ class OperatorImage:
         return "" if not name or "/" in tag else tag
 
     @property
-    def version(self) -> Version | None:
-        return parse_version(self.tag)
+    def version(self) -> versions.Version | None:
+        return versions.operator_release(self.tag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +60,8 @@ class OperatorChart:
         return self.revision.app_version or self.revision.chart
 
     @property
-    def version(self) -> Version | None:
-        return parse_version(self.text)
+    def version(self) -> versions.Version | None:
+        return versions.operator_release(self.text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +81,7 @@ class OperatorVersion:
         return None
 
     @property
-    def version(self) -> Version | None:
+    def version(self) -> versions.Version | None:
         source = self.source
         return source.version if source is not None else None
 
@@ -98,7 +97,7 @@ class OperatorVersion:
 
 def _operator_container(images: Iterable[str]) -> int | None:
     for index, image in enumerate(images):
-        if image_version(image)[0] == OPERATOR_IMAGE:
+        if versions.image(image)[0] == OPERATOR_IMAGE:
             return index
     return None
 

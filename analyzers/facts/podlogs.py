@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from analyzers import signatures
-from analyzers.signatures import SignatureMatch
-from bundle import Bundle
+from analyzers.knowledge import signatures
+from analyzers.knowledge.signatures import SignatureMatch
+from bundle import Bundle, specs
 from bundle.evidence import Locator, clip
 from bundle.kube import Pod
 
@@ -84,7 +84,7 @@ class PodLogs:
         return tuple(log for log in self.of(pod) if log.container == name)
 
     def _read(self, pod: Pod) -> Iterable[ContainerLog]:
-        if not self._bundle.paths_under(f"logs/{pod.namespace}/{pod.name}/"):
+        if not self._bundle.paths_under(specs.pod_logs_dir(pod.namespace, pod.name)):
             return  # every path looked for below starts so: most pods have no log
         logs = self._bundle.logs
         if self._index is None:
@@ -95,8 +95,8 @@ class PodLogs:
         for name, init in _container_names(pod, present):
             current = logs.get((pod.namespace, pod.name, name))
             if current is None:
-                current = f"logs/{pod.namespace}/{pod.name}/{name}.log"
-            previous = current[: -len(".log")] + ".previous.log"
+                current = specs.log_file(pod.namespace, pod.name, name)
+            previous = current[: -len(specs.LOG_SUFFIX)] + specs.PREVIOUS_LOG_SUFFIX
             for path, is_previous in ((current, False), (previous, True)):
                 if not self._bundle.has(path):
                     continue

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from analyzers.facts.distro import CONTAINERD, CRIO, DOCKER, NodeRuntime
-from analyzers.models import Evidence
-from bundle import NodeArtifacts
+from analyzers.results.models import Evidence
+from bundle import NodeArtifacts, specs
 from bundle.evidence import clip, join_pointer
 from bundle.kube import DaemonSet, Event, Node, Pod
 
@@ -95,7 +95,7 @@ def _kubelet_minor(node: Node | None) -> int | None:
 
 
 def _from_kubelet(artifacts: NodeArtifacts, node: Node | None) -> NodeCri | None:
-    path = artifacts.path("host/kubelet.txt")
+    path = artifacts.path(specs.KUBELET_FLAGS)
     text = artifacts.bundle.read_text(path)
     if not text:
         return None
@@ -148,7 +148,7 @@ def node_cri(name: str, artifacts: NodeArtifacts | None, node: Node | None,
         return found
     if reported is not None:
         return reported
-    if detected.source == "runtime.json" and detected.runtime is not None:
+    if detected.source == specs.RUNTIME_JSON and detected.runtime is not None:
         return NodeCri(name, detected.runtime, None, detected.basis, detected.evidence)
     for event in refusals:
         if RUNTIME_HANDLER_REFUSED.search(event.message or ""):

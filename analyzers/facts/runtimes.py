@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from analyzers.facts.containerd_merge import Clobber, emulate, parse_version, runtimes_in
+from analyzers.facts.containerd_merge import Clobber, emulate, runtimes_in
 from analyzers.facts.distro import NodeRuntime
-from bundle import NodeArtifacts
+from bundle import NodeArtifacts, specs, versions
 from bundle.tomlsafe import loads as toml_loads
 
 NVIDIA_HANDLER = "nvidia"
@@ -83,7 +83,7 @@ def runtime_state(artifacts: NodeArtifacts, where: NodeRuntime | None = None,
     known = _STATES.get(key)
     if known is not None:
         return replace(known, node=artifacts.name,
-                       dump_path=artifacts.path("containerd/config-dump.toml"))
+                       dump_path=artifacts.path(specs.CONTAINERD_DUMP))
     state = _runtime_state(artifacts, None if wrong else config, files, main, templates)
     state = replace(state, wrong_dump=wrong)
     _STATES[key] = state
@@ -133,11 +133,11 @@ def _runtime_state(artifacts: NodeArtifacts, config: dict[str, Any] | None,
     load_order: tuple[str, ...] = ()
     loadable = {p: t for p, t in files.items() if not is_template(p, templates)}
     if loadable:
-        merged = emulate(loadable, parse_version(artifacts.containerd_version or ""), main)
+        merged = emulate(loadable, versions.containerd(artifacts.containerd_version), main)
         clobbers, load_order = merged.clobbers, merged.load_order
     return RuntimeState(
         node=artifacts.name,
-        dump_path=artifacts.path("containerd/config-dump.toml"),
+        dump_path=artifacts.path(specs.CONTAINERD_DUMP),
         loaded=runtimes_in(config) if config is not None else None,
         imports=imports,
         load_order=load_order,

@@ -10,10 +10,10 @@ import re
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from analyzers import signatures
 from analyzers.facts.kernel_events import line_evidence
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from bundle.evidence import clip
 
 if TYPE_CHECKING:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers import signatures
-from analyzers.models import Evidence
-from bundle import Bundle
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
+from bundle import Bundle, specs
 from bundle.evidence import clip
 from bundle.manifest import ManifestItem
 
-SMI_FILE = "nvidia-smi.xml"
+SMI_FILE = specs.NVIDIA_SMI
 
 
 # Wordings (analyzers/data/signatures.toml): no driver / no device, and the version
@@ -91,7 +91,7 @@ def read_failure(bundle: Bundle, name: str) -> SmiFailure | None:
     """How nvidia-smi failed on ``name``: from its manifest item (error, exit code) and
     from the words it left in nvidia-smi.xml instead of XML; None where it did not fail
     in a way that says something about the driver. ``Facts.smi_failure`` keeps it."""
-    path = f"nodes/{name}/{SMI_FILE}"
+    path = specs.node_file(name, SMI_FILE)
     found = bundle.manifest.located(path)
     evidence: list[Evidence] = []
     said = ""
@@ -102,7 +102,7 @@ def read_failure(bundle: Bundle, name: str) -> SmiFailure | None:
         if item.error and item.exit_code not in NOT_RUN:
             said = item.error
             code = f"exit code {item.exit_code}: " if item.exit_code is not None else ""
-            evidence.append(Evidence(path="manifest.json", pointer=f"/items/{index}/error",
+            evidence.append(Evidence(path=specs.MANIFEST, pointer=f"/items/{index}/error",
                                      excerpt=clip(code + said)))
     text = bundle.read_text(path) if bundle.has(path) else None
     if text and not text.lstrip().startswith("<"):

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from analyzers import signatures
 from analyzers.facts.operands import COMPONENTS, OperandPod
+from analyzers.knowledge import signatures
 from bundle.kube import ContainerStatus, Event, Pod
 
 
@@ -149,10 +149,18 @@ class NodeStages:
         return tuple(b for b in self.blocked if b.sandboxless)
 
 
+# Event wordings of a sandbox the runtime cannot create because the handler the pod's
+# RuntimeClass names is not configured (analyzers/data/signatures.toml; the event wordings
+# of the catalog rule they feed, which tests/test_fact_wordings.py checks).
+NO_HANDLER_WORDINGS = frozenset({
+    "sandbox-no-runtime", "sandbox-no-runtime-crio", "sandbox-runtimehandler-not-supported",
+})
+
+
 def sandbox_errors(pod: Pod, events: list[Event]) -> tuple[Event, ...]:
     """Events of ``pod`` saying the runtime handler it needs is not configured."""
     return tuple(e for e in events if e.message and any(
-        "RT001" in m.signature.rules for m in signatures.match(e.message, "event")))
+        m.signature.id in NO_HANDLER_WORDINGS for m in signatures.match(e.message, "event")))
 
 
 # Waiting reasons of a container the kubelet has not created yet (no sandbox to put it in).

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzers.facts.distro import STOCK, Layout
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle.evidence import clip, join_pointer
 from bundle.kube import ClusterPolicy, Container, HelmRevision, Pod
 

@@ -14,6 +14,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable, Iterable
+from functools import cache
 
 from analyzers.rule import Rule
 
@@ -48,3 +49,29 @@ def family_getattr(package: str, path: Iterable[str]) -> Callable[[str], list[ty
             return family_rules(package, paths)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     return getattr_
+
+
+@cache
+def _families() -> dict[str, list[str]]:
+    """Family package name -> the rule ids of its files."""
+    found: dict[str, list[str]] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if not info.ispkg:
+            continue
+        package = importlib.import_module(f"{__name__}.{info.name}")
+        found[info.name] = [rule.name for rule in pkgutil.iter_modules(package.__path__)
+                            if RULE_MODULE.match(rule.name)]
+    return found
+
+
+def builtin(rule_id: str) -> type[Rule] | None:
+    """The built-in rule with this id, from its file ``<family>/<ID>.py``; None when
+    there is none (the rule files are the one list of built-in ids)."""
+    family = rule_id.rstrip("0123456789").lower()
+    if rule_id not in _families().get(family, ()):
+        return None
+    module = importlib.import_module(f"{__name__}.{family}.{rule_id}")
+    found = [value for value in vars(module).values()
+             if isinstance(value, type) and issubclass(value, Rule)
+             and value.__module__ == module.__name__]
+    return found[0] if len(found) == 1 else None

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, LiteralString, NamedTuple
 
+from analyzers import commands as sh
+from analyzers.facts.evidence import event_evidence as event_evidence
+from analyzers.facts.evidence import field as field
+from analyzers.facts.next_step import Ask as NextAsk
+from analyzers.facts.next_step import NextStep
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
-from analyzers.models import Evidence, ObjectRef
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
-from bundle.evidence import at_pointer, clip, join_pointer
+from bundle import specs
+from bundle.evidence import at_pointer, clip
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
 if TYPE_CHECKING:
@@ -17,19 +23,19 @@ if TYPE_CHECKING:
 EVENT_CAP = 3
 # container logs (logs/<namespace>/<pod>/<container>.log) as a rule input; LOGS_REQUIRED for
 # a rule that finds its cause only in them: without them it is skipped, not passed
-LOGS = Input("logs/*", optional=True)
-LOGS_REQUIRED = Input("logs/*")
+LOGS = Input(specs.LOGS_ANY, optional=True)
+LOGS_REQUIRED = Input(specs.LOGS_ANY)
 # What the container-runtime facts read of a node (ctx.facts.runtime, .node_runtime,
 # .runtime_gate): the runtime's copied config files, loaded config and version, runtime.json
-RUNTIME_FILE = node("runtime.json", fallback="the runtime and distribution the Node "
+RUNTIME_FILE = node(specs.RUNTIME_JSON, fallback="the runtime and distribution the Node "
                    "objects report (nodeInfo, labels)")
-RUNTIME_FILES = (node("containerd/*", optional=True), node("crio/*", optional=True),
+RUNTIME_FILES = (node(specs.CONTAINERD_ANY, optional=True), node(specs.CRIO_ANY, optional=True),
                  RUNTIME_FILE)
 # A node's kernel lines as facts.kernel_events reads them: dmesg and the journals
-KERNEL_LINES = (node("dmesg.txt", optional=True), node("journal/*.jsonl", optional=True))
+KERNEL_LINES = (node(specs.DMESG, optional=True), node(specs.JOURNALS, optional=True))
 # The operator's settings as facts.cluster_policy and facts.toolkit_enabled read them
-OPERATOR_SETTINGS = (cluster("clusterpolicies.json", optional=True),
-                     cluster("helm/*.json", optional=True))
+OPERATOR_SETTINGS = (cluster(specs.CLUSTERPOLICIES, optional=True),
+                     cluster(specs.HELM_RELEASES, optional=True))
 
 
 def ref(obj: Node | Pod | KubeObject, kind: str) -> ObjectRef:
@@ -43,21 +49,9 @@ def node_ref(name: str) -> ObjectRef:
     return ObjectRef(kind="Node", name=name)
 
 
-def field(obj: KubeObject, excerpt: str, *parts: str | int) -> Evidence:
-    """Evidence pointing at a field of an object inside its cluster/*.json list."""
-    return Evidence(path=obj.source_path, pointer=join_pointer(obj.source_pointer, *parts),
-                    excerpt=clip(excerpt))
-
-
-def event_evidence(event: Event) -> Evidence:
-    count = f" (x{event.count})" if event.count and event.count > 1 else ""
-    when = f"{event.time} " if event.time else ""
-    return field(event, f"{when}{event.reason}: {event.message or ''}{count}", "message")
-
-
 def events_matching(events: Iterable[Event], rule_id: str) -> Iterator[Event]:
     """Events whose message matches a known signature that feeds ``rule_id``."""
-    from analyzers import signatures
+    from analyzers.knowledge import signatures
 
     for event in events:
         if event.message and any(rule_id in m.signature.rules
@@ -124,3 +118,47 @@ def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 # The label the operator keys its operands on (set by NFD rules or by hand).
 PRESENT = "nvidia.com/gpu.present"
+
+
+# -- the next step of an unexplained failure (facts.next_step), written out -------------
+
+def ask_command(ask: NextAsk) -> str | None:
+    """The read-only command ``ask`` stands for, each name quoted for the shell; None
+    where a name of the bundle is not safe in a command line (nothing is offered)."""
+    if ask.kind == "logs":
+        previous = ("--previous",) if ask.previous else ()
+        line = sh.cmd("kubectl", "-n", sh.namespace(ask.namespace), "logs", sh.pod(ask.pod),
+                      "-c", sh.container(ask.container), *previous, "--tail=200")
+    elif ask.kind == "describe":
+        line = sh.cmd("kubectl", "-n", sh.namespace(ask.namespace), "describe", "pod",
+                      sh.pod(ask.pod))
+    elif ask.ssh:
+        line = sh.cmd("ssh", sh.node(ask.node), sh.raw("--"), sh.raw(_quoted_look(ask.look)))
+    else:
+        line = sh.cmd("kubectl", "debug", sh.join("node/", sh.node(ask.node)), "-it",
+                      "--image=ubuntu", "--", "chroot", "/host", "sh", "-c",
+                      sh.raw(_quoted_look(ask.look)))
+    return None if line.startswith(sh.REFUSED) else line
+
+
+def _quoted_look(text: LiteralString) -> LiteralString:
+    return "\"" + text + "\"" if "'" in text else "'" + text + "'"
+
+
+def next_step_text(step: NextStep, what: str, logs: str = "its logs show") -> str:
+    """One sentence for a finding's summary: why ``what`` ("the driver stage") fails, as
+    the first error ``logs`` ("its logs show", "the node's kernel log shows"), or the
+    command to ask for next and why."""
+    lead = f" {step.lead}." if step.lead else ""
+    if step.error is not None and step.lead:
+        return f"{lead} The node's kernel log records the kill: {step.error.quote()}."
+    if step.error is not None:
+        said = step.error.step_said
+        where = f", in the step '{clip(said, 120)}'" if said is not None else ""
+        return (f"{lead} No known cause explains why {what} fails; the first error {logs} "
+                f"is {step.error.quote()}{where}.")
+    command = ask_command(step.ask) if step.ask is not None else None
+    ask = f" Ask next for the output of: {command}" if command else ""
+    if step.lead:
+        return f"{lead} {step.why[:1].upper()}{step.why[1:]}.{ask}"
+    return f" The bundle does not say why {what} fails: {step.why}.{ask}"

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 import yaml
 
+from bundle import specs
 from bundle.container import Limits, Source
 from bundle.gzstream import Decompressed
 from bundle.jsonsafe import json_too_dense
@@ -66,17 +67,17 @@ class _Entry:
 # Files written only where something exists (fabric manager journal, CDI specs,
 # unattended-upgrades) are left out: their absence says nothing.
 V1_CLUSTER_PATHS = (
-    "cluster/version.json", "cluster/nodes.json", "cluster/pods.json", "cluster/events.json",
-    "cluster/daemonsets.json", "cluster/deployments.json", "cluster/namespaces.json",
-    "cluster/runtimeclasses.json", "cluster/resourcequotas.json",
-    "cluster/clusterpolicies.json", "cluster/nvidiadrivers.json", "cluster/configmaps.json",
-    "cluster/helm/", "logs/",
+    specs.VERSION, specs.NODES, specs.PODS, specs.EVENTS,
+    specs.DAEMONSETS, specs.DEPLOYMENTS, specs.NAMESPACES,
+    specs.RUNTIMECLASSES, specs.RESOURCEQUOTAS,
+    specs.CLUSTERPOLICIES, specs.NVIDIADRIVERS, specs.CONFIGMAPS,
+    specs.HELM_DIR, specs.LOGS_DIR,
 )
 V1_NODE_PATHS = (
-    "containerd/config-dump.toml", "containerd/version.txt", "containerd/files/",
-    "journal/containerd.jsonl", "journal/kubelet.jsonl", "dmesg.txt", "nvidia-smi.xml",
-    "systemd/containerd.txt", "host/uname.txt", "host/os-release", "host/cmdline",
-    "host/modules.txt", "host/secureboot.txt", "host/nvidia-ctk.txt",
+    specs.CONTAINERD_DUMP, specs.CONTAINERD_VERSION, specs.CONTAINERD_FILES_DIR,
+    specs.CONTAINERD_JOURNAL, specs.KUBELET_JOURNAL, specs.DMESG, specs.NVIDIA_SMI,
+    specs.SYSTEMD_CONTAINERD, specs.UNAME, specs.OS_RELEASE, specs.CMDLINE,
+    specs.MODULES, specs.SECUREBOOT, specs.NVIDIA_CTK,
 )
 
 
@@ -115,7 +116,7 @@ def missing_paths(paths: Iterable[str]) -> tuple[str, ...]:
             else wanted in have
 
     missing = [p for p in V1_CLUSTER_PATHS if not provided(p, present)]
-    missing += [f"nodes/*/{p}" for p in V1_NODE_PATHS if not provided(p, node_files)]
+    missing += [specs.any_node(p) for p in V1_NODE_PATHS if not provided(p, node_files)]
     return tuple(missing)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from bundle import specs
+
 if TYPE_CHECKING:
     from bundle.layouts.base import Maker, VirtualSource
 
@@ -23,7 +25,7 @@ SEPARATOR = "_" * 44
 # this file, along with a detailed description of your problem, ...").
 START = "Start of NVIDIA bug report log file"
 # The node files a report provides (see :func:`sections`).
-NODE_FILES = ("dmesg.txt", "host/cmdline", "host/modules.txt", "host/uname.txt")
+NODE_FILES = (specs.DMESG, specs.CMDLINE, specs.MODULES, specs.UNAME)
 _MODULES = ("nvidia", "nouveau")
 
 
@@ -38,11 +40,11 @@ def sections(text: str) -> dict[str, str]:
         if "Start of NVIDIA bug report log file" in chunk:
             for line in lines:
                 if line.startswith("uname: ") and line[7:].strip():
-                    found.setdefault("host/uname.txt", line[7:].strip() + "\n")
+                    found.setdefault(specs.UNAME, line[7:].strip() + "\n")
         elif header == "dmesg:":
             body = _body(lines[1:])
             if body.strip():
-                found.setdefault("dmesg.txt", body)
+                found.setdefault(specs.DMESG, body)
         elif header.startswith("*** ") and not header.startswith("*** ls:"):
             name = header[4:].strip()
             body_lines = lines[1:]
@@ -50,10 +52,10 @@ def sections(text: str) -> dict[str, str]:
                 body_lines = body_lines[1:]
             body = _body(body_lines)
             if name == "/proc/cmdline" and body.strip():
-                found.setdefault("host/cmdline", body)
+                found.setdefault(specs.CMDLINE, body)
             elif name == "/proc/modules":
                 kept = [line for line in body.splitlines() if line.startswith(_MODULES)]
-                found.setdefault("host/modules.txt", "".join(f"{line}\n" for line in kept))
+                found.setdefault(specs.MODULES, "".join(f"{line}\n" for line in kept))
     return found
 
 
@@ -74,7 +76,7 @@ def _body(lines: list[str]) -> str:
 
 def hostname(sections_found: dict[str, str]) -> str | None:
     """The host name ``uname -a`` printed in the prologue (its second word)."""
-    words = sections_found.get("host/uname.txt", "").split()
+    words = sections_found.get(specs.UNAME, "").split()
     return words[1] if len(words) > 1 else None
 
 
@@ -97,7 +99,8 @@ class BugReport:
     def present(self, node: str) -> None:
         """Present the report's sections as ``nodes/<node>/...``."""
         for relative in NODE_FILES:
-            self._source.derived(f"nodes/{node}/{relative}", [self._name], self._maker(relative))
+            self._source.derived(specs.node_file(node, relative), [self._name],
+                                 self._maker(relative))
 
     def _maker(self, relative: str) -> Maker:
         def make() -> bytes | None:

@@ -35,6 +35,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from bundle import specs
 from bundle.container import Limits, Source
 from bundle.layouts import bugreport, describe
 from bundle.layouts.base import (
@@ -102,10 +103,10 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
 def _partial(source: VirtualSource, namespace: str | None) -> tuple[tuple[str, str], ...]:
     """must-gather.sh lists the pods of the operator's namespace only: workload pods,
     pending or running elsewhere, are not in the bundle."""
-    if "cluster/pods.json" not in source.paths():
+    if specs.PODS not in source.paths():
         return ()
     where = f"namespace {namespace}" if namespace else "the GPU Operator's namespace"
-    return (("cluster/pods.json", f"must-gather lists only the pods of {where}; "
+    return ((specs.PODS, f"must-gather lists only the pods of {where}; "
              "workload pods in other namespaces are not in the bundle"),)
 
 
@@ -141,23 +142,23 @@ def _cluster(source: VirtualSource, paths: set[str], pods: list[dict[str, Any]],
         return None if items is None else kube_list(items)
 
     if "cluster_policy.yaml" in paths:
-        source.derived("cluster/clusterpolicies.json", ["cluster_policy.yaml"],
+        source.derived(specs.CLUSTERPOLICIES, ["cluster_policy.yaml"],
                        lambda: yaml_list("cluster_policy.yaml", "ClusterPolicy"))
     elif "cluster_policy.missing" in paths:
-        source.derived("cluster/clusterpolicies.json", ["cluster_policy.missing"],
+        source.derived(specs.CLUSTERPOLICIES, ["cluster_policy.missing"],
                        lambda: kube_list([]))
     if "nvidiadrivers.yaml" in paths:
-        source.derived("cluster/nvidiadrivers.json", ["nvidiadrivers.yaml"],
+        source.derived(specs.NVIDIADRIVERS, ["nvidiadrivers.yaml"],
                        lambda: yaml_list("nvidiadrivers.yaml", "NVIDIADriver"))
     if "gpu_operand_ds.yaml" in paths:
-        source.derived("cluster/daemonsets.json", ["gpu_operand_ds.yaml"],
+        source.derived(specs.DAEMONSETS, ["gpu_operand_ds.yaml"],
                        lambda: yaml_list("gpu_operand_ds.yaml", "DaemonSet"))
     pod_files = [n for n in ("gpu_operand_pods.yaml", "gpu_operator_pod.yaml") if n in paths]
     if pod_files:
-        source.derived("cluster/pods.json", pod_files,
+        source.derived(specs.PODS, pod_files,
                        lambda: kube_list(pods) if pods else None)
     if "gpu_nodes.descr" in paths or "gpu_nodes.labels" in paths:
-        source.derived("cluster/nodes.json", ["gpu_nodes.descr", "gpu_nodes.labels"],
+        source.derived(specs.NODES, ["gpu_nodes.descr", "gpu_nodes.labels"],
                        lambda: _nodes(source, notes))
 
 
@@ -236,10 +237,11 @@ def _operator_logs(source: VirtualSource, paths: set[str], namespace: str | None
     if not all(_K8S_NAME.match(s) for s in (namespace, pod, container[0])):
         return set()
     used = set()
-    for name, suffix in (("gpu_operator_pod.log", ".log"),
-                         ("gpu_operator_pod.previous.log", ".previous.log")):
-        if name in paths and (suffix == ".log" or (source.original(name) or b"").strip()):
-            source.passthrough(f"logs/{namespace}/{pod}/{container[0]}{suffix}", name)
+    for name, previous in (("gpu_operator_pod.log", False),
+                           ("gpu_operator_pod.previous.log", True)):
+        if name in paths and (not previous or (source.original(name) or b"").strip()):
+            source.passthrough(specs.log_file(namespace, pod, container[0], previous=previous),
+                               name)
             used.add(name)
     return used
 
@@ -267,14 +269,14 @@ def _operand_logs(source: VirtualSource, paths: set[str], pods: list[dict[str, A
         if not (pod_ns and _K8S_NAME.match(pod) and _K8S_NAME.match(pod_ns)):
             continue
         used.add(name)
-        suffix = ".previous.log" if match["previous"] else ".log"
+        previous = bool(match["previous"])
         split = _split_prefixed(source.text(name) or "", pod)
         for container, text in sorted(split.items()):
             if not _K8S_NAME.match(container):
                 source.problems.add(name, f"container name {container!r} is not a Kubernetes "
                                     "name; its lines were not mapped")
                 continue
-            source.derived(f"logs/{pod_ns}/{pod}/{container}{suffix}", [name],
+            source.derived(specs.log_file(pod_ns, pod, container, previous=previous), [name],
                            _constant(text.encode()))
     return used
 

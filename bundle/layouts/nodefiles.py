@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from bundle import specs
 from bundle.container import Limits, Source
 from bundle.layouts import bugreport
 from bundle.layouts.base import Adapted, LayoutReport, VirtualSource, missing_paths
@@ -57,11 +58,11 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
     notes: list[tuple[str, str]] = []
     nodes: list[str] = []
     if STEPS in paths:
-        node = _node_name(source.text("host/uname.txt"), "node")
+        node = _node_name(source.text(specs.UNAME), "node")
         nodes.append(node)
         for path in paths:
             if path != STEPS:
-                source.passthrough(f"nodes/{node}/{path}", path)
+                source.passthrough(specs.node_file(node, path), path)
         notes.append((STEPS, "the node script's step log: read by gpu-triage collect, not "
                              "here; a failed step shows as a missing file"))
         collector = "collectors/node.sh"

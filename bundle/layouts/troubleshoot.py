@@ -46,6 +46,7 @@ from typing import Any
 
 import orjson
 
+from bundle import specs
 from bundle.container import Limits, Source
 from bundle.layouts.base import (
     Adapted,
@@ -65,42 +66,42 @@ CR = "cluster-resources/"
 _K8S_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 # directory under cluster-resources/ → (format v1 path, kind)
 NAMESPACED = {
-    "pods": ("cluster/pods.json", "Pod"),
-    "events": ("cluster/events.json", "Event"),
-    "daemonsets": ("cluster/daemonsets.json", "DaemonSet"),
-    "deployments": ("cluster/deployments.json", "Deployment"),
-    "configmaps": ("cluster/configmaps.json", "ConfigMap"),
-    "resource-quota": ("cluster/resourcequotas.json", "ResourceQuota"),
+    "pods": (specs.PODS, "Pod"),
+    "events": (specs.EVENTS, "Event"),
+    "daemonsets": (specs.DAEMONSETS, "DaemonSet"),
+    "deployments": (specs.DEPLOYMENTS, "Deployment"),
+    "configmaps": (specs.CONFIGMAPS, "ConfigMap"),
+    "resource-quota": (specs.RESOURCEQUOTAS, "ResourceQuota"),
     # the name before troubleshoot v0.55 (Jan 2023), https://github.com/replicatedhq/
     # troubleshoot/commit/2fcdc77cd312c8bb0c2449387a76d5ea78d36d8d; errors file unchanged
-    "resource-quotas": ("cluster/resourcequotas.json", "ResourceQuota"),
+    "resource-quotas": (specs.RESOURCEQUOTAS, "ResourceQuota"),
 }
 CLUSTER_SCOPED = {
-    "nodes.json": ("cluster/nodes.json", "Node"),
-    "namespaces.json": ("cluster/namespaces.json", "Namespace"),
+    "nodes.json": (specs.NODES, "Node"),
+    "namespaces.json": (specs.NAMESPACES, "Namespace"),
 }
 CUSTOM = {
-    "clusterpolicies.nvidia.com": ("cluster/clusterpolicies.json", "ClusterPolicy"),
-    "nvidiadrivers.nvidia.com": ("cluster/nvidiadrivers.json", "NVIDIADriver"),
+    "clusterpolicies.nvidia.com": (specs.CLUSTERPOLICIES, "ClusterPolicy"),
+    "nvidiadrivers.nvidia.com": (specs.NVIDIADRIVERS, "NVIDIADriver"),
 }
 # A host command (program base name and arguments) → the node path it fills.
 COMMANDS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^containerd( (--config|-c) \S+)? config dump$"), "containerd/config-dump.toml"),
-    (re.compile(r"^containerd (--version|-v)$"), "containerd/version.txt"),
-    (re.compile(r"^nvidia-smi (-q -x|-x -q|--query --xml-format|-qx)$"), "nvidia-smi.xml"),
-    (re.compile(r"^dmesg( .*)?$"), "dmesg.txt"),
-    (re.compile(r"^uname -a$"), "host/uname.txt"),
-    (re.compile(r"^cat /proc/cmdline$"), "host/cmdline"),
-    (re.compile(r"^cat /etc/os-release$"), "host/os-release"),
-    (re.compile(r"^mokutil --sb-state$"), "host/secureboot.txt"),
-    (re.compile(r"^systemctl show containerd( .*)?$"), "systemd/containerd.txt"),
-    (re.compile(r"^cat /proc/modules$"), "host/modules.txt"),
-    (re.compile(r"^lspci (-nnk|-knn|-nnvk) -d 10de:$"), "host/lspci.txt"),
-    (re.compile(r"^cat /proc/driver/nvidia/version$"), "host/nvidia-driver-version.txt"),
-    (re.compile(r"^getenforce$"), "host/selinux.txt"),
+    (re.compile(r"^containerd( (--config|-c) \S+)? config dump$"), specs.CONTAINERD_DUMP),
+    (re.compile(r"^containerd (--version|-v)$"), specs.CONTAINERD_VERSION),
+    (re.compile(r"^nvidia-smi (-q -x|-x -q|--query --xml-format|-qx)$"), specs.NVIDIA_SMI),
+    (re.compile(r"^dmesg( .*)?$"), specs.DMESG),
+    (re.compile(r"^uname -a$"), specs.UNAME),
+    (re.compile(r"^cat /proc/cmdline$"), specs.CMDLINE),
+    (re.compile(r"^cat /etc/os-release$"), specs.OS_RELEASE),
+    (re.compile(r"^mokutil --sb-state$"), specs.SECUREBOOT),
+    (re.compile(r"^systemctl show containerd( .*)?$"), specs.SYSTEMD_CONTAINERD),
+    (re.compile(r"^cat /proc/modules$"), specs.MODULES),
+    (re.compile(r"^lspci (-nnk|-knn|-nnvk) -d 10de:$"), specs.LSPCI),
+    (re.compile(r"^cat /proc/driver/nvidia/version$"), specs.DRIVER_VERSION),
+    (re.compile(r"^getenforce$"), specs.SELINUX),
     # `tail -n +1 FILE...` heads each file with `==> FILE <==`, the collector's own form
     (re.compile(r"^tail -n \+1( /etc/apt/apt\.conf\.d/\S+)+$"),
-     "host/unattended-upgrades.txt"),
+     specs.UNATTENDED_UPGRADES),
 )
 # pkg/collect/helm.go's VersionInfo: revision, date, status, isPending, values
 HELM_PARTIAL = ("troubleshoot's Helm collector keeps each revision's status and values, not "
@@ -148,7 +149,7 @@ def adapt(inner: Source, problems: ProblemLog, limits: Limits) -> Adapted:
                         cluster=ClusterInfo(server_version=server),
                         operator_namespace=namespace, items=gaps)
     presented = source.paths()
-    helm = [p for p in presented if p.startswith("cluster/helm/")]
+    helm = [p for p in presented if p.startswith(specs.HELM_DIR)]
     report = LayoutReport(missing=missing_paths(presented),
                           notes=tuple(_own_links(problems, paths)),
                           partial=tuple((p, HELM_PARTIAL) for p in sorted(helm)))
@@ -167,7 +168,7 @@ def _version(source: VirtualSource, paths: list[str], used: set[str]) -> str | N
         if raw is not None:
             source.problems.add(name, "no 'info' object; the server version was not read")
         return None
-    source.derived("cluster/version.json", [name], lambda: to_json({"serverVersion": info}))
+    source.derived(specs.VERSION, [name], lambda: to_json({"serverVersion": info}))
     version = info.get("gitVersion")
     return version if isinstance(version, str) else None
 
@@ -218,7 +219,7 @@ def _resources(source: VirtualSource, paths: list[str], used: set[str]) -> None:
 def _pod_index(source: VirtualSource, paths: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Pod name → the pods of that name (one per namespace), from ``pods/<ns>.json``."""
     index: dict[str, list[dict[str, Any]]] = {}
-    data = source.read("cluster/pods.json")
+    data = source.read(specs.PODS)
     if data is None:
         return index
     for pod in list_items(orjson.loads(data)) or []:
@@ -269,8 +270,7 @@ def _log(source: VirtualSource, used: set[str], name: str, namespace: str, pod: 
     container = match["container"]
     if not all(_K8S_NAME.match(s) for s in (namespace, pod, container)):
         return
-    suffix = ".previous.log" if match["previous"] else ".log"
-    target = f"logs/{namespace}/{pod}/{container}{suffix}"
+    target = specs.log_file(namespace, pod, container, previous=bool(match["previous"]))
     used.add(name)
     source.passthrough(target, name)
 
@@ -296,7 +296,7 @@ def _helm(source: VirtualSource, paths: list[str], used: set[str],
                     or release_name in taken:
                 continue
             taken.add(release_name)
-            source.derived(f"cluster/helm/{release_name}.json", [name],
+            source.derived(specs.helm_release(release_name), [name],
                            _history_maker(source, name, release))
 
 
@@ -337,7 +337,7 @@ def _history(release: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _node_names(source: VirtualSource) -> set[str]:
-    data = source.read("cluster/nodes.json")
+    data = source.read(specs.NODES)
     names = set()
     for node in (list_items(orjson.loads(data)) or []) if data is not None else []:
         meta = node.get("metadata")
@@ -429,9 +429,9 @@ def _target(kind: str, command: str) -> str | None:
     units = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-u", "--unit")]
     output = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-o", "--output")]
     if len(units) == 1 and output == ["json"] and _K8S_NAME.match(units[0]):
-        return f"journal/{units[0]}.jsonl"
+        return specs.journal(units[0])
     if not units and ("--dmesg" in argv or "-k" in argv):
-        return "dmesg.txt"
+        return specs.DMESG
     return None
 
 
@@ -458,7 +458,7 @@ def _hosts(source: VirtualSource, paths: list[str], used: set[str]) -> list[Mani
         target = _target(kinds[0], command) if command is not None else None
         if target is None:
             continue
-        path = f"nodes/{node}/{target}"
+        path = specs.node_file(node, target)
         succeeded, code = _exit_code(info)
         if not succeeded:
             failed.setdefault(path, ManifestItem(
@@ -476,7 +476,7 @@ def _gaps(source: VirtualSource, paths: list[str], used: set[str]) -> list[Manif
     targets = {f"{CR}{d}-errors.json": t for d, (t, _) in NAMESPACED.items()}
     targets |= {f"{CR}{f.removesuffix('.json')}-errors.json": t
                 for f, (t, _) in CLUSTER_SCOPED.items()}
-    targets["cluster-info/errors.json"] = "cluster/version.json"
+    targets["cluster-info/errors.json"] = specs.VERSION
     items: list[ManifestItem] = []
     for name in paths:
         if name in targets:

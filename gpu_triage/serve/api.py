@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from bundle import specs
 from gpu_triage.serve import access, discovery
 from gpu_triage.serve.catalog import BY_PATH, KINDS, Kind
 from gpu_triage.serve.logs import LogOptionError, select
@@ -280,7 +281,7 @@ class Api:
         relative = "/".join(rest[3:])
         if not relative:
             return _json({"node": rest[2], "files": files})
-        data = self.store.read(f"nodes/{rest[2]}/{relative}") if relative in files else None
+        data = self.store.read(specs.node_file(rest[2], relative)) if relative in files else None
         if data is None:
             return status(404, "NotFound", f'the bundle did not collect {relative} of node '
                           f'"{rest[2]}"')

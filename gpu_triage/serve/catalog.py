@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bundle import specs
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -42,27 +44,27 @@ class Kind:
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("nodes", "", "v1", "Node", False, "cluster/nodes.json", ("no",)),
-    Kind("namespaces", "", "v1", "Namespace", False, "cluster/namespaces.json", ("ns",)),
-    Kind("pods", "", "v1", "Pod", True, "cluster/pods.json", ("po",), ("all",)),
-    Kind("events", "", "v1", "Event", True, "cluster/events.json", ("ev",)),
-    Kind("configmaps", "", "v1", "ConfigMap", True, "cluster/configmaps.json", ("cm",)),
-    Kind("resourcequotas", "", "v1", "ResourceQuota", True, "cluster/resourcequotas.json",
+    Kind("nodes", "", "v1", "Node", False, specs.NODES, ("no",)),
+    Kind("namespaces", "", "v1", "Namespace", False, specs.NAMESPACES, ("ns",)),
+    Kind("pods", "", "v1", "Pod", True, specs.PODS, ("po",), ("all",)),
+    Kind("events", "", "v1", "Event", True, specs.EVENTS, ("ev",)),
+    Kind("configmaps", "", "v1", "ConfigMap", True, specs.CONFIGMAPS, ("cm",)),
+    Kind("resourcequotas", "", "v1", "ResourceQuota", True, specs.RESOURCEQUOTAS,
          ("quota",)),
-    Kind("daemonsets", "apps", "v1", "DaemonSet", True, "cluster/daemonsets.json", ("ds",),
+    Kind("daemonsets", "apps", "v1", "DaemonSet", True, specs.DAEMONSETS, ("ds",),
          ("all",)),
-    Kind("deployments", "apps", "v1", "Deployment", True, "cluster/deployments.json",
+    Kind("deployments", "apps", "v1", "Deployment", True, specs.DEPLOYMENTS,
          ("deploy",), ("all",)),
     Kind("replicasets", "apps", "v1", "ReplicaSet", True, "", ("rs",), ("all",),
          collected=False),
     Kind("runtimeclasses", "node.k8s.io", "v1", "RuntimeClass", False,
-         "cluster/runtimeclasses.json"),
+         specs.RUNTIMECLASSES),
     Kind("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition",
-         False, "cluster/crds.json", ("crd", "crds")),
+         False, specs.CRDS, ("crd", "crds")),
     Kind("clusterpolicies", "nvidia.com", "v1", "ClusterPolicy", False,
-         "cluster/clusterpolicies.json"),
+         specs.CLUSTERPOLICIES),
     Kind("nvidiadrivers", "nvidia.com", "v1alpha1", "NVIDIADriver", False,
-         "cluster/nvidiadrivers.json"),
+         specs.NVIDIADRIVERS),
 )
 BY_PATH: dict[tuple[str, str, str], Kind] = {(k.group, k.version, k.resource): k for k in KINDS}
 

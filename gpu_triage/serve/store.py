@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bundle import Bundle
+from bundle import Bundle, specs
 from bundle.reader import MAX_LIST_ITEMS, is_k8s_name
 from gpu_triage.serve.catalog import Kind
 
@@ -34,12 +34,12 @@ class Store:
         self._lock = threading.Lock()
         self._lists: dict[str, list[Obj] | Absent] = {}
         self._logs: dict[tuple[str, str, str, bool], str] = {}
-        for path in bundle.paths_under("logs/"):
+        for path in bundle.paths_under(specs.LOGS_DIR):
             parts = path.split("/")
             if len(parts) != 4 or not parts[3].endswith(".log"):
                 continue
-            previous = parts[3].endswith(".previous.log")
-            container = parts[3][:-len(".previous.log" if previous else ".log")]
+            previous = parts[3].endswith(specs.PREVIOUS_LOG_SUFFIX)
+            container = parts[3][:-len(specs.PREVIOUS_LOG_SUFFIX if previous else ".log")]
             if all(is_k8s_name(s) for s in (parts[1], parts[2], container)):
                 self._logs[(parts[1], parts[2], container, previous)] = path
 
@@ -86,7 +86,7 @@ class Store:
 
     def version(self) -> Obj | None:
         with self._lock:
-            raw = self._bundle.read_json("cluster/version.json")
+            raw = self._bundle.read_json(specs.VERSION)
         server = raw.get("serverVersion") if isinstance(raw, dict) else None
         return server if isinstance(server, dict) else None
 
@@ -105,7 +105,7 @@ class Store:
         """The paths under ``nodes/<node>/``, relative to it; None for an unknown node."""
         if node not in self._bundle.node_names:
             return None
-        prefix = f"nodes/{node}/"
+        prefix = specs.node_dir(node)
         return [path[len(prefix):] for path in self._bundle.paths_under(prefix)]
 
 

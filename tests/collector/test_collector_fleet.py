@@ -15,7 +15,7 @@ from collector_support import fake_ssh_env, make_node_root
 from test_collector_real_kubectl import NEEDS, NEWEST, bundle_files, run_collector
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from collectors.fleet import order
 

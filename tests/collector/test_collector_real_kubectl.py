@@ -21,7 +21,7 @@ from collector_support import COLLECT_PY, by_path, read_bundle, secrets_list
 from kubectl_kit import kubectl_binaries
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from collectors.collect import Bundle, dump_json, error_kind, error_tail
 

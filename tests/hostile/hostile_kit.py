@@ -21,8 +21,8 @@ from kit import encode, kube_list, kube_node
 from scenario import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import Limits, open_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

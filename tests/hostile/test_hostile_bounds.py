@@ -131,7 +131,7 @@ def test_refused_members_are_indexed_once(tmp_path: Path) -> None:
 def test_damaged_files_are_indexed_once_per_change(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from analyzers.rule import node
 
     built = 0

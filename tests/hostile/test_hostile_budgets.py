@@ -61,7 +61,7 @@ def test_dotted_key_bomb_is_refused(tmp_path: Path) -> None:
         (FILES + "/etc/containerd/conf.d/99-x.toml", "refused", "line 1", DEPTH)]
     assert_no_rule_errors(report)
     # The rules that read the copied files run on what remains and say that it was only
-    # part of their input (analyzers/coverage.py): "passed" would read as checked.
+    # part of their input (analyzers/engine/coverage.py): "passed" would read as checked.
     status = statuses(report)
     assert (status["RT002"], status["RT003"]) == ("partial", "skipped")  # (no config dump)
 

@@ -12,12 +12,12 @@ from hostile_kit import valid_files
 from kit import write_dir
 
 import analyzers.engine
-import analyzers.plugins
+import analyzers.engine.plugins
 import bundle
 import gpu_triage.cli
 import reports
-from analyzers.models import Finding, Severity
-from analyzers.plugins import LoadedRule
+from analyzers.engine.plugins import LoadedRule
+from analyzers.results.models import Finding, Severity
 from analyzers.rule import Context, Rule
 from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import main
@@ -107,7 +107,7 @@ def test_interrupt_is_exit_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_a_raising_rule_is_an_error_status_and_the_run_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    real = analyzers.plugins.discover()
+    real = analyzers.engine.plugins.discover()
 
     def with_raiser(*_: object, **__: object) -> list[LoadedRule]:
         return [*real.rules, LoadedRule(Raises, "test")]

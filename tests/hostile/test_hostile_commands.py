@@ -26,7 +26,7 @@ from hostile_kit import ROOT, analyze_path, valid_files
 from kit import write_dir
 
 from analyzers import commands as sh
-from analyzers.models import Report, RuleStatus
+from analyzers.results.models import Report, RuleStatus
 from gpu_triage.cli import cli
 from reports import render
 from reports.html_findings import LINE_CAP, remediation_lines

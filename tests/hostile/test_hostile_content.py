@@ -16,10 +16,10 @@ import pytest
 from hostile_kit import SMI, valid_files
 from kit import kube_list, write_dir
 
-from analyzers.coverage import required_inputs
 from analyzers.engine import analyze
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import LoadedRule, discover
+from analyzers.engine.coverage import required_inputs
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.results.models import Report, RuleStatus
 from bundle import Bundle, open_bundle
 from reports import render
 
@@ -208,8 +208,8 @@ def test_malformed_file(tmp_path: Path, name: str, baseline: dict[str, RuleStatu
         assert [p for p in problems if p[:3] == (case.path, kind, where) and fragment in p[3]], \
             problems
     # Rules that do not read the broken file end as they do on the valid bundle; rules
-    # that need it never say "passed" (analyzers/coverage.py).
-    # A manifest's failed items are damaged inputs too (analyzers/gaps.py).
+    # that need it never say "passed" (analyzers/engine/coverage.py).
+    # A manifest's failed items are damaged inputs too (analyzers/knowledge/gaps.py).
     touched = (case.path, *(item["path"] for item in case.content.get("items", [])
                             if isinstance(item.get("error"), str))) \
         if case.path == "manifest.json" and isinstance(case.content, dict) else (case.path,)

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rules"))
 from op_kit import Cluster, of_rule, status  # noqa: E402
 from test_op016_crd import _operator  # noqa: E402
 
-from analyzers.models import RuleStatus  # noqa: E402
+from analyzers.results.models import RuleStatus  # noqa: E402
 
 
 @pytest.mark.parametrize("text", [

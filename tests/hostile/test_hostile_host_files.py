@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rt_gate_kit import files, gpu_pod, of, run, status
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from bundle.devnodes import MAX_LINES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rules"))

@@ -34,7 +34,7 @@ from layouts_kit import (
 
 import bundle.layouts.base
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import Limits, open_bundle
 from bundle.layouts.base import INNER_RATIO_FLOOR, YAML_MAX_BYTES, to_json, yaml_over_budget
 from gpu_triage.cli import main

@@ -17,9 +17,9 @@ import pytest
 from hostile_kit import many_members, measure_open, zero_bomb
 from kit import write_dir
 
-import analyzers.rule
+import analyzers.facts.collected
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 from gpu_triage.cli import main
 
@@ -110,19 +110,19 @@ def test_cli_flag_raises_the_ratio_cap(tmp_path: Path) -> None:
 
 
 def test_input_presence_is_not_quadratic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Per-node inputs are looked up under each node's prefix, not matched against every
-    path of the bundle for every node (80 million fnmatch calls for 200 nodes with 1,000
-    files each before)."""
+    """Per-node inputs are looked up under each node's prefix (analyzers/facts/collected.py),
+    not matched against every path of the bundle for every node (80 million fnmatch calls
+    for 200 nodes with 1,000 files each before)."""
     files = {f"nodes/node-{n}/cdi/f{k}.json": "{}" for n in range(100) for k in range(50)}
     calls = 0
-    real = analyzers.rule.fnmatch.fnmatchcase
+    real = analyzers.facts.collected.fnmatch.fnmatchcase
 
     def counting(name: str, pattern: str) -> bool:
         nonlocal calls
         calls += 1
         return real(name, pattern)
 
-    monkeypatch.setattr(analyzers.rule.fnmatch, "fnmatchcase", counting)
+    monkeypatch.setattr(analyzers.facts.collected.fnmatch, "fnmatchcase", counting)
     with open_bundle(write_dir(tmp_path / "b", files)) as opened:
         analyze(opened, discover().rules)
     assert calls < 5 * len(files)  # was rules x nodes x paths: about a million here

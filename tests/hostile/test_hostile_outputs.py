@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from hostile_kit import valid_files
 from kit import pack_dir, write_dir
 
-from analyzers.batch_models import IndexRecord
+from analyzers.results.batch_models import IndexRecord
 from collectors.collect import main as collect_main
 from collectors.collect import write_new
 from gpu_triage import batch, outputs

@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analyzers.engine import analyze
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import LoadedRule, discover
+from analyzers.engine.plugins import LoadedRule, discover
+from analyzers.results.models import Report, RuleStatus
 from bundle import Bundle, BundleError, Limits, open_bundle
 from bundle.kernel import kernel_lines_from_journal, parse_dmesg, parse_xid, scan_signals
 from bundle.nvsmi import XMLProblem, parse_nvidia_smi

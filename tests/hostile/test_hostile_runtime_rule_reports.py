@@ -24,7 +24,7 @@ import pytest
 from rt_gate_kit import dump, event, files, gpu_pod, of, pod, run
 from test_hostile_commands import MARK, _check_block, _offered
 
-from analyzers.models import Report, RuleStatus
+from analyzers.results.models import Report, RuleStatus
 from reports import render
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rules"))

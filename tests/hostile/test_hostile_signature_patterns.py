@@ -26,7 +26,7 @@ from hostile_kit import HOSTILE
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzers import signatures
+from analyzers.knowledge import signatures
 
 FORK_BEFORE = re.compile(r"fork/exec (/\S*nvidia\S*?): no such file or directory", re.I)
 

@@ -21,7 +21,7 @@ from hostile_kit import HOSTILE
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzers import sxid as catalog
+from analyzers.knowledge import sxid as catalog
 from analyzers.rules.drv._sxid import NEAR_S, _Clocks
 from bundle.kernel import KernelLine, SXidEvent, XidEvent
 

@@ -13,15 +13,15 @@ from click.testing import CliRunner
 from hostile_kit import Member, analyze_path, tar_bytes, valid_files, valid_members, write
 from kit import write_dir
 
-from analyzers.diff import compare
-from analyzers.diff_models import DiffReport
+from analyzers.engine.diff import compare
 from analyzers.facts import Facts
-from analyzers.models import Evidence, Finding, RuleResult, RuleStatus, Severity
+from analyzers.results.diff_models import DiffReport
+from analyzers.results.models import Evidence, Finding, RuleResult, RuleStatus, Severity
 from bundle import open_bundle
 from bundle.archive import NOT_AN_ARCHIVE
 from gpu_triage.cli import cli
 from reports import terminal
-from reports.diff_render import render as render_diff
+from reports.diff import render as render_diff
 
 # A clipboard write (OSC 52), a hidden link (OSC 8), a cleared screen and a colour (CSI),
 # the 8-bit CSI, a bidi override, NUL, and a newline that starts a forged line.

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from kit import write_dir
 
 from analyzers.facts.distro import containerd_major
-from analyzers.models import RuleStatus
-from analyzers.operand_versions import image_version
+from analyzers.knowledge.operand_versions import image_version
+from analyzers.results.models import RuleStatus
 
 NUMERIC_BEFORE = re.compile(r"(\d+(?:\.\d+)+)")
 

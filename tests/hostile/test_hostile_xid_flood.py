@@ -15,9 +15,9 @@ import shutil
 from pathlib import Path
 
 from analyzers.engine import analyze
+from analyzers.engine.plugins import discover
 from analyzers.facts.kernel_events import MAX_DEVICES
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "xid79-fallen-off-bus"

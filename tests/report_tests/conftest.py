@@ -16,7 +16,7 @@ import report_bundles as bundles  # noqa: E402
 from kit import write_dir  # noqa: E402
 from report_support import analyse_dir  # noqa: E402
 
-from analyzers.models import Report  # noqa: E402
+from analyzers.results.models import Report  # noqa: E402
 
 
 @pytest.fixture(scope="session")

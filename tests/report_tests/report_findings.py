@@ -1,17 +1,16 @@
 """Hand-written findings for the golden tests, so that the goldens change only when the
 report code changes, not whenever a rule's wording does. They follow the incident of
 ``report_bundles.incident_files`` and quote its files; the overview is computed from that bundle
-by the real :func:`analyzers.overview.build`.
+by the real :func:`analyzers.engine.overview.build`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers import grouping, overview
-from analyzers.engine import link
+from analyzers.engine import grouping, link, overview
 from analyzers.facts import Facts
-from analyzers.models import (
+from analyzers.results.models import (
     BundleInfo,
     ClusterRef,
     CollectionGap,

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ import report_bundles as bundles
 from cdp import Browser, Page, browser, find_chromium
 from report_support import GENERATED, OUTPUT, ROOT, analyse_dir
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from reports import html
 
 CHROMIUM = find_chromium()

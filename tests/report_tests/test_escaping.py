@@ -8,7 +8,7 @@ import report_bundles as bundles
 from report_support import GENERATED
 from test_html import parse
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from reports import html
 
 # What the template itself writes: every element and attribute name.

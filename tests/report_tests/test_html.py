@@ -14,7 +14,7 @@ import pytest
 from report_findings import big_report, golden_report
 from report_support import GENERATED, check_golden, dump
 
-from analyzers.models import (
+from analyzers.results.models import (
     Report,
 )
 from reports import html
@@ -192,7 +192,7 @@ def test_two_thousand_nodes_stay_within_a_few_megabytes() -> None:
 
 
 def test_suppressed_findings_are_listed_with_their_reason(bundle_dirs: dict[str, Path]) -> None:
-    from analyzers.models import SuppressedFinding
+    from analyzers.results.models import SuppressedFinding
 
     report = golden_report(bundle_dirs["incident"])
     hidden = report.by_id()["RT004:gpu-a"]

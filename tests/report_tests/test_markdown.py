@@ -8,7 +8,7 @@ import pytest
 from report_findings import big_report, golden_report
 from report_support import check_golden
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 from reports import markdown, render
 
 

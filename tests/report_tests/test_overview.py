@@ -10,9 +10,9 @@ from kit import kube_list, write_dir
 from report_findings import golden_report
 from report_support import dump
 
-from analyzers import overview, timeline
+from analyzers.engine import overview, timeline
 from analyzers.facts import Facts
-from analyzers.models import Report
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers import releases
-from analyzers.releases import SupportStatus
+from analyzers.knowledge import releases
+from analyzers.knowledge.releases import SupportStatus
 
 
 @pytest.mark.parametrize(("text", "version", "status", "known"), [

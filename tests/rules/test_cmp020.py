@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from op_kit import Cluster, of_rule, operand_pod, pod_name, status
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 DRIVER = "nvidia-driver-daemonset"
 CTR = "nvidia-driver-ctr"

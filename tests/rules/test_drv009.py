@@ -8,7 +8,7 @@ from typing import Any
 
 from op_kit import Cluster, of_rule, operand_pod, status
 
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 # https://github.com/NVIDIA/gpu-operator/issues/751 ("command terminated with exit code 9")
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "

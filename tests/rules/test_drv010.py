@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from drv_kit import bundle, gpu_node, of, status
+from drv_kit import bundle, gpu_node, of
 
 VFIO_LSPCI = (
     "0000:52:00.0 VGA compatible controller [0300]: NVIDIA Corporation TU104GL [Quadro RTX "
@@ -101,17 +101,6 @@ def test_nouveau_bound_causes_drv003(tmp_path: Path) -> None:
     assert finding.causes == ["DRV003:gpu-n"]
 
 
-def test_quiet_on_vm_passthrough_nodes_and_healthy_nodes(tmp_path: Path) -> None:
-    nodes = [_labelled("gpu-vm", **{"nvidia.com/gpu.workload.config": "vm-passthrough"}),
-             gpu_node("gpu-ok")]
-    report = bundle(tmp_path, nodes,
-                    {"nodes/gpu-vm/host/lspci.txt": VFIO_LSPCI,
-                     "nodes/gpu-vm/host/modules.txt": VFIO_MODULES,
-                     "nodes/gpu-ok/host/lspci.txt": NVIDIA_LSPCI})
-    assert of(report, "DRV010") == {}
-    assert status(report, "DRV010")[0] == "passed"
-
-
 def test_sandbox_default_workload_keeps_unlabelled_nodes_quiet(tmp_path: Path) -> None:
     policy = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
               "metadata": {"name": "cluster-policy"},
@@ -121,11 +110,3 @@ def test_sandbox_default_workload_keeps_unlabelled_nodes_quiet(tmp_path: Path) -
     report = bundle(tmp_path, [gpu_node("gpu-vm")],
                     {"nodes/gpu-vm/host/lspci.txt": VFIO_LSPCI}, policies=[policy])
     assert of(report, "DRV010") == {}
-
-
-def test_skipped_without_lspci(tmp_path: Path) -> None:
-    """A bundle of the previous collector has no host/lspci.txt: nothing to judge."""
-    report = bundle(tmp_path, [gpu_node("gpu-a")],
-                    {"nodes/gpu-a/host/modules.txt": VFIO_MODULES})
-    assert of(report, "DRV010") == {}
-    assert status(report, "DRV010")[0] == "skipped"

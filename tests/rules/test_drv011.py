@@ -161,8 +161,3 @@ def test_quiet_without_sxid_lines(tmp_path: Path) -> None:
     assert status(report, "DRV011") == ("passed", None)
     assert not any(link.startswith("DRV011") for link in
                    of(report, "DRV001")["DRV001:hgx-5/0000:18:00.0"].caused_by)
-
-
-def test_skipped_without_kernel_logs(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("hgx-6")], {})
-    assert status(report, "DRV011")[0] == "skipped"

@@ -30,13 +30,6 @@ def test_helm001_upgrade_without_reuse_values_drops_driver_enabled(tmp_path: Pat
     assert "HELM002:gpu-operator" not in found
 
 
-def test_helm001_quiet_when_values_are_carried_forward(tmp_path: Path) -> None:
-    history = [_rev(1, "superseded", HOST_DRIVER),
-               _rev(2, "deployed", {"driver": {"enabled": False}, "toolkit": {"enabled": True}})]
-    found = analyze_files(tmp_path, {"cluster/helm/gpu-operator.json": history}).by_id()
-    assert not [i for i in found if i.startswith("HELM")]
-
-
 def test_helm001_explicit_change_is_deliberate_but_a_dropped_one_is_not(tmp_path: Path) -> None:
     history = [_rev(1, "superseded", {"mig": {"strategy": "mixed"}, "psa": {"enabled": True}}),
                _rev(2, "deployed", {"mig": {"strategy": "single"}})]
@@ -55,9 +48,3 @@ def test_helm002_pending_upgrade_names_the_rollback_target(tmp_path: Path) -> No
     assert "pending-upgrade at revision 3" in stuck.summary
     assert "rollback gpu-operator 2" in stuck.remediation
     assert stuck.evidence[0].pointer == "/2"
-
-
-def test_helm_rules_skip_without_history(tmp_path: Path) -> None:
-    report = analyze_files(tmp_path, {"cluster/nodes.json": {"kind": "List", "items": []}})
-    reasons = {r.rule_id: (r.status.value, r.reason) for r in report.rules}
-    assert reasons["HELM001"] == ("skipped", "cluster/helm/*.json is not in the bundle")

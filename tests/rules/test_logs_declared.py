@@ -27,7 +27,7 @@ from drv_kit import bundle, gpu_node, of, smi_gpu, smi_xml, status
 from kit import kube_node
 from scenario import pod
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 
 NS = "gpu-operator"
 QUIET_DMESG = "[    5.120000] nvidia: loading out-of-tree module taints kernel.\n"

@@ -30,8 +30,8 @@ from op_kit import (
 from scenario import DUMP_WITHOUT_NVIDIA
 
 from analyzers.engine import analyze
-from analyzers.models import Report, RuleStatus
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report, RuleStatus
 from bundle import open_bundle
 
 NVIDIA_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present",

@@ -9,7 +9,7 @@ import pytest
 from op_kit import NS, Cluster, gpu_node, of_rule, operand_pod, paths, smi_xml, status
 
 from analyzers.facts import mig
-from analyzers.models import RuleStatus, Severity
+from analyzers.results.models import RuleStatus, Severity
 
 CONFIG = """version: v1
 mig-configs:

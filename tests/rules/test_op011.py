@@ -32,7 +32,7 @@ from op_kit import (
     status,
 )
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 SUBJECT = "OP011:node-feature-discovery"
 FRESH_LSPCI = ("0000:17:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 SXM4 80GB] "
@@ -221,18 +221,6 @@ def test_quiet_when_no_gpu_node_has_joined_yet(tmp_path: Path) -> None:
     assert status(report, "OP011") is RuleStatus.PASSED
 
 
-def test_skipped_without_the_operator(tmp_path: Path) -> None:
-    """A standalone device plugin: nothing says the operator should label anything."""
-    cluster = Cluster(gpu_nodes=())
-    cluster.policies = None
-    cluster.nodes["gpu-a"] = gpu_node("gpu-a", drop=tuple(
-        k for k in gpu_node("x")["metadata"]["labels"] if k.startswith(("nvidia.com/",
-                                                                         "feature.node"))))
-    report = cluster.analyze(tmp_path)
-    assert of_rule(report, "OP011") == {}
-    assert status(report, "OP011") is RuleStatus.SKIPPED
-
-
 def test_master_crash_looping_fires(tmp_path: Path) -> None:
     """gpu-operator#619 (NFD master crash-looping, probes failing) on a cluster whose
     nodes show no GPU yet; the operator's newer wording of 'no NFD label'."""
@@ -272,7 +260,7 @@ def test_skipped_without_the_pods(tmp_path: Path) -> None:
     from kit import write_dir
 
     from analyzers.engine import analyze
-    from analyzers.plugins import discover
+    from analyzers.engine.plugins import discover
     from bundle import open_bundle
     with open_bundle(write_dir(tmp_path / "b", files)) as opened:
         report = analyze(opened, discover().rules)

@@ -15,7 +15,7 @@ from pathlib import Path
 from op_kit import Cluster, gpu_node, of_rule, stamp
 
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Report, RuleStatus
+from analyzers.results.models import Report, RuleStatus
 
 NFD_NS = "node-feature-discovery"
 MASTER = "nfd-master-6d9b8c7f5-qx2lm"

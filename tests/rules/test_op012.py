@@ -19,7 +19,7 @@ from pathlib import Path
 from op_kit import Cluster, cluster_policy, of_rule, operand_pod, paths, status
 
 from analyzers.engine import analyze
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
 from bundle import open_bundle
 
 DRIVER = "nvidia-driver-daemonset"

@@ -10,7 +10,7 @@ from typing import Any
 
 from op_kit import NS, Cluster, of_rule, stamp, status
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 REQUIRED = ('cannot patch "cluster-policy" with kind ClusterPolicy: ClusterPolicy.nvidia.com '
             '"cluster-policy" is invalid: spec.operator.deployGFD: Required value')

@@ -22,8 +22,8 @@ from typing import Any
 from kit import kube_list
 from op_kit import NS, Cluster, of_rule, stamp, status
 
-from analyzers import packaged
-from analyzers.models import RuleStatus
+from analyzers.knowledge import packaged
+from analyzers.results.models import RuleStatus
 
 SUBJECT = "OP016:clusterpolicies.nvidia.com"
 BASE = ("operator", "driver", "toolkit", "devicePlugin", "dcgmExporter", "gfd", "mig",

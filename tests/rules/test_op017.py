@@ -21,8 +21,8 @@ from typing import Any
 import lookalikes_kit as kit
 
 from analyzers.engine import analyze
-from analyzers.models import Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Report
 from bundle import open_bundle
 
 WORKER = "gpu-operator-node-feature-discovery-worker"

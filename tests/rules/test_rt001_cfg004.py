@@ -19,7 +19,7 @@ from scenario import (
     runtime_class,
 )
 
-from analyzers.models import RuleStatus
+from analyzers.results.models import RuleStatus
 
 
 def _cluster(toolkit: bool | None, *, toolkit_pods: bool = False) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from rt_gate_kit import dump, event, files, gpu_pod, of, pod, run, status
 from scenario import node
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 # https://github.com/NVIDIA/k8s-device-plugin/issues/655
 PLUGIN_LOG = (

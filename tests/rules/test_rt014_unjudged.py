@@ -12,7 +12,7 @@ from pathlib import Path
 from rt_gate_kit import dump, files, gpu_pod, of, run, status
 from test_rt014 import CGROUP_SYSTEMD, DEVICES, LOST
 
-from analyzers.models import Report
+from analyzers.results.models import Report
 
 NO_CHAR = DEVICES.replace("==> /dev/char <==\n", "")
 

@@ -24,8 +24,8 @@ from scenario import DUMP_WITH_NVIDIA, DUMP_WITHOUT_NVIDIA, NVIDIA_DROPIN, clust
 from scenario import node as bare_node
 
 from analyzers.engine import analyze
-from analyzers.models import Finding
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding
 from bundle import open_bundle
 
 K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"

@@ -19,8 +19,6 @@ from scenario import (
     runtime_class,
 )
 
-from analyzers.models import RuleStatus
-
 MAIN = 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
 REGISTRY = ('# registry mirrors\n[plugins."io.containerd.grpc.v1.cri".registry]\n'
             '  config_path = "/etc/containerd/certs.d"\n')
@@ -160,24 +158,6 @@ def test_rt006_cdi_spec_missing_or_stale(tmp_path: Path) -> None:
     assert "generated for driver 550.54.15" in found["RT006:gpu-a"].summary
     assert "RT006:gpu-b" not in found
     assert "no NVIDIA CDI spec" in found["RT006:gpu-c"].summary
-
-
-def test_rt006_quiet_when_cdi_disabled(tmp_path: Path) -> None:
-    files = _base(**{"gpu-a": {"cdi/etc/cdi/other.yaml": "x"}})
-    report = analyze_files(tmp_path, files)
-    assert not [f for f in report.findings if f.rule_id == "RT006"]
-    assert {r.rule_id: r.status for r in report.rules}["RT006"] is RuleStatus.PASSED
-
-
-def test_rt006_skipped_when_no_node_collected_cdi(tmp_path: Path) -> None:
-    policy = cluster_policy(True)
-    policy["spec"]["cdi"] = {"enabled": True}
-    files = _base(**{"gpu-a": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}})
-    files.update(lists(clusterpolicies=[policy]))
-    report = analyze_files(tmp_path, files)
-    result = {r.rule_id: r for r in report.rules}["RT006"]
-    assert (result.status, result.reason) == (
-        RuleStatus.SKIPPED, "no GPU node had its CDI directories (cdi/) collected")
 
 
 def test_rt007_unknown_class_and_missing_handler(tmp_path: Path) -> None:

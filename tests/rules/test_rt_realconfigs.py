@@ -27,8 +27,8 @@ from kit import kube_node, write_dir
 from scenario import cluster_policy, event, lists, pod, runtime_class
 
 from analyzers.engine import analyze
-from analyzers.models import Finding, Report
-from analyzers.plugins import discover
+from analyzers.engine.plugins import discover
+from analyzers.results.models import Finding, Report
 from bundle import open_bundle
 
 GRPC = 'plugins."io.containerd.grpc.v1.cri"'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sc_kit import GPU, container, findings, gpu_node, run, workload
 
-from analyzers.models import Severity
+from analyzers.results.models import Severity
 
 
 def test_limitless_all_beside_allocated_pods_is_high(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule
 from analyzers.rules.bnd._base import (
     _NOTHING_LOST,
@@ -17,6 +17,7 @@ from analyzers.rules.bnd._base import (
     _affected_rules,
     _kind,
 )
+from bundle import specs
 from bundle.manifest import ManifestItem
 
 
@@ -41,17 +42,17 @@ class CollectionGaps(Rule):
     slug = "collection-gaps"
     severity = Severity.LOW
     confidence = Confidence.CONFIRMED
-    inputs = (Input("manifest.json"),)
+    inputs = (Input(specs.MANIFEST),)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, list[ManifestItem]] = defaultdict(list)
         meanings: dict[str, str] = {}
-        for item in ctx.bundle.manifest.failed_items:
+        for item in ctx.facts.manifest.failed_items:
             kind, meaning = _kind(item)
             groups[kind].append(item)
             meanings[kind] = meaning
         for kind, items in sorted(groups.items()):
-            cluster_level = any(item.path.startswith("cluster/") for item in items)
+            cluster_level = any(item.path.startswith(specs.CLUSTER_DIR) for item in items)
             severity = _SEVERITY.get(kind, Severity.MEDIUM if cluster_level else Severity.LOW)
             # A container that never started, or a previous run's log the kubelet dropped,
             # has no log to collect: nothing was lost.
@@ -69,8 +70,8 @@ class CollectionGaps(Rule):
                 severity=severity,
                 title=f"Collection gaps: {meanings[kind]}",
                 nodes=nodes,
-                evidence=[Evidence(path="manifest.json", excerpt=f"{item.path}: {item.error}")
+                evidence=[Evidence(path=specs.MANIFEST, excerpt=f"{item.path}: {item.error}")
                           for item in items[:10]],
                 remediation=_REMEDIATION.get(kind, _OTHER_GAP),
-                caused_by=[refs.DRV009(n) for n in nodes] if kind == SMI_FAILED else [],
+                caused_by=[refs.link("DRV009", n) for n in nodes] if kind == SMI_FAILED else [],
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.bnd._base import _UNREADABLE, _line_of
 
@@ -33,7 +33,7 @@ class UnreadableBundleParts(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         grouped: dict[str, list[Evidence]] = defaultdict(list)
-        for problem in ctx.bundle.problems:
+        for problem in ctx.facts.problems:
             line = _line_of(problem.where)
             excerpt = problem.message if problem.where is None or line is not None \
                 else f"{problem.where}: {problem.message}"

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from analyzers.facts.smi import recognised as smi_failed
-from analyzers.gaps import MEANINGS, kind_of
-from analyzers.models import Severity
+from analyzers.knowledge.gaps import MEANINGS, kind_of
+from analyzers.results.models import Severity
 from analyzers.rule import Context
 from bundle.manifest import ManifestItem
 
@@ -78,7 +78,8 @@ _REMEDIATION = {
 
 
 def _kind(item: ManifestItem) -> tuple[str, str]:
-    """The kind of gap (analyzers.gaps); an nvidia-smi failure DRV009 explains is its own."""
+    """The kind of gap (analyzers.knowledge.gaps); an nvidia-smi failure DRV009 explains is
+    its own."""
     if smi_failed(item):
         return SMI_FAILED, _MEANINGS[SMI_FAILED]
     kind = kind_of(item)

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
-from analyzers.releases import SupportStatus
-from analyzers.releases import support as support_of
+from analyzers.knowledge.releases import SupportStatus
+from analyzers.knowledge.releases import support as support_of
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cfg._base import _STATUS_MEANING, _STATUS_SEVERITY, _operand_mismatches
 from analyzers.rules.common import running_operator
+from bundle import specs
 
 
 class OperatorSupportStatus(Rule):
@@ -41,9 +42,9 @@ class OperatorSupportStatus(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("deployments.json"),
-        cluster("pods.json", optional=True),
-        cluster("helm/*.json", optional=True),
+        cluster(specs.DEPLOYMENTS),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.HELM_RELEASES, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("versions",)

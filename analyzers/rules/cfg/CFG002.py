@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Evidence, Finding, Severity
-from analyzers.products import UNLISTED, classify
-from analyzers.products import Verdict as ProductVerdict
+from analyzers.knowledge.products import UNLISTED, classify
+from analyzers.knowledge.products import Verdict as ProductVerdict
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _mig_wanted
 from analyzers.rules.common import field, node_ref
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Node
 
@@ -38,7 +39,7 @@ class UnsupportedGpuProduct(Rule):
     slug = "unsupported-gpu-product"
     severity = Severity.LOW
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node("nvidia-smi.xml", optional=True))
+    inputs = (cluster(specs.NODES), node(specs.NVIDIA_SMI, optional=True))
     tags = ("support",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -64,9 +65,10 @@ class UnsupportedGpuProduct(Rule):
                         verdict = classified(value)
                         seen.setdefault(verdict.family or value, (verdict, field(
                             node_obj, f"{node_name}: {key}={value}", "metadata", "labels", key)))
-            smi = ctx.bundle.node(node_name).nvidia_smi
-            path = ctx.bundle.node(node_name).path("nvidia-smi.xml")
-            xml = ctx.bundle.read_text(path) if smi is not None else None
+            about = ctx.facts.node(node_name)
+            smi = about.nvidia_smi
+            path = about.path(specs.NVIDIA_SMI)
+            xml = about.text(specs.NVIDIA_SMI) if smi is not None else None
             for gpu in smi.gpus if smi is not None else ():
                 if not gpu.product_name:
                     continue

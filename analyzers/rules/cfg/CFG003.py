@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.models import Confidence, Evidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _label_int
 from analyzers.rules.common import field, node_ref
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -39,11 +40,11 @@ class TimeSlicingExplained(Rule):
     severity = Severity.INFO
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("nodes.json"),
-        cluster("configmaps.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        cluster("pods.json", optional=True),
+        cluster(specs.NODES),
+        cluster(specs.CONFIGMAPS, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     tags = ("sharing",)
 
@@ -85,8 +86,8 @@ class TimeSlicingExplained(Rule):
             links: list[Link] = []
             if setup.configmap is not None and any("another config" in ln for ln in lines):
                 cm = setup.configmap
-                links.append(refs.SC006.configmap(
-                    cm.metadata.namespace or facts.operator_namespace or "gpu-operator",
+                links.append(refs.link(
+                    "SC006", cm.metadata.namespace or facts.operator_namespace or "gpu-operator",
                     cm.metadata.name))
             summary = (" ".join(lines) + " Slots share one GPU: no memory or fault isolation "
                        "(one pod can take all the memory or crash the others), and DCGM "
@@ -108,7 +109,7 @@ class TimeSlicingExplained(Rule):
         if not advertised:
             return None
         labels = node_obj.labels
-        smi = ctx.bundle.node(node_obj.name).nvidia_smi
+        smi = ctx.facts.node(node_obj.name).nvidia_smi
         memory: int | None = None
         if resource.startswith("nvidia.com/mig-"):
             profile = resource.removeprefix("nvidia.com/").removesuffix(".shared")

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers import refs
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import operator_release
 from analyzers.rules.common import RUNTIME_FILES, field, names, node_ref
+from bundle import specs
 from bundle.evidence import Locator, at_pointer, first_line
 
 
@@ -37,13 +39,14 @@ class ToolkitDisabledHostNotConfigured(Rule):
 
     id = "CFG004"
     slug = "toolkit-disabled-host-not-configured"
+    subject = refs.POLICY
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("clusterpolicies.json"),
-        node("containerd/config-dump.toml"),
-        cluster("helm/*.json", optional=True),
-        node("host/nvidia-ctk.txt", optional=True),
+        cluster(specs.CLUSTERPOLICIES),
+        node(specs.CONTAINERD_DUMP),
+        cluster(specs.HELM_RELEASES, optional=True),
+        node(specs.NVIDIA_CTK, optional=True),
         *RUNTIME_FILES,
     )
     tags = ("runtime", "configuration")
@@ -60,9 +63,9 @@ class ToolkitDisabledHostNotConfigured(Rule):
             field(policy, "spec.toolkit.enabled: false", "spec", "toolkit", "enabled")]
         with_ctk = []
         for node_name in affected:
-            artifacts = ctx.bundle.node(node_name)
-            text = artifacts.host("nvidia-ctk.txt") or ""
-            hit = first_line(artifacts.path("host/nvidia-ctk.txt"), text, "nvidia-ctk")
+            artifacts = ctx.facts.node(node_name)
+            text = artifacts.text(specs.NVIDIA_CTK) or ""
+            hit = first_line(artifacts.path(specs.NVIDIA_CTK), text, "nvidia-ctk")
             if hit is not None:
                 with_ctk.append(node_name)
                 if len(with_ctk) <= 2:

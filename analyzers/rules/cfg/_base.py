@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from analyzers.models import Evidence, Severity
-from analyzers.operand_versions import expected as expected_operands
-from analyzers.operand_versions import fits, image_version
-from analyzers.releases import SupportStatus
+from analyzers.knowledge.releases import SupportStatus
+from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
 from analyzers.rules.common import field
 from bundle.kube import HelmRevision, Node
@@ -13,7 +11,7 @@ from bundle.kube import HelmRevision, Node
 
 def operator_release(ctx: Context) -> tuple[str, list[HelmRevision]] | None:
     """The Helm release of the GPU Operator chart, with its revisions."""
-    releases = ctx.bundle.cluster.helm
+    releases = ctx.facts.helm_releases
     for name, revisions in sorted(releases.items()):
         if revisions and revisions[-1].chart.startswith("gpu-operator"):
             return name, revisions
@@ -21,32 +19,15 @@ def operator_release(ctx: Context) -> tuple[str, list[HelmRevision]] | None:
 
 
 def _operand_mismatches(ctx: Context, version: str) -> list[tuple[str, Evidence]]:
-    wanted = expected_operands(version)
-    namespace = ctx.facts.operator_namespace
-    seen: set[tuple[str, str]] = set()
     found: list[tuple[str, Evidence]] = []
-    pods = (ctx.bundle.cluster.pods if namespace is None
-            else ctx.facts.pods_by_namespace.get(namespace, []))
-    for pod in sorted(pods, key=lambda p: p.name):
-        if pod.terminated:
-            continue
-        sections = (("initContainers", pod.spec.init_containers),
-                    ("containers", pod.spec.containers))
-        for section, containers in sections:
-            for index, item in enumerate(containers):
-                repository, actual = image_version(item.image)
-                want = wanted.get(repository)
-                if want is None or actual is None or fits(want.version, actual):
-                    continue
-                if (repository, actual) in seen:
-                    continue
-                seen.add((repository, actual))
-                shown = want.version if want.version.count(".") >= 2 else f"{want.version}.x"
-                found.append((f"{want.label} {actual} (expected {shown} for {want.scope}) in "
-                              f"{pod.namespace}/{pod.name}",
-                              field(pod, f"{pod.namespace}/{pod.name} {item.name} image "
-                                         f"{item.image}",
-                                    "spec", section, index, "image")))
+    for gap in ctx.facts.operand_mismatches(version):
+        pod, item, want = gap.pod, gap.container, gap.expected
+        shown = want.version if want.version.count(".") >= 2 else f"{want.version}.x"
+        found.append((f"{want.label} {gap.actual} (expected {shown} for {want.scope}) in "
+                      f"{pod.namespace}/{pod.name}",
+                      field(pod, f"{pod.namespace}/{pod.name} {item.name} image "
+                                 f"{item.image}",
+                            "spec", gap.section, gap.index, "image")))
     return found
 
 

@@ -8,11 +8,11 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER
 from analyzers.facts.driverstep import DriverStep, StepKind
-from analyzers.facts.next_step import logs_command, unnamed_driver_step
+from analyzers.facts.next_step import logs_ask, unnamed_driver_step
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS_REQUIRED, node_ref
+from analyzers.rules.common import LOGS_REQUIRED, ask_command, node_ref
 
 # What to read or check next, per kind of failing step (read-only).
 _NEXT: dict[StepKind, str] = {
@@ -87,13 +87,14 @@ class DriverStepFails(Rule):
         causes = []
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.blocked:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         # The module it never installed is not loaded: where DRV003 says the driver is not
         # usable on the node, that is this failure's effect (a link that does not fire is
         # dropped).
-        causes.append(refs.DRV003(name))
+        causes.append(refs.link("DRV003", name))
         lines = [
-            logs_command(pod, DRIVER_CONTAINER),
+            ask_command(logs_ask(pod, DRIVER_CONTAINER)) or sh.note(
+                "# the pod's names are not safe in a command line: read its log by hand"),
             sh.cmd("kubectl", "get", "node", sh.node(name), "-o",
                    sh.raw("jsonpath='{.status.nodeInfo.kernelVersion} "
                           "{.status.nodeInfo.osImage}{\"\\n\"}'")),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers import xid as catalog
 from analyzers.facts.kernel_events import GpuIdentity, NodeKernel, line_evidence
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import xid as catalog
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import (
@@ -54,6 +54,7 @@ class XidEvents(Rule):
 
     id = "DRV001"
     slug = "xid-events"
+    subject = refs.GPU
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
@@ -87,11 +88,11 @@ class XidEvents(Rule):
             self._health(health, marks, xids, gpu),
         ) if part)
         evidence = self._evidence(xids) + health.evidence + marks[:2]
-        links = [refs.DRV002(name, key)]
+        links = [refs.link("DRV002", name, key)]
         if any(catalog.lookup(n).category == "memory_ecc" for n in xids.hardware):
-            links.append(refs.DRV006(name, key))
+            links.append(refs.link("DRV006", name, key))
         return self.finding(
-            refs.DRV001.subject(name, key), summary, severity=severity, nodes=[name],
+            refs.GPU.of(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key, gpu, xids),
             caused_by=links,

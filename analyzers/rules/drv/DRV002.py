@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts import driver
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, line_evidence
-from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import KERNEL_INPUTS, capped, device_health, gpu_name, when
 from analyzers.rules.drv._lost import _AER_SERIOUS, _TEXT, _aer_level, _groups, _remediation
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.kernel import KernelSignal
 
 
@@ -46,6 +46,7 @@ class GpuLost(Rule):
 
     id = "DRV002"
     slug = "gpu-lost"
+    subject = refs.GPU
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
@@ -54,9 +55,9 @@ class GpuLost(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name, kernel in sorted(ctx.facts.kernel_events.items()):
             groups = _groups(ctx, name, kernel)
-            refused = DriverCannotDriveGpu.refused_gpus(ctx, name)
+            refused = driver.gpu_refusal(ctx.facts, name)
             for key, signals in sorted(groups.items()):
-                cause = [refs.DRV008(name)] if refused and key in refused[0] else []
+                cause = [refs.link("DRV008", name)] if refused and key in refused.keys else []
                 yield self._finding(ctx, name, key, kernel, signals, cause)
 
     def _finding(self, ctx: Context, name: str, key: str, kernel: NodeKernel,
@@ -77,7 +78,7 @@ class GpuLost(Rule):
         facts = list(described.values())
         shown = "; ".join(facts[:4]) + (f"; and {len(facts) - 4} more" if len(facts) > 4 else "")
         health = device_health(ctx, name)
-        smi = ctx.bundle.node(name).nvidia_smi
+        smi = ctx.facts.node(name).nvidia_smi
         listed = ""
         if smi is not None and smi.gpus and key != UNKNOWN_GPU:
             listed = (" nvidia-smi still lists it." if gpu is not None and gpu.bus_id
@@ -86,10 +87,10 @@ class GpuLost(Rule):
                    + (f" Kubernetes: {health.describe()}." if health.unhealthy else ""))
         evidence = capped([line_evidence(s.source) for s in signals], 5) + health.evidence
         return self.finding(
-            refs.DRV002.subject(name, key), summary, severity=severity, nodes=[name],
+            refs.GPU.of(name, key), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence,
             remediation=_remediation(name, key),
-            causes=[refs.DRV001(name, key)], caused_by=caused_by,
+            causes=[refs.link("DRV001", name, key)], caused_by=caused_by,
             # only PCIe AER errors on its address: a pattern that often precedes a loss
             confidence=None if loss else Confidence.LIKELY,
         )

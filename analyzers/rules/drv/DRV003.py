@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.facts import driver
+from analyzers.facts.driver import Unusable
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
-from analyzers.rules.drv._driver import (
-    _driver_remediation,
-    _judged_problems,
-    _Problems,
-)
+from analyzers.rules.drv._driver import _driver_remediation
+from bundle import specs
 
 
 class DriverNotUsable(Rule):
@@ -47,12 +46,12 @@ class DriverNotUsable(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("dmesg.txt"),
-        node("host/modules.txt", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        node(specs.DMESG),
+        node(specs.MODULES, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        node(specs.JOURNALS, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel")
@@ -60,28 +59,17 @@ class DriverNotUsable(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         kernels = ctx.facts.kernel_events
         for name in sorted(set(ctx.facts.gpu_nodes) | set(kernels)):
-            kernel = kernels.get(name)
-            if kernel is None:
-                continue
-            problems = _judged_problems(ctx, name, kernel)
-            if problems.texts:
+            problems = driver.unusable(ctx.facts, name)
+            if problems is not None:
                 yield self._finding(name, problems)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule finds the driver unusable on ``name`` (for the findings that
-        link to it: OP001's driver stage, DRV009)."""
-        kernel = ctx.facts.kernel_events.get(name)
-        if kernel is None or cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return bool(_judged_problems(ctx, name, kernel).texts)
-
-    def _finding(self, name: str, problems: _Problems) -> Finding:
+    def _finding(self, name: str, problems: Unusable) -> Finding:
         summary = (f"On {name}, the NVIDIA driver is not usable: "
                    + "; ".join(problems.texts) + ".")
         # Nothing loads a module that was refused (DRV004) or never delivered because
         # the driver image for this kernel does not exist (OP010).
-        links = [refs.DRV004(name), refs.OP010(name)] if "not-loaded" in problems.kinds else []
+        links = [refs.link("DRV004", name), refs.link("OP010", name)] \
+            if "not-loaded" in problems.kinds else []
         return self.finding(
             name, summary, severity=problems.severity, nodes=[name],
             objects=[node_ref(name)], evidence=problems.evidence,

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.drv._common import capped
 from analyzers.rules.drv._driver import _secure_boot_remediation
+from bundle import specs
 
 
 class SecureBootRefusedModule(Rule):
@@ -43,19 +44,19 @@ class SecureBootRefusedModule(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("host/secureboot.txt"),
-        node("dmesg.txt", optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        node("journal/*.jsonl", optional=True),
-        node("nvidia-smi.xml", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.SECUREBOOT),
+        node(specs.DMESG, optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        node(specs.JOURNALS, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
+        cluster(specs.PODS, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel", "secure-boot")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in ctx.bundle.node_names:
+        for name in ctx.facts.node_names:
             judged = secure_boot_refusal(ctx.facts, name)
             if judged is not None:
                 yield self._finding(*judged)
@@ -77,13 +78,13 @@ class SecureBootRefusedModule(Rule):
         summary = f"On {name}, Secure Boot is enabled and " + "; ".join(texts) + "."
         evidence = [sb_line, *capped(refused, 3), *capped(unsigned, 2)]
         if absent:
-            evidence.append(Evidence(path=f"nodes/{name}/host/modules.txt",
+            evidence.append(Evidence(path=specs.node_file(name, specs.MODULES),
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
         # The refusal is the root: the driver container's failed install (OP010) and the
         # missing module (DRV003) follow from it.
-        causes = [refs.DRV003(name)] if absent else []
+        causes = [refs.link("DRV003", name)] if absent else []
         if refused or absent:
-            causes.append(refs.OP010(name))
+            causes.append(refs.link("OP010", name))
         return self.finding(
             name, summary, severity=severity, nodes=[name], objects=[node_ref(name)],
             evidence=evidence, causes=causes, remediation=_secure_boot_remediation(name),

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.drv._host import (
@@ -16,6 +16,7 @@ from analyzers.rules.drv._host import (
     driver_container_nodes,
     read_apt,
 )
+from bundle import specs
 
 
 class AutomaticKernelUpgrades(Rule):
@@ -43,15 +44,16 @@ class AutomaticKernelUpgrades(Rule):
 
     id = "DRV005"
     slug = "automatic-kernel-upgrades"
+    subject = refs.NODE_OR_KERNELS
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
     inputs = (
-        node("host/uname.txt"),
-        node("host/unattended-upgrades.txt", optional=True),
-        node("host/os-release", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.UNAME),
+        node(specs.UNATTENDED_UPGRADES, optional=True),
+        node(specs.OS_RELEASE, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     tags = ("driver", "kernel", "upgrade")
 
@@ -60,7 +62,7 @@ class AutomaticKernelUpgrades(Rule):
         upgrading: set[str] = set()
         uncollected = []
         for name in drivers:
-            if not ctx.bundle.has(f"nodes/{name}/host/unattended-upgrades.txt"):
+            if not ctx.facts.node(name).has(specs.UNATTENDED_UPGRADES):
                 uncollected.append(name)  # the collector writes it, empty where no apt
                 continue
             finding = self._unattended(ctx, name)
@@ -73,8 +75,8 @@ class AutomaticKernelUpgrades(Rule):
         yield from self._drift(ctx, drivers, upgrading)
 
     def _unattended(self, ctx: Context, name: str) -> Finding | None:
-        path = f"nodes/{name}/host/unattended-upgrades.txt"
-        text = ctx.bundle.read_text(path)
+        path = specs.node_file(name, specs.UNATTENDED_UPGRADES)
+        text = ctx.facts.node(name).text(specs.UNATTENDED_UPGRADES)
         if not text:
             return None
         policy = read_apt(path, text)
@@ -111,5 +113,5 @@ class AutomaticKernelUpgrades(Rule):
                 f"kernels/{os_key}", summary, nodes=members,
                 objects=[node_ref(n) for n in members], evidence=evidence,
                 remediation=_remediation(members[0]),
-                caused_by=[refs.DRV005(n) for n in members if n in upgrading],
+                caused_by=[refs.link("DRV005", n) for n in members if n in upgrading],
             )

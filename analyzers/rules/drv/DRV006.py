@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.facts.kernel_events import GpuIdentity
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.facts import gpu_health
+from analyzers.facts.gpu_health import Issue
+from analyzers.facts.kernel_events import GpuIdentity, gpu_address
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import KERNEL_LINES, node_ref
 from analyzers.rules.drv._common import smi_evidence
-from analyzers.rules.drv._health import Issue, _memory, _other, _remediation
-from bundle.kernel import normalize_pci
+from analyzers.rules.drv._health import _remediation
+from bundle import specs
 
 
 class GpuHealth(Rule):
@@ -41,20 +43,21 @@ class GpuHealth(Rule):
 
     id = "DRV006"
     slug = "gpu-health"
+    subject = refs.GPU
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (node("nvidia-smi.xml"), *KERNEL_LINES)
+    inputs = (node(specs.NVIDIA_SMI), *KERNEL_LINES)
     tags = ("gpu", "hardware", "ecc")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in ctx.bundle.node_names:
-            smi = ctx.bundle.node(name).nvidia_smi
+        for name in ctx.facts.node_names:
+            smi = ctx.facts.node(name).nvidia_smi
             if smi is None:
                 continue
             kernel = ctx.facts.kernel_events.get(name)
             for gpu in smi.gpus:
-                issues = _memory(gpu.element) + _other(gpu.element)
-                pci = normalize_pci(gpu.bus_id)
+                issues = gpu_health.issues(gpu.element)
+                pci = gpu_address(gpu.bus_id)
                 if not issues or pci is None:
                     continue
                 identity = kernel.gpu(pci) if kernel is not None else None
@@ -67,11 +70,12 @@ class GpuHealth(Rule):
         summary = f"On {name}, {who} at {pci}: " + "; ".join(i.text for i in issues) + "."
         evidence = [smi_evidence(ctx, name, bus_id, r) for i in issues for r in i.readings]
         kinds = {i.kind for i in issues}
-        causes = [refs.DRV001(name, pci)] if "memory" in kinds or "recovery" in kinds else []
+        causes = [refs.link("DRV001", name, pci)] \
+            if "memory" in kinds or "recovery" in kinds else []
         # A fabric that never finished initialising is Fabric Manager's doing (OP005).
-        explained_by = [refs.OP005(name)] if kinds == {"fabric"} else []
+        explained_by = [refs.link("OP005", name)] if kinds == {"fabric"} else []
         return self.finding(
-            refs.DRV006.subject(name, pci), summary, severity=severity, nodes=[name],
+            refs.GPU.of(name, pci), summary, severity=severity, nodes=[name],
             objects=[node_ref(name)], evidence=evidence[:8],
             remediation=_remediation(name, pci, identity, kinds), causes=causes,
             caused_by=explained_by,

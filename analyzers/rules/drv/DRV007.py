@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.usage import HELD_MIB, IDLE_UTIL_PERCENT, IdleGPU
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.drv._idle import _gib
+from bundle import specs
 from bundle.evidence import first_line
 
 
@@ -36,9 +37,10 @@ class IdleButNotEmpty(Rule):
 
     id = "DRV007"
     slug = "idle-but-not-empty"
+    subject = refs.GPU
     severity = Severity.LOW
     confidence = Confidence.LIKELY
-    inputs = (node("nvidia-smi.xml"), cluster("pods.json"))
+    inputs = (node(specs.NVIDIA_SMI), cluster(specs.PODS))
     tags = ("capacity",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -63,9 +65,9 @@ class IdleButNotEmpty(Rule):
                    f"of framebuffer{power}: idle, not empty.{procs} GPUs on this node are "
                    f"allocated to {names(item.holders, 4)}; the scheduler counts them as "
                    "taken whether or not they work.")
-        artifacts = ctx.bundle.node(item.node)
-        path = artifacts.path("nvidia-smi.xml")
-        text = ctx.bundle.read_text(path) or ""
+        artifacts = ctx.facts.node(item.node)
+        path = artifacts.path(specs.NVIDIA_SMI)
+        text = artifacts.text(specs.NVIDIA_SMI) or ""
         hit = first_line(path, text, f'id="{gpu.bus_id}"')
         evidence = [Evidence(
             path=path, line=hit.line if hit else None,
@@ -84,6 +86,6 @@ class IdleButNotEmpty(Rule):
             sh.cmd("kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
                    sh.join("spec.nodeName=", sh.node(item.node))),
             "# then ask the owner of the idle pod to release the GPU (or cull idle notebooks)")
-        subject = refs.DRV007.subject(item.node, item.pci)
+        subject = refs.GPU.of(item.node, item.pci)
         return self.finding(subject, summary, nodes=[item.node], objects=objects,
                             evidence=evidence, remediation=remediation)

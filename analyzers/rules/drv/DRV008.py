@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts import driver
+from analyzers.facts.driver import GpuRefusal
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
-from analyzers.rules.drv._support import _devices, _Refusal, _refusal, _remediation
-from analyzers.rules.drv.DRV003 import DriverNotUsable
+from analyzers.rules.drv._support import _remediation
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -51,49 +53,28 @@ class DriverCannotDriveGpu(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("dmesg.txt"),
-        node("journal/*.jsonl", optional=True),
-        node("host/lspci.txt", optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
-        node("nvidia-smi.xml", optional=True),
+        node(specs.DMESG),
+        node(specs.JOURNALS, optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
+        node(specs.NVIDIA_SMI, optional=True),
         LOGS,
     )
     tags = ("driver", "kernel")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in sorted(ctx.bundle.node_names):
-            refusal = _refusal(ctx, name)
+        for name in sorted(ctx.facts.node_names):
+            refusal = driver.gpu_refusal(ctx.facts, name)
             if refusal is not None:
                 yield self._finding(ctx, name, refusal)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
-        to it and names it in its summary)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return _refusal(ctx, name) is not None
-
-    @classmethod
-    def refused_gpus(cls, ctx: Context, name: str) -> tuple[frozenset[str], bool] | None:
-        """When this rule fires on ``name``: the kernel keys (``NodeKernel.key``) of the
-        GPUs the driver refused by address, and whether a refusal named no address (the
-        node-wide open-module line, the driver container's copy). DRV002 defers to it:
-        a GPU the driver refused is not lost hardware."""
-        if cls.skip_reason(ctx.bundle) is not None or _refusal(ctx, name) is None:
-            return None
-        kernel = ctx.facts.kernel_events.get(name)
-        signals = kernel.signals_of("unsupported_gpu") if kernel is not None else []
-        keys = frozenset(kernel.key(s.pci) for s in signals if s.pci and kernel is not None)
-        return keys, not signals or any(not s.pci for s in signals)
-
-    def _finding(self, ctx: Context, name: str, refusal: _Refusal) -> Finding:
-        devices = _devices(ctx, name, refusal)
+    def _finding(self, ctx: Context, name: str, refusal: GpuRefusal) -> Finding:
+        devices = refusal.devices
         evidence = list(refusal.evidence)
-        path = ctx.bundle.node(name).path("host/lspci.txt")
-        evidence += [Evidence(path=path, line=d.line, excerpt=clip(d.text)) for d in devices[:2]]
+        evidence += [Evidence(path=refusal.lspci_path, line=d.line, excerpt=clip(d.text))
+                     for d in devices[:2]]
         what = ", ".join(sorted({d.name for d in devices})) or ", ".join(
             sorted(refusal.pci_ids)) or "its NVIDIA GPU"
         version = f" {refusal.version}" if refusal.version else ""
@@ -117,11 +98,11 @@ class DriverCannotDriveGpu(Rule):
         summary = (f"On {name}, the NVIDIA driver refused {what}: " + "; ".join(reasons)
                    + ". The node has no usable GPU until the driver changes.")
         causes = []
-        if DriverNotUsable.explains(ctx, name):
-            causes.append(refs.DRV003(name))
+        if driver.unusable(ctx.facts, name) is not None:
+            causes.append(refs.link("DRV003", name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, refusal))

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts import next_step
 from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import next_step_text, node_ref
 from analyzers.rules.drv._smi import _explanations
+from bundle import specs
 from bundle.evidence import clip
 
 
@@ -46,34 +47,26 @@ class NvidiaSmiFailed(Rule):
     slug = "nvidia-smi-failed"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (Input("manifest.json"), node(SMI_FILE, optional=True),
-              node("host/modules.txt", optional=True), cluster("pods.json", optional=True),
-              cluster("clusterpolicies.json", optional=True),
-              cluster("events.json", optional=True),  # the operand stages' evidence
-              node("dmesg.txt", optional=True))  # the first NVIDIA error (facts.next_step)
+    inputs = (Input(specs.MANIFEST), node(SMI_FILE, optional=True),
+              node(specs.MODULES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
+              node(specs.DMESG, optional=True))  # the first NVIDIA error (facts.next_step)
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = {item.node for item in ctx.bundle.manifest.items
+        names = {item.node for item in ctx.facts.manifest.items
                  if item.node and item.path.endswith("/" + SMI_FILE)}
-        if not names and not any(ctx.bundle.has(f"nodes/{name}/{SMI_FILE}")
-                                 for name in ctx.bundle.node_names):
+        if not names and not any(ctx.facts.node(name).has(SMI_FILE)
+                                 for name in ctx.facts.node_names):
             # No node ran nvidia-smi for the collector (no node files: a managed or
             # immutable OS, a layout without them): nothing says it worked either.
             self.unjudged("no node recorded an nvidia-smi run to judge")
-        names |= set(ctx.bundle.node_names)
+        names |= set(ctx.facts.node_names)
         for name in sorted(names):
             failure = ctx.facts.smi_failure(name)
             if failure is not None:
                 yield self._finding(ctx, failure)
-
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether nvidia-smi failed on ``name`` and no other finding explains it (for
-        OP001's driver stage on a host-driver node, which then hangs under it)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return ctx.facts.smi_failure(name) is not None and not _explanations(ctx, name)
 
     def _finding(self, ctx: Context, failure: SmiFailure) -> Finding:
         name = failure.node
@@ -92,8 +85,8 @@ class NvidiaSmiFailed(Rule):
         if links:
             summary += " Why: " + "; ".join(text for _, text in links) + "."
         else:
-            summary += next_step.for_smi(ctx.facts, name).sentence(
-                "nvidia-smi", "the node's kernel log shows")
+            summary += next_step_text(next_step.for_smi(ctx.facts, name), "nvidia-smi",
+                                      "the node's kernel log shows")
         node_arg = sh.node(name)
         remediation = sh.lines(
             sh.node_shell(node_arg),

@@ -5,18 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts import driver
+from analyzers.facts.driver import ForeignBinding
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._binding import (
-    _FOREIGN_MODULES,
-    _meant_for_vms,
-    _remediation,
-)
-from analyzers.rules.drv.DRV003 import DriverNotUsable
+from analyzers.rules.drv._binding import _FOREIGN_MODULES, _remediation
+from bundle import specs
 from bundle.evidence import clip
-from bundle.lspci import PciDevice
 
 
 class GpuBoundToOtherDriver(Rule):
@@ -54,32 +51,24 @@ class GpuBoundToOtherDriver(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("host/lspci.txt"),
-        node("host/modules.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),  # the operand stages' evidence
+        node(specs.LSPCI),
+        node(specs.MODULES, optional=True),
+        node(specs.DMESG, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
     )
     tags = ("driver", "kernel", "pci")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for name in sorted(ctx.bundle.node_names):
-            devices = ctx.facts.foreign_gpus(name)
-            if devices and not _meant_for_vms(ctx, name):
-                yield self._finding(ctx, name, devices)
+        for name in sorted(ctx.facts.node_names):
+            binding = driver.foreign_binding(ctx.facts, name)
+            if binding is not None:
+                yield self._finding(ctx, name, binding)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
-        to it and names it in its summary)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return bool(ctx.facts.foreign_gpus(name)) and not _meant_for_vms(ctx, name)
-
-    def _finding(self, ctx: Context, name: str, devices: list[PciDevice]) -> Finding:
-        path = ctx.bundle.node(name).path("host/lspci.txt")
+    def _finding(self, ctx: Context, name: str, binding: ForeignBinding) -> Finding:
+        path, devices = binding.lspci_path, binding.devices
         drivers = sorted({device.driver or "" for device in devices})
         evidence: list[Evidence] = []
         for device in devices[:4]:
@@ -96,11 +85,11 @@ class GpuBoundToOtherDriver(Rule):
                    f"{' and '.join(drivers)} instead of nvidia: {listed}{more}. nvidia.ko "
                    "cannot drive them, so the node offers no GPU to pods.")
         causes = []
-        if DriverNotUsable.explains(ctx, name):
-            causes.append(refs.DRV003(name))
+        if driver.unusable(ctx.facts, name) is not None:
+            causes.append(refs.link("DRV003", name))
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
+            causes.append(refs.link("OP001", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, remediation=_remediation(name, drivers),
                             causes=causes)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.kernel_events import NodeKernel, line_evidence
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.drv._common import KERNEL_INPUTS, capped, when
@@ -22,6 +22,7 @@ from analyzers.rules.drv._sxid import (
     _reports,
     _serious,
 )
+from bundle import specs
 from bundle.kernel import SXidEvent
 
 
@@ -58,7 +59,7 @@ class NvswitchSXid(Rule):
     slug = "nvswitch-sxid"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (*KERNEL_INPUTS, node("journal/nvidia-fabricmanager.jsonl", optional=True))
+    inputs = (*KERNEL_INPUTS, node(specs.FABRIC_MANAGER_JOURNAL, optional=True))
     tags = ("gpu", "kernel", "nvswitch", "sxid")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -97,11 +98,11 @@ class NvswitchSXid(Rule):
         if echoes:
             summary += (f" The GPUs report it too: {', '.join(sorted(echoes))} "
                         "(Xid 74/45 near the SXid; see DRV001).")
-            causes += [refs.DRV001(name, gpu) for gpu in sorted(echoes)]
+            causes += [refs.link("DRV001", name, gpu) for gpu in sorted(echoes)]
         fabric = ctx.facts.nvlink_fabric.get(name)
         if any(_info(e).kind in FATAL for e in serious) and fabric is not None and fabric.broken:
             summary += " The node's NVLink fabric is not up either (see OP005)."
-            causes.append(refs.OP005(name))
+            causes.append(refs.link("OP005", name))
         evidence = self._evidence(reports)
         return self.finding(
             f"{name}/{key}", summary, severity=Severity(lead.severity), nodes=[name],

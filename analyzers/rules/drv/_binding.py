@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 from analyzers import commands as sh
-from analyzers.rule import Context
+from analyzers.facts.driver import WORKLOAD_LABEL
 
 # The drivers that make a GPU usable by containers on the node.
 
 
 # Modules whose presence in /proc/modules backs up a foreign binding.
 _FOREIGN_MODULES = ("vfio_pci", "nouveau", "nova_core", "pci_stub", "nvgrace_gpu_vfio_pci")
-
-
-# The GPU Operator's per-node workload label: these values hand GPUs to virtual machines,
-# where vfio-pci (or the vGPU manager) is the intended owner.
-WORKLOAD_LABEL = "nvidia.com/gpu.workload.config"
-
-
-VM_WORKLOADS = frozenset({"vm-passthrough", "vm-vgpu"})
-
-
-def _meant_for_vms(ctx: Context, name: str) -> bool:
-    node_obj = ctx.facts.nodes.get(name)
-    if node_obj is not None and node_obj.labels.get(WORKLOAD_LABEL) in VM_WORKLOADS:
-        return True
-    policy = ctx.facts.cluster_policy
-    if node_obj is None or policy is None or WORKLOAD_LABEL in node_obj.labels:
-        return False
-    sandbox = policy.spec.get("sandboxWorkloads")
-    return (isinstance(sandbox, dict) and sandbox.get("enabled") in (True, "true")
-            and sandbox.get("defaultWorkload") in VM_WORKLOADS)
 
 
 def _remediation(name: str, drivers: list[str]) -> str:

@@ -4,33 +4,31 @@ node's device health as Kubernetes and the device plugin see it, and node logs."
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from analyzers import signatures
+from analyzers.facts.evidence import capped as capped
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
 from analyzers.rules.common import LOGS
 from analyzers.rules.common import field as object_field
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kernel import KernelLine
-from bundle.nvsmi_health import Reading, locate
+from bundle.nvsmi_health import Reading
 
 # What DRV001, DRV002 and DRV011 read: kernel lines, mapped to GPUs and to the node's
 # health, and the container lines (NVML, the device plugin) that name a GPU's loss.
 KERNEL_INPUTS: tuple[Input, ...] = (
-    node("dmesg.txt"),
-    node("nvidia-smi.xml", optional=True),
-    node("journal/*.jsonl", optional=True),
-    cluster("nodes.json", optional=True),
-    cluster("pods.json", optional=True),
+    node(specs.DMESG),
+    node(specs.NVIDIA_SMI, optional=True),
+    node(specs.JOURNALS, optional=True),
+    cluster(specs.NODES, optional=True),
+    cluster(specs.PODS, optional=True),
     LOGS,
 )
-
-
-CAP = 4
 
 
 ALL_DEVICES = "*"
@@ -57,24 +55,16 @@ def gpu_name(node: str, key: str, gpu: GpuIdentity | None) -> str:
 
 
 def smi_path(node: str) -> str:
-    return f"nodes/{node}/nvidia-smi.xml"
+    return specs.node_file(node, specs.NVIDIA_SMI)
 
 
 def smi_evidence(ctx: Context, node: str, bus_id: str, reading: Reading) -> Evidence:
     """The line of ``reading`` inside this GPU's block of nvidia-smi.xml."""
     path = smi_path(node)
-    text = ctx.bundle.read_text(path) or ""
-    found = locate(text, bus_id, reading.path)
+    found = ctx.facts.node(node).smi_line(bus_id, reading.path)
     if found is None:
         return Evidence(path=path, excerpt=clip(f"gpu {bus_id}: {reading.path} = {reading.value}"))
     return Evidence(path=path, line=found[0], excerpt=clip(found[1]))
-
-
-def capped(items: list[Evidence], cap: int = CAP) -> list[Evidence]:
-    if len(items) <= cap:
-        return items
-    rest = len(items) - cap
-    return [*items[:cap], Evidence(path=items[cap].path, excerpt=f"... and {rest} more")]
 
 
 @dataclass
@@ -150,14 +140,3 @@ def _plugin_marks(ctx: Context, node: str, health: DeviceHealth) -> None:
             xid = _PLUGIN_XID_RE.search(hit.text)
             if xid:
                 health.mark_xids.setdefault(key, set()).add(int(xid["xid"]))
-
-
-def log_lines(path: str, text: str, *needles: str) -> Iterator[KernelLine]:
-    """Lines of a container log holding any of ``needles`` (case-insensitive), as
-    records the kernel signal scanner can read."""
-    lowered = tuple(n.lower() for n in needles)
-    for number, raw in enumerate(text.splitlines(), start=1):
-        low = raw.lower()
-        if any(n in low for n in lowered):
-            yield KernelLine(path=path, line=number, raw=raw, message=raw.strip(),
-                             time=None, uptime=None)

@@ -6,9 +6,10 @@ import re
 from dataclasses import dataclass
 
 from analyzers import commands as sh
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
+from bundle import specs
 from bundle.evidence import clip
 
 _SETTING_RE = re.compile(r'^\s*(?P<key>[\w:-]+)\s+"(?P<value>[^"]*)"\s*;')
@@ -90,12 +91,12 @@ def driver_container_nodes(ctx: Context) -> list[str]:
 
 
 def _kernel(ctx: Context, name: str) -> tuple[str, Evidence] | None:
-    text = ctx.bundle.node(name).host("uname.txt")
+    text = ctx.facts.node(name).text(specs.UNAME)
     if text and text.split():
         fields = text.split()
         release = fields[2] if len(fields) > 2 and fields[0] == "Linux" else fields[0]
         first = text.splitlines()[0]
-        return release, Evidence(path=f"nodes/{name}/host/uname.txt", line=1,
+        return release, Evidence(path=specs.node_file(name, specs.UNAME), line=1,
                                  excerpt=clip(first))
     obj = ctx.facts.nodes.get(name)
     if obj is not None and obj.status.node_info.kernel_version:
@@ -109,7 +110,7 @@ _NFD_OS = "feature.node.kubernetes.io/system-os_release."
 
 
 def _os_key(ctx: Context, name: str) -> str:
-    text = ctx.bundle.node(name).host("os-release") or ""
+    text = ctx.facts.node(name).text(specs.OS_RELEASE) or ""
     values = dict(_os_pair(line) for line in text.splitlines() if "=" in line)
     if values.get("ID"):
         return f"{values['ID']}{values.get('VERSION_ID', '')}"

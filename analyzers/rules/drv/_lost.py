@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 from analyzers import commands as sh
-from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel
+from analyzers.facts import driver
+from analyzers.facts.driver import GpuRefusal
+from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, log_signals
 from analyzers.facts.logindex import node_logs
 from analyzers.rule import Context
-from analyzers.rules.drv._common import log_lines
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
-from bundle.kernel import KernelSignal, scan_signals
+from bundle.kernel import KernelSignal
 
 LOSS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed", "device_handle")
 
@@ -36,14 +36,12 @@ def _aer_level(signal: KernelSignal) -> str:
 _REFUSAL_CONSEQUENCES = ("rm_init_adapter_failed", "device_handle", "gpu_lost")
 
 
-def _deferred(signal: KernelSignal, key: str, refused: tuple[frozenset[str], bool] | None
-              ) -> bool:
+def _deferred(signal: KernelSignal, key: str, refused: GpuRefusal | None) -> bool:
     """Whether DRV008's refusal explains this signal: an initialisation failure of a GPU
     the driver refused by address, or of any GPU when a refusal named no address."""
     if refused is None or signal.kind not in _REFUSAL_CONSEQUENCES:
         return False
-    keys, unaddressed = refused
-    return key in keys or unaddressed
+    return key in refused.keys or refused.unaddressed
 
 
 def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[KernelSignal]]:
@@ -52,9 +50,9 @@ def _groups(ctx: Context, name: str, kernel: NodeKernel) -> dict[str, list[Kerne
     groups: dict[str, list[KernelSignal]] = defaultdict(list)
     signals = kernel.signals_of(*LOSS)
     for path, _container, text in node_logs(ctx.facts, name):
-        for line in log_lines(path, text, "device handle", "gpu is lost"):
-            signals += [s for s in scan_signals(line) if s.kind in ("device_handle", "gpu_lost")]
-    refused = DriverCannotDriveGpu.refused_gpus(ctx, name)
+        signals += log_signals(path, text, ("device_handle", "gpu_lost"), "device handle",
+                               "gpu is lost")
+    refused = driver.gpu_refusal(ctx.facts, name)
     signals = [s for s in signals if not _deferred(s, kernel.key(s.pci), refused)]
     for signal in signals:
         groups[kernel.key(signal.pci)].append(signal)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from analyzers import commands as sh
-from analyzers import sxid as catalog
+from analyzers.knowledge import sxid as catalog
 from bundle.kernel import SXidEvent, XidEvent
 
 UNKNOWN_SWITCH = "unknown-switch"

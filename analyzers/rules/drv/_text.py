@@ -6,7 +6,7 @@ project's category per Xid; these tables say what they mean for a support engine
 
 from __future__ import annotations
 
-from analyzers.xid import XidInfo
+from analyzers.knowledge.xid import XidInfo
 
 LIKELY_CAUSE: dict[str, str] = {
     "user_app": "the workload (bad memory access, illegal instruction or data); "

@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import commands as sh
-from analyzers import xid as catalog
 from analyzers.facts.kernel_events import UNKNOWN_GPU, GpuIdentity
-from analyzers.models import Severity
+from analyzers.knowledge import xid as catalog
+from analyzers.results.models import Severity
 from analyzers.rules.drv._text import action
 from bundle.kernel import XidEvent
 

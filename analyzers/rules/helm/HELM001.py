@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import flatten
 from analyzers.rules.helm._base import (
@@ -19,6 +19,7 @@ from analyzers.rules.helm._base import (
     _shown,
     latest_of,
 )
+from bundle import specs
 from bundle.evidence import Locator, at_pointer
 from bundle.kube import HelmRevision
 
@@ -46,15 +47,16 @@ class ValuesDroppedByUpgrade(Rule):
 
     id = "HELM001"
     slug = "values-dropped-by-upgrade"
+    subject = refs.REVISION
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"), cluster("pods.json", optional=True))
+    inputs = (cluster(specs.HELM_RELEASES), cluster(specs.PODS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("helm", "configuration")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             for before, after in _pairs(revisions):
                 finding = self._diff(ctx, release, namespace, before, after)
                 if finding is not None:
@@ -82,7 +84,7 @@ class ValuesDroppedByUpgrade(Rule):
                 else []
             if failing:
                 danger += f" Its driver pods now fail on {', '.join(failing)}."
-                explains = [refs.OP001(n) for n in failing]
+                explains = [refs.link("OP001", n) for n in failing]
         elif harmful:
             danger = f" {', '.join(harmful)} changes what the operator deploys."
         evidence: list[Evidence | Locator] = [
@@ -110,7 +112,7 @@ class ValuesDroppedByUpgrade(Rule):
         summary = (f"Helm release {release}: revision {after.revision} dropped values that "
                    f"revision {before.revision} had set — {'; '.join(changes[:6])}"
                    f"{' …' if len(changes) > 6 else ''}.{danger}")
-        subject = refs.HELM001.subject(release, after.revision)
+        subject = refs.REVISION.of(release, after.revision)
         return self.finding(subject, summary, severity=severity,
                             objects=[ObjectRef(kind="HelmRelease", namespace=namespace,
                                                name=release)],

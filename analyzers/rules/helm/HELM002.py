@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.helm._base import STUCK
+from bundle import specs
 
 
 class ReleaseStuck(Rule):
@@ -30,15 +32,16 @@ class ReleaseStuck(Rule):
 
     id = "HELM002"
     slug = "release-stuck"
+    subject = refs.RELEASE
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("helm/*.json"),)
+    inputs = (cluster(specs.HELM_RELEASES),)
     needs = (Need.OPERATOR,)
     tags = ("helm",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         namespace = ctx.facts.operator_namespace or "gpu-operator"
-        for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+        for release, revisions in sorted(ctx.facts.helm_releases.items()):
             if not revisions or revisions[-1].status not in STUCK:
                 continue
             latest = revisions[-1]

@@ -42,7 +42,7 @@ def _shown(value: object) -> str:
 
 
 def latest_of(ctx: Context, release: str) -> HelmRevision | None:
-    revisions = ctx.bundle.cluster.helm.get(release, [])
+    revisions = ctx.facts.helm_releases.get(release, [])
     return revisions[-1] if revisions else None
 
 

@@ -9,8 +9,8 @@ from analyzers.facts import operands as operand_facts
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import NodeStages, Stage
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.op._causes import stage_causes, unexplained
@@ -26,6 +26,7 @@ from analyzers.rules.op._common import (
     warnings,
 )
 from analyzers.rules.op._stack import _STAGE_HINT, _STAGE_LOOK, _describe, _stage_logs
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -69,12 +70,12 @@ class OperandsStuck(Rule):
     slug = "operands-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("nvidia-smi.xml", optional=True), node("host/uname.txt", optional=True),
-              cluster("clusterpolicies.json", optional=True), *RUNTIME_FILES,
-              node("journal/nvidia-fabricmanager.jsonl", optional=True),
-              cluster("daemonsets.json", optional=True),
-              node("dmesg.txt", optional=True))  # an OOM kill's record (facts.next_step)
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True), LOGS,
+              node(specs.NVIDIA_SMI, optional=True), node(specs.UNAME, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True), *RUNTIME_FILES,
+              node(specs.FABRIC_MANAGER_JOURNAL, optional=True),
+              cluster(specs.DAEMONSETS, optional=True),
+              node(specs.DMESG, optional=True))  # an OOM kill's record (facts.next_step)
     needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import PRESENT, field, node_ref
 from analyzers.rules.op._common import capped, namespace
@@ -24,6 +24,7 @@ from analyzers.rules.op._labels import (
     has_pci_label,
     misses,
 )
+from bundle import specs
 from bundle.kube import DaemonSet, Node
 
 
@@ -56,14 +57,14 @@ class OperandsNotScheduled(Rule):
     slug = "operands-not-scheduled"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("daemonsets.json"), cluster("nodes.json"))
+    inputs = (cluster(specs.DAEMONSETS), cluster(specs.NODES))
     needs = (Need.OPERATOR,)
     tags = ("operator", "scheduling")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = ctx.facts.operator_namespace
         groups: dict[str, list[DaemonSet]] = {}
-        for ds in ctx.bundle.cluster.daemonsets:
+        for ds in ctx.facts.daemonsets:
             if ns is not None and ds.metadata.namespace != ns:
                 continue
             key = _deploy_key(ds)
@@ -119,7 +120,7 @@ class OperandsNotScheduled(Rule):
                         f"({PRESENT} is not 'true'), so it set no deploy labels")
             if not has_pci_label(obj):
                 summary += "; NFD's NVIDIA PCI label is missing too (see OP003)"
-                causes.append(refs.OP003(name))
+                causes.append(refs.link("OP003", name))
             summary += "."
         if "paused" in kinds:
             summary += (" A paused-for-* value is left behind by a driver upgrade or MIG "

@@ -8,8 +8,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, PRESENT, field, node_ref
 from analyzers.rules.op._common import logs_cmd, namespace
@@ -22,6 +22,7 @@ from analyzers.rules.op._labels import (
     has_pci_label,
     misses,
 )
+from bundle import specs
 from bundle.evidence import Locator, clip
 from bundle.kube import DaemonSet, Node
 
@@ -58,20 +59,20 @@ class NfdNotLabelling(Rule):
     slug = "nfd-not-labelling"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("daemonsets.json", optional=True), node("nvidia-smi.xml", optional=True),
-              node("host/lspci.txt", optional=True), cluster("clusterpolicies.json", optional=True),
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True),
+              cluster(specs.DAEMONSETS, optional=True), node(specs.NVIDIA_SMI, optional=True),
+              node(specs.LSPCI, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
               LOGS)
     tags = ("operator", "nfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         if not ctx.facts.operator_expected:
             raise CannotJudge(STANDALONE)
-        workers = _nfd_workers(ctx.bundle.cluster.pods)
-        nfd_ds = _nfd_daemonset(ctx.bundle.cluster.daemonsets)
+        workers = _nfd_workers(ctx.facts.pods)
+        nfd_ds = _nfd_daemonset(ctx.facts.daemonsets)
         operator_lines = self._operator_lines(ctx)
         unseen: list[str] = []
-        for obj in ctx.bundle.cluster.nodes:
+        for obj in ctx.facts.node_objects:
             signs = gpu_signs(ctx, obj)
             if not signs:
                 if not has_pci_label(obj):
@@ -83,7 +84,7 @@ class NfdNotLabelling(Rule):
                 continue
             yield self._finding(ctx, obj, signs, labelled, worker, bool(workers), nfd_ds,
                                 operator_lines)
-        nodes = ctx.bundle.cluster.nodes
+        nodes = ctx.facts.node_objects
         if (unseen or not nodes) and not ctx.facts.node_dirs and \
                 (operator_lines or _no_gpu_node(ctx)):
             # a layout without node files (must-gather without driver pods, which lists
@@ -173,9 +174,9 @@ class NfdNotLabelling(Rule):
         all, no device plugin runs (OP008) and, where the policy runs the toolkit, no
         toolkit wrote the nvidia runtime (RT001) or a CDI spec (RT006)."""
         name = obj.name
-        links = [refs.OP002(name)]
+        links = [refs.link("OP002", name)]
         if obj.labels.get(PRESENT) != "true":
-            links.append(refs.OP008(name))
+            links.append(refs.link("OP008", name))
             if ctx.facts.toolkit_enabled():
-                links += [refs.RT001(name), refs.RT006(name)]
+                links += [refs.link("RT001", name), refs.link("RT006", name)]
         return links

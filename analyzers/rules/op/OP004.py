@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts import dcgm as dcgm_logs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (
@@ -21,7 +22,7 @@ from analyzers.rules.op._common import (
     operand_evidence,
     quote,
 )
-from analyzers.rules.op._components import _restarts, exporter_hits, exporter_logs
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -50,7 +51,7 @@ class DcgmExporterNoDcgm(Rule):
     slug = "dcgm-exporter-no-dcgm"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), LOGS)
+    inputs = (cluster(specs.PODS), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring")
 
@@ -60,8 +61,8 @@ class DcgmExporterNoDcgm(Rule):
             exporter = row.get("dcgm-exporter")
             if exporter is None:
                 continue
-            logs = exporter_logs(ctx, exporter)
-            hits = exporter_hits(ctx, exporter)
+            logs = dcgm_logs.exporter_logs(ctx.facts, exporter)
+            hits = dcgm_logs.no_dcgm(ctx.facts, exporter)
             if hits:
                 yield self._finding(ctx, name, exporter, row.get("dcgm"), hits, logs)
 
@@ -71,7 +72,7 @@ class DcgmExporterNoDcgm(Rule):
         pod = exporter.pod
         address = hostengine_address(pod)
         target = f" at {address}" if address else ""
-        restarts = _restarts(exporter)
+        restarts = dcgm_logs.restarts(exporter)
         summary = (f"On {name}, the DCGM exporter {pod.name} ({exporter.state}, {restarts} "
                    f"restart(s)) cannot reach DCGM{target}: {quote(hits[-1].excerpt)}.")
         if dcgm is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.fabric import FM_JOURNAL, FabricState
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (
@@ -15,6 +15,7 @@ from analyzers.rules.op._common import (
     namespace,
     quote,
 )
+from bundle import specs
 
 
 class FabricManagerNotWorking(Rule):
@@ -46,7 +47,7 @@ class FabricManagerNotWorking(Rule):
     slug = "fabric-manager-not-working"
     severity = Severity.CRITICAL
     confidence = Confidence.LIKELY
-    inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), LOGS, node(specs.NVIDIA_SMI, optional=True),
               node(FM_JOURNAL, optional=True))
     tags = ("operator", "nvswitch", "fabric-manager")
 
@@ -63,7 +64,7 @@ class FabricManagerNotWorking(Rule):
 
     def _finding(self, ctx: Context, name: str, fabric: FabricState) -> Finding:
         ns = namespace(ctx)
-        artifacts = ctx.bundle.node(name)
+        artifacts = ctx.facts.node(name)
         driver = ctx.facts.operands.get(name, {}).get("driver")
         facts: list[str] = []
         if fabric.not_initialized:
@@ -115,5 +116,5 @@ class FabricManagerNotWorking(Rule):
         return self.finding(
             name, summary, severity=self.severity if unregistered_cuda else Severity.HIGH,
             nodes=[name], objects=[node_ref(name)], evidence=evidence,
-            remediation=sh.lines(lines), causes=[refs.OP001(name)],
+            remediation=sh.lines(lines), causes=[refs.link("OP001", name)],
         )

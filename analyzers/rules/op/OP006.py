@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule
 from analyzers.rules.common import LOGS, field
 from analyzers.rules.op._common import (
@@ -19,9 +19,9 @@ from analyzers.rules.op._lifecycle import (
     _NFD_REASONS,
     _NODE_REASONS,
     POLICIES,
-    PolicyList,
-    missing_crd,
+    POLICY_LIST,
 )
+from bundle import specs
 from bundle.evidence import Locator, clip
 from bundle.kube import ClusterPolicy
 from bundle.manifest import ManifestItem
@@ -51,22 +51,23 @@ class ClusterPolicyNotReady(Rule):
 
     id = "OP006"
     slug = "clusterpolicy-not-ready"
+    subject = refs.POLICY_OR_MISSING
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (PolicyList(POLICIES), LOGS)
+    inputs = (POLICY_LIST, LOGS)
     tags = ("operator", "clusterpolicy")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = namespace(ctx)
         if not ctx.facts.operator_expected and not (
-                ctx.bundle.has(POLICIES) and ctx.bundle.cluster.clusterpolicies):
+                ctx.facts.has(POLICIES) and ctx.facts.clusterpolicies):
             raise CannotJudge(STANDALONE)
-        if not ctx.bundle.has(POLICIES):
-            crd = missing_crd(ctx.bundle)
+        if not ctx.facts.has(POLICIES):
+            crd = POLICY_LIST.failed_as_expected(ctx.facts.manifest.items)
             if crd is not None:
                 yield self._missing_crd(ns, *crd)
             return
-        policies = ctx.bundle.cluster.clusterpolicies
+        policies = ctx.facts.clusterpolicies
         if not policies:
             yield self._empty(ctx, ns)
             return
@@ -100,8 +101,8 @@ class ClusterPolicyNotReady(Rule):
                    "does not exist, so the GPU Operator (or its CRDs) is not installed and "
                    "nothing deploys the operands.")
         return self.finding(
-            refs.OP006.MISSING, summary, title="ClusterPolicy CRD missing",
-            evidence=[Evidence(path="manifest.json", pointer=f"/items/{index}/error",
+            refs.MISSING, summary, title="ClusterPolicy CRD missing",
+            evidence=[Evidence(path=specs.MANIFEST, pointer=f"/items/{index}/error",
                                excerpt=error)],
             remediation=sh.lines("kubectl get crd | grep -i nvidia",
                                  sh.cmd("helm", "-n", sh.namespace(ns), "list", "-a"),
@@ -117,7 +118,7 @@ class ClusterPolicyNotReady(Rule):
         summary = (f"No ClusterPolicy exists{running}: the operator has nothing to reconcile "
                    "and deploys no operands.")
         return self.finding(
-            refs.OP006.MISSING, summary, title="No ClusterPolicy",
+            refs.MISSING, summary, title="No ClusterPolicy",
             evidence=[Evidence(path=POLICIES, pointer="/items", excerpt="[] (empty list)")],
             remediation=sh.lines(sh.cmd("helm", "-n", sh.namespace(ns), "history",
                                         "gpu-operator"),
@@ -161,9 +162,9 @@ class ClusterPolicyNotReady(Rule):
                    f"finished reconciling its operands.{states}")
         causes: list[Link] = []
         if not reasons or _NODE_REASONS & set(reasons):
-            causes += [refs.OP001(n) for n in ctx.facts.gpu_nodes]
+            causes += [refs.link("OP001", n) for n in ctx.facts.gpu_nodes]
         if _NFD_REASONS & set(reasons) or not reasons:
-            causes += [refs.OP003(n.name) for n in ctx.bundle.cluster.nodes]
+            causes += [refs.link("OP003", n.name) for n in ctx.facts.node_objects]
         return self.finding(
             name, summary, objects=[ObjectRef(kind="ClusterPolicy", name=name)],
             evidence=evidence, caused_by=causes,

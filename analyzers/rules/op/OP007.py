@@ -8,8 +8,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op._common import (
@@ -29,6 +29,7 @@ from analyzers.rules.op._lifecycle import (
     UPGRADE_STATE,
     _age,
 )
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -60,15 +61,15 @@ class DriverUpgradeStuck(Rule):
     slug = "driver-upgrade-stuck"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True), LOGS,
-              cluster("clusterpolicies.json", optional=True), node("host/uname.txt", optional=True))
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True),
+              cluster(specs.EVENTS, optional=True), LOGS,
+              cluster(specs.CLUSTERPOLICIES, optional=True), node(specs.UNAME, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "upgrade")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        created = ctx.bundle.manifest.created_at
-        for obj in ctx.bundle.cluster.nodes:
+        created = ctx.facts.manifest.created_at
+        for obj in ctx.facts.node_objects:
             state = obj.labels.get(UPGRADE_STATE)
             if state is None:
                 continue
@@ -115,7 +116,7 @@ class DriverUpgradeStuck(Rule):
             kernel = ctx.facts.driver_kernel.get(name)
             if kernel is not None and kernel.broken:
                 summary += " — the new driver cannot install on the node (see OP010)"
-                causes.append(refs.OP010(name))
+                causes.append(refs.link("OP010", name))
         events = [e for key in (("Node", "", name), ("Node", "default", name))
                   for e in ctx.facts.events_by_object.get(key, [])
                   if e.reason == "GPUDriverUpgrade"]

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import CRIO, DOCKER
+from analyzers.facts.kernel_events import gpu_address
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, LOGS, names, node_ref
 from analyzers.rules.common import field as object_field
@@ -42,7 +43,7 @@ from analyzers.rules.op._components import (
     _refused_plugin,
 )
 from analyzers.rules.op._refused import describe
-from bundle.kernel import normalize_pci
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -75,10 +76,10 @@ class DevicePluginUnhealthy(Rule):
     slug = "device-plugin-unhealthy"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json", optional=True), LOGS,
-              cluster("events.json", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("nvidia-smi.xml", optional=True), *KERNEL_LINES,
-              cluster("daemonsets.json", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.NODES, optional=True), LOGS,
+              cluster(specs.EVENTS, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.NVIDIA_SMI, optional=True), *KERNEL_LINES,
+              cluster(specs.DAEMONSETS, optional=True))
     tags = ("operator", "device-plugin")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -124,10 +125,10 @@ class DevicePluginUnhealthy(Rule):
                     # the pods were never created: the refusal, not the node's labels
                     picture.reasons.append(f"no device plugin pod runs on the node: "
                                            f"{describe(refused)} (see OP017)")
-                    picture.causes.append(refs.OP017(refused.key))
+                    picture.causes.append(refs.link("OP017", refused.key))
                 else:
                     picture.reasons.append("no device plugin pod runs on the node")
-                    picture.causes.append(refs.OP002(name))
+                    picture.causes.append(refs.link("OP002", name))
             return picture
         stages = ctx.facts.operand_stages.get(name)
         blocked = next((b for b in stages.blocked if b.operand is plugin), None) \
@@ -138,14 +139,14 @@ class DevicePluginUnhealthy(Rule):
                 cri = ctx.facts.node_cri(name)
                 if cri.cri == DOCKER:
                     picture.reasons.append(_docker_refused(cri.describe()))
-                    picture.causes.append(refs.RT015(name))
+                    picture.causes.append(refs.link("RT015", name))
                 elif cri.cri == CRIO:
                     picture.reasons.append("its sandbox cannot be created: CRI-O has no "
                                            "'nvidia' runtime handler (see RT010)")
                 else:
                     picture.reasons.append("its sandbox cannot be created: containerd has no "
                                            "'nvidia' runtime handler (see RT001)")
-                    picture.causes.append(refs.RT001(name))
+                    picture.causes.append(refs.link("RT001", name))
                 picture.evidence += events_evidence(blocked.sandbox, 2)
             elif blocked.no_sandbox:
                 first = stages.first if stages is not None else None
@@ -153,20 +154,20 @@ class DevicePluginUnhealthy(Rule):
                 picture.reasons.append(f"it never got a pod sandbox (no container has "
                                        f"started); the node's operands stop at the {label} "
                                        "stage (see OP001)")
-                picture.causes.append(refs.OP001(name))
+                picture.causes.append(refs.link("OP001", name))
             elif blocked.stage < Stage.PLUGIN:
                 first = stages.first if stages is not None else None
                 label = (first if first is not None else blocked.stage).label
                 picture.reasons.append(f"it waits in init container {blocked.container}; the "
                                        f"node's operands stop at the {label} stage (see OP001)")
-                picture.causes.append(refs.OP001(name))
+                picture.causes.append(refs.link("OP001", name))
         elif not plugin.healthy:
             handler_refused = ctx.facts.pod_events_with(plugin.pod, _HANDLER_REFUSED)
             if handler_refused:
                 # a pod outside the operator's stages (a standalone plugin) refused a sandbox
                 # by Docker's shim: the runtime gate on Docker is the cause
                 picture.reasons.append(_docker_refused(ctx.facts.node_cri(name).describe()))
-                picture.causes.append(refs.RT015(name))
+                picture.causes.append(refs.link("RT015", name))
                 picture.evidence += events_evidence(handler_refused, 2)
         logs = list(ctx.facts.pod_logs.of(plugin.pod))
         if plugin.healthy:
@@ -209,7 +210,7 @@ class DevicePluginUnhealthy(Rule):
                                        f"to {version}")
             if ctx.facts.node_cri(name).containerd_possible and \
                     ctx.facts.runtime(name).has_nvidia is False:
-                picture.causes.append(refs.RT001(name))
+                picture.causes.append(refs.link("RT001", name))
         if _NVML_MISSING in seen:
             self._nvml_missing(ctx, name, picture)
         if unhealthy:
@@ -239,7 +240,7 @@ class DevicePluginUnhealthy(Rule):
     def _gpu_links(ctx: Context, name: str, lines: list[str]) -> list[Link]:
         """DRV001/DRV002 ids of the GPUs the plugin marked, by UUID → PCI address."""
         kernel = ctx.facts.kernel_events.get(name)
-        smi = ctx.bundle.node(name).nvidia_smi
+        smi = ctx.facts.node(name).nvidia_smi
         links: list[Link] = []
         for text in lines:
             uuid = _UUID.search(text)
@@ -250,14 +251,14 @@ class DevicePluginUnhealthy(Rule):
             if gpu is not None:
                 pci = gpu.pci
             elif smi is not None:
-                pci = next((normalize_pci(g.bus_id) for g in smi.gpus
+                pci = next((gpu_address(g.bus_id) for g in smi.gpus
                             if g.uuid and g.uuid.lower() == uuid[0].lower()), None)
             if pci is None:
                 continue
-            links.append(refs.DRV001(name, pci))
+            links.append(refs.link("DRV001", name, pci))
             xid = _XID.search(text)
             if xid is not None and xid[1] == "79":
-                links.append(refs.DRV002(name, pci))
+                links.append(refs.link("DRV002", name, pci))
         return links
 
     def _finding(self, ctx: Context, name: str, obj: Node | None, plugin: OperandPod | None,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, model_for
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op._common import capped, logs_cmd, logs_evidence, namespace
@@ -20,6 +20,7 @@ from analyzers.rules.op._mig import (
     _gpus,
     _indices,
 )
+from bundle import specs
 from bundle.kube import Node
 
 
@@ -51,9 +52,9 @@ class MigMisconfigured(Rule):
     slug = "mig-misconfigured"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), cluster("configmaps.json", optional=True),
-              node("nvidia-smi.xml", optional=True), LOGS, cluster("pods.json", optional=True),
-              cluster("clusterpolicies.json", optional=True))
+    inputs = (cluster(specs.NODES), cluster(specs.CONFIGMAPS, optional=True),
+              node(specs.NVIDIA_SMI, optional=True), LOGS, cluster(specs.PODS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "mig")
 

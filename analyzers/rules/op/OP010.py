@@ -10,8 +10,8 @@ from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, field, node_ref
 from analyzers.rules.op._common import (
@@ -23,6 +23,7 @@ from analyzers.rules.op._common import (
 )
 from analyzers.rules.op._driverfit import named_error
 from analyzers.rules.op._lifecycle import _BUILD_NEXT, _signing_without_secure_boot
+from bundle import specs
 
 
 class DriverKernelMismatch(Rule):
@@ -55,9 +56,9 @@ class DriverKernelMismatch(Rule):
     slug = "driver-kernel-mismatch"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True), LOGS,
-              node("host/uname.txt", optional=True), cluster("clusterpolicies.json", optional=True),
-              node("host/secureboot.txt", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True), LOGS,
+              node(specs.UNAME, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.SECUREBOOT, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "kernel")
 
@@ -99,7 +100,7 @@ class DriverKernelMismatch(Rule):
         if secure_boot_refusal(ctx.facts, name) is not None:
             summary += (" Secure Boot refuses the module for its signature: that is the "
                         "cause, not the kernel match (see DRV004).")
-            causes.append(refs.DRV004(name))
+            causes.append(refs.link("DRV004", name))
         elif named is not None and named.kind == "signing":
             summary += (" " + _signing_without_secure_boot(ctx, name))
         evidence: list[Evidence] = capped([p.where for p in driver.pulls], 2)
@@ -137,5 +138,5 @@ class DriverKernelMismatch(Rule):
                                  nodes=[sh.node(n) for n in others[:4]], more=sh.raw(more)))
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, nodes=[name], objects=objects, evidence=evidence,
-                            remediation=sh.lines(lines), causes=[refs.OP001(name)],
+                            remediation=sh.lines(lines), causes=[refs.link("OP001", name)],
                             caused_by=causes)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.operator_presence import STANDALONE
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, PRESENT, event_evidence, node_ref
 from analyzers.rules.common import field as object_field
@@ -15,6 +15,7 @@ from analyzers.rules.op._common import capped, logs_cmd, namespace, quote
 from analyzers.rules.op._labels import PCI_LABELS
 from analyzers.rules.op._nfd import _CAP, SUBJECT, Labelling, labelling, nfd_role
 from analyzers.rules.op._refused import describe
+from bundle import specs
 
 
 class NodeLabellingBroken(Rule):
@@ -57,14 +58,14 @@ class NodeLabellingBroken(Rule):
     slug = "node-labelling-broken"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("nodes.json"), cluster("pods.json", optional=True), LOGS,
-              cluster("clusterpolicies.json", optional=True),
-              node("host/lspci.txt", optional=True), node("nvidia-smi.xml", optional=True),
-              cluster("daemonsets.json", optional=True), cluster("events.json", optional=True))
+    inputs = (cluster(specs.NODES), cluster(specs.PODS, optional=True), LOGS,
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.LSPCI, optional=True), node(specs.NVIDIA_SMI, optional=True),
+              cluster(specs.DAEMONSETS, optional=True), cluster(specs.EVENTS, optional=True))
     tags = ("operator", "nfd", "gfd", "labels")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        if not ctx.bundle.has("cluster/pods.json"):
+        if not ctx.facts.has(specs.PODS):
             # without the pods nothing says whether NFD runs: OP003 still names the nodes
             raise CannotJudge("the pods were not collected, so NFD's state is unknown")
         picture = labelling(ctx)
@@ -106,9 +107,10 @@ class NodeLabellingBroken(Rule):
         evidence += capped(picture.no_gpu_node, 1) + picture.conditions[:1]
         parts += self._reasons(picture, evidence, expected)
         summary = "Node labelling is broken: " + "; ".join(parts) + "."
-        causes = [link for name in nodes for link in (refs.OP003(name), refs.OP001(name))]
-        causes += [refs.OP006(name) for name in picture.policies]
-        refused_by = [refs.OP017(r.key) for r in picture.refused]
+        causes = [link for name in nodes
+                  for link in (refs.link("OP003", name), refs.link("OP001", name))]
+        causes += [refs.link("OP006", name) for name in picture.policies]
+        refused_by = [refs.link("OP017", r.key) for r in picture.refused]
         objects = [node_ref(name) for name in nodes[:_CAP]]
         objects += [ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)
                     for pod, _ in picture.broken[:2]]

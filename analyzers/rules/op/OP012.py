@@ -4,28 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts import driver
+from analyzers.facts.driver import VERSION_FILE, HostConflict
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._hostdriver import (
-    _SETTLED,
-    DEPLOY_LABEL,
-    UPGRADE_LABEL,
-    VERSION_FILE,
     _causes,
-    _driver_enabled,
     _dropped_by_helm,
     _enabled_evidence,
-    _has_gpu,
-    _host_driver,
-    _host_driver_tried,
-    _HostDriver,
-    _in_use,
     _remediation,
 )
-from bundle.evidence import clip
-from bundle.kube import ClusterPolicy
+from bundle import specs
 
 
 class HostDriverConflict(Rule):
@@ -68,101 +59,56 @@ class HostDriverConflict(Rule):
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("clusterpolicies.json"),
-        node("host/modules.txt", optional=True),
+        cluster(specs.CLUSTERPOLICIES),
+        node(specs.MODULES, optional=True),
         node(VERSION_FILE, optional=True),
-        node("host/lspci.txt", optional=True),
-        node("dmesg.txt", optional=True),
-        node("journal/*.jsonl", optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("helm/*.json", optional=True),
+        node(specs.LSPCI, optional=True),
+        node(specs.DMESG, optional=True),
+        node(specs.JOURNALS, optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.HELM_RELEASES, optional=True),
         LOGS,
-        cluster("events.json", optional=True),
-        node("nvidia-smi.xml", optional=True),
+        cluster(specs.EVENTS, optional=True),
+        node(specs.NVIDIA_SMI, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        policy = ctx.facts.cluster_policy
-        if policy is None:
-            return
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set)
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set)
         for name in names:
-            host = _host_driver(ctx, name)
-            if host is None:
-                continue
-            if _driver_enabled(policy):
-                finding = self._fight(ctx, policy, name, host)
-            else:
-                finding = self._nobody(ctx, policy, name, host)
-            if finding is not None:
-                yield finding
+            conflict = driver.host_conflict(ctx.facts, name)
+            if conflict is not None:
+                yield self._fight(ctx, conflict) if conflict.fight else self._nobody(ctx, conflict)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
-        to it and names it in its summary)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        policy = ctx.facts.cluster_policy
-        host = _host_driver(ctx, name) if policy is not None else None
-        if policy is None or host is None:
-            return False
-        rule = cls()
-        found = (rule._fight(ctx, policy, name, host) if _driver_enabled(policy)
-                 else rule._nobody(ctx, policy, name, host))
-        return found is not None
-
-    def _fight(self, ctx: Context, policy: ClusterPolicy, name: str,
-               host: _HostDriver) -> Finding | None:
-        node_obj = ctx.facts.nodes.get(name)
-        labels = node_obj.labels if node_obj is not None else {}
-        if (not host.loaded or labels.get(DEPLOY_LABEL) == "pre-installed"
-                or labels.get(UPGRADE_LABEL, "") not in _SETTLED):
-            return None
-        in_use = _in_use(ctx, name)
-        operand = ctx.facts.operands.get(name, {}).get("driver")
-        wanted = policy.spec.get("driver", {}).get("version") if isinstance(
-            policy.spec.get("driver"), dict) else None
-        differs = bool(isinstance(wanted, str) and wanted and host.version
-                       and not wanted.startswith(host.version))
-        failing = operand is not None and not operand.healthy
-        if operand is not None and operand.healthy:
-            return None  # whatever its old log says, the container runs now
-        if not in_use and not (failing and differs):
-            return None
+    def _fight(self, ctx: Context, conflict: HostConflict) -> Finding:
+        name, host = conflict.node, conflict.host
         why = []
-        if in_use:
+        if conflict.in_use:
             why.append("its container cannot unload the loaded module ('driver is in use')")
-        if failing and differs and operand is not None:
-            why.append(f"the host runs {host.version} while the policy asks for {wanted}, "
-                       f"and the driver pod is {operand.state}")
+        if conflict.pod_state is not None:
+            why.append(f"the host runs {host.version} while the policy asks for "
+                       f"{conflict.wanted}, and the driver pod is {conflict.pod_state}")
         loaded = f" {host.version}" if host.version else ""
         summary = (f"On {name}, an NVIDIA driver{loaded} is already loaded outside the "
                    "driver container while the ClusterPolicy enables the container: "
                    + "; ".join(why) + ". Host and operator fight over the kernel module.")
-        evidence = [*host.evidence, *in_use, _enabled_evidence(policy)]
+        evidence = [*host.evidence, *conflict.in_use, _enabled_evidence(conflict.policy)]
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=_causes(ctx, name),
                             caused_by=_dropped_by_helm(ctx),
                             remediation=_remediation(name, fight=True))
 
-    def _nobody(self, ctx: Context, policy: ClusterPolicy, name: str,
-                host: _HostDriver) -> Finding | None:
-        if host.loaded or not _has_gpu(ctx, name) or _host_driver_tried(ctx, name):
-            return None
-        artifacts = ctx.bundle.node(name)
-        evidence = [_enabled_evidence(policy)]
+    def _nobody(self, ctx: Context, conflict: HostConflict) -> Finding:
+        name = conflict.node
+        evidence = [_enabled_evidence(conflict.policy)]
         modules = ctx.facts.modules(name)
         if modules is not None:
             evidence.append(Evidence(path=modules.path,
                                      excerpt="(no 'nvidia' module in /proc/modules)"))
-        item = ctx.bundle.manifest.item(artifacts.path(VERSION_FILE))
-        if item is not None and item.error:
-            evidence.append(Evidence(path="manifest.json",
-                                     excerpt=clip(f"{item.path}: {item.error}")))
+        if conflict.version_error is not None:
+            evidence.append(conflict.version_error)
         summary = (f"On {name}, the ClusterPolicy disables the driver container "
                    "(driver.enabled=false) but the host has no NVIDIA driver loaded either: "
                    "nothing provides a driver, so the validator and every operand wait.")

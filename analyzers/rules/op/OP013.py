@@ -6,9 +6,10 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts import dcgm as dcgm_logs
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (
@@ -19,7 +20,8 @@ from analyzers.rules.op._common import (
     operand_evidence,
     quote,
 )
-from analyzers.rules.op._dcgm import MODULE_ERROR, NOT_SUPPORTED, _product, profiling_hits
+from analyzers.rules.op._dcgm import _product
+from bundle import specs
 from bundle.evidence import Locator
 
 
@@ -55,7 +57,7 @@ class DcgmProfilingUnavailable(Rule):
     slug = "dcgm-profiling-unavailable"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), LOGS, node("nvidia-smi.xml", optional=True))
+    inputs = (cluster(specs.PODS), LOGS, node(specs.NVIDIA_SMI, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "monitoring", "dcgm")
 
@@ -65,7 +67,7 @@ class DcgmProfilingUnavailable(Rule):
             exporter = row.get("dcgm-exporter")
             if exporter is None:
                 continue
-            hits = profiling_hits(ctx, exporter)
+            hits = dcgm_logs.profiling_failures(ctx.facts, exporter)
             if hits:
                 yield self._finding(ctx, name, exporter, row.get("dcgm"), hits)
 
@@ -79,14 +81,14 @@ class DcgmProfilingUnavailable(Rule):
         gpu = f" ({product})" if product else ""
         remote = hostengine_address(pod)
         reasons = []
-        if MODULE_ERROR in kinds:
+        if dcgm_logs.MODULE_ERROR in kinds:
             holder = ""
             if dcgm is not None and remote is None:
                 holder = (f": the operator's nvidia-dcgm pod {dcgm.pod.name} runs a host engine "
                           "on the node while the exporter embeds its own DCGM")
             reasons.append("DCGM's profiling module failed, which happens when another DCGM "
                            f"host engine or a profiler holds the GPU's profiling counters{holder}")
-        if NOT_SUPPORTED in kinds:
+        if dcgm_logs.NOT_SUPPORTED in kinds:
             reasons.append(f"the GPU{gpu} does not support DCGM profiling (GeForce cards, GPUs "
                            "before Volta and some virtual GPUs have none)")
         effect = (f"the exporter exits on it and is {exporter.state}, so the node's GPU metrics "
@@ -97,7 +99,7 @@ class DcgmProfilingUnavailable(Rule):
                    f"{effect}.")
         severity = self.severity if not exporter.healthy else Severity.LOW
         evidence: list[Evidence] = [operand_evidence(exporter), *capped(lines, 3)]
-        if dcgm is not None and MODULE_ERROR in kinds:
+        if dcgm is not None and dcgm_logs.MODULE_ERROR in kinds:
             evidence.append(operand_evidence(dcgm))
         logs = list(ctx.facts.pod_logs.of(pod))
         remediation = sh.lines(
@@ -115,4 +117,4 @@ class DcgmProfilingUnavailable(Rule):
         objects = [node_ref(name), ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name)]
         return self.finding(name, summary, severity=severity, nodes=[name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP004(name)])
+                            causes=[refs.link("OP004", name)])

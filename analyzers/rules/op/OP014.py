@@ -6,10 +6,11 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
 from analyzers.rules.op._migbusy import PROCESSES_FILE, _Blocked, _holders, _log_hits, _remediation
+from bundle import specs
 
 
 class MigChangeBlocked(Rule):
@@ -45,14 +46,14 @@ class MigChangeBlocked(Rule):
     inputs = (
         LOGS_REQUIRED,
         node(PROCESSES_FILE, optional=True),
-        node("host/modules.txt", optional=True),
-        cluster("pods.json", optional=True),
+        node(specs.MODULES, optional=True),
+        cluster(specs.PODS, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "mig")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set)
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set)
         for name in names:
             blocked = _Blocked()
             _log_hits(ctx, name, blocked)
@@ -73,5 +74,5 @@ class MigChangeBlocked(Rule):
         return self.finding(name, summary, nodes=[name],
                             objects=[node_ref(name), *blocked.objects],
                             evidence=[*blocked.hits, *blocked.evidence],
-                            causes=[refs.OP009(name)],
+                            causes=[refs.link("OP009", name)],
                             remediation=_remediation(ctx, name, blocked))

@@ -5,22 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts import driver
+from analyzers.facts.driver import DENIED, HEADERS, PACKAGES, SELINUX_FILE, BuildFailure
 from analyzers.facts.preconditions import Need
 from analyzers.facts.stages import Stage
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, node_ref
-from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.op._driverbuild import (
-    _ENFORCING,
-    DENIED,
-    HEADERS,
-    PACKAGES,
-    SELINUX_FILE,
-    _hits,
-    _remediation,
-    _selinux,
-)
+from analyzers.rules.op._driverbuild import _ENFORCING, _remediation
+from bundle import specs
 
 
 class DriverBuildFails(Rule):
@@ -58,30 +51,23 @@ class DriverBuildFails(Rule):
     inputs = (
         LOGS_REQUIRED,
         node(SELINUX_FILE, optional=True),
-        cluster("nodes.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.NODES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        names = sorted(set(ctx.bundle.node_names) | ctx.facts.gpu_node_set
+        names = sorted(set(ctx.facts.node_names) | ctx.facts.gpu_node_set
                        | set(ctx.facts.operands))
         for name in names:
-            hits = _hits(ctx, name)
-            if hits:
-                yield self._finding(ctx, name, hits)
+            failure = driver.build_failure(ctx.facts, name)
+            if failure is not None:
+                yield self._finding(ctx, name, failure)
 
-    @classmethod
-    def explains(cls, ctx: Context, name: str) -> bool:
-        """Whether this rule fires on ``name`` (for OP001's driver stage, which links
-        to it and names it in its summary)."""
-        if cls.skip_reason(ctx.bundle) is not None:
-            return False
-        return bool(_hits(ctx, name))
-
-    def _finding(self, ctx: Context, name: str, hits: dict[str, Evidence]) -> Finding:
+    def _finding(self, ctx: Context, name: str, failure: BuildFailure) -> Finding:
+        hits = failure.hits
         node_obj = ctx.facts.nodes.get(name)
         info = node_obj.status.node_info if node_obj is not None else None
         kernel = info.kernel_version if info is not None and info.kernel_version else ""
@@ -97,7 +83,7 @@ class DriverBuildFails(Rule):
             package = hits[PACKAGES].excerpt.rsplit("match:", 1)[-1].strip()
             reasons.append(f"a package it needs to build the module ({package}) is not in the "
                            "repositories it reaches")
-        state, where = _selinux(ctx, name)
+        state, where = failure.selinux, failure.selinux_line
         if DENIED in hits:
             if state is not None and state.lower() in _ENFORCING:
                 reasons.append(f"SELinux ({state}) denies loading the built module")
@@ -111,9 +97,9 @@ class DriverBuildFails(Rule):
         causes = []
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.first is Stage.DRIVER:
-            causes.append(refs.OP001(name))
-        if DriverNotUsable.explains(ctx, name):  # the module it never built is not loaded
-            causes.append(refs.DRV003(name))
+            causes.append(refs.link("OP001", name))
+        if driver.unusable(ctx.facts, name) is not None:  # the module it never built is not loaded
+            causes.append(refs.link("DRV003", name))
         return self.finding(name, summary, nodes=[name], objects=[node_ref(name)],
                             evidence=evidence, causes=causes,
                             remediation=_remediation(name, set(hits)))

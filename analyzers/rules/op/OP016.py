@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS
 from analyzers.rules.op._common import capped, namespace, quote
 from analyzers.rules.op._crd import _gap_text, _rejections, schema_gap
-from bundle.crds import CRDS
+from bundle import specs
 from bundle.crds import POLICY_CRD as CRD
 
 
@@ -53,19 +53,20 @@ class ClusterPolicySchemaRejected(Rule):
     slug = "clusterpolicy-schema-rejected"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (LOGS, cluster("events.json", optional=True), cluster("helm/*.json", optional=True),
-              cluster("clusterpolicies.json", optional=True), cluster("pods.json", optional=True),
-              cluster("crds.json", optional=True), cluster("deployments.json", optional=True))
+    inputs = (LOGS, cluster(specs.EVENTS, optional=True),
+              cluster(specs.HELM_RELEASES, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.CRDS, optional=True), cluster(specs.DEPLOYMENTS, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "clusterpolicy", "crd", "helm")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         evidence, said, releases = _rejections(ctx)
         gap = None
-        if ctx.bundle.has(CRDS):
-            installed = ctx.bundle.cluster.crds
+        if ctx.facts.has(specs.CRDS):
+            installed = ctx.facts.crds
             if installed is None:
-                self.unjudged(f"{CRDS} holds no readable list of CRDs: the installed CRDs "
+                self.unjudged(f"{specs.CRDS} holds no readable list of CRDs: the installed CRDs "
                               "were not compared with the running operator")
             else:
                 gap = schema_gap(ctx, installed, self)
@@ -73,7 +74,7 @@ class ClusterPolicySchemaRejected(Rule):
             return
         ns = namespace(ctx)
         policy = ctx.facts.cluster_policy
-        policies = [p.metadata.name for p in ctx.bundle.cluster.clusterpolicies]
+        policies = [p.metadata.name for p in ctx.facts.clusterpolicies]
         if said:
             summary = (f"The API server rejects the ClusterPolicy against the installed {CRD} "
                        f"schema: {quote(said[-1], 220)}. Helm never upgrades CRDs, so the CRD "
@@ -102,8 +103,9 @@ class ClusterPolicySchemaRejected(Rule):
             "# apply the CRDs of the chart version you run (kubectl apply -f <chart>/crds/), "
             "then retry: helm upgrade --reuse-values",
         )
-        causes = [refs.OP006(name) for name in policies] + [refs.OP006.missing()]
-        causes += [refs.HELM002(name) for name in releases]
+        causes = [refs.link("OP006", name) for name in policies]
+        causes.append(refs.link("OP006", refs.MISSING))
+        causes += [refs.link("HELM002", name) for name in releases]
         return_objects = [ObjectRef(kind="CustomResourceDefinition", name=CRD)]
         yield self.finding(CRD, summary, objects=return_objects,
                            evidence=capped(evidence, 5), remediation=remediation,

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers import refs
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, field
 from analyzers.rules.op._refused import describe, gpu_stack
+from bundle import specs
 
 
 class DaemonSetRefused(Rule):
@@ -42,9 +44,10 @@ class DaemonSetRefused(Rule):
 
     id = "OP017"
     slug = "daemonset-refused"
+    subject = refs.DAEMONSET
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("daemonsets.json"), cluster("events.json"))
+    inputs = (cluster(specs.DAEMONSETS), cluster(specs.EVENTS))
     tags = ("operator", "admission")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

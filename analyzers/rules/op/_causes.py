@@ -6,10 +6,10 @@ Docker's shim refusing the RuntimeClass handler, OP010/DRV003/DRV004 for an unus
 driver, OP005 for the fabric, OP008 for the device plugin, OP004/OP013 for the DCGM
 exporter; OP012, OP015, CMP020 (the driver container's first failing step), DRV008,
 DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
-another rule's findings, so each explanation here asks the same facts (or the same
-judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
-exactly the findings that exist; where none does, ``unexplained`` quotes the stage's
-first error or names what to ask for next.
+another rule's findings, so each explanation here asks the same verdict of the facts
+(analyzers/facts/driver.py, ...) the explaining rule reports: OP001 then links exactly
+the findings that exist; where none does, ``unexplained`` quotes the stage's first
+error or names what to ask for next (``facts.next_step``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzers import refs
-from analyzers.facts import next_step
+from analyzers.facts import Facts, dcgm, driver, next_step
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
@@ -26,15 +26,8 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
-from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
-from analyzers.rules.drv.DRV010 import GpuBoundToOtherDriver
-from analyzers.rules.op._components import exporter_hits
-from analyzers.rules.op._dcgm import profiling_hits
+from analyzers.rules.common import next_step_text
 from analyzers.rules.op._refused import describe
-from analyzers.rules.op.OP012 import HostDriverConflict
-from analyzers.rules.op.OP015 import DriverBuildFails
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +46,10 @@ def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                    if RUNTIME_HANDLER_REFUSED.search(e.message or "")]
         if not refused:
             return []
-        return [Cause(refs.RT015(node), f"Their sandboxes cannot be created: the node's CRI "
-                                        f"is Docker ({cri.describe()}), which runs no "
-                                        "'nvidia' RuntimeClass handler (see RT015).")]
+        return [Cause(refs.link("RT015", node),
+                      f"Their sandboxes cannot be created: the node's CRI "
+                      f"is Docker ({cri.describe()}), which runs no "
+                      "'nvidia' RuntimeClass handler (see RT015).")]
     if ctx.facts.runtime(node).has_nvidia is not False:
         return []
     if stages.sandbox:
@@ -63,42 +57,38 @@ def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
                 "'nvidia' handler (see RT001).")
     else:
         text = "The node's containerd has no 'nvidia' runtime loaded (see RT001)."
-    return [Cause(refs.RT001(node), text)]
+    return [Cause(refs.link("RT001", node), text)]
 
 
 def _fabric(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     fabric = ctx.facts.nvlink_fabric.get(node)
     if fabric is None or not fabric.not_initialized:
         return []
-    return [Cause(refs.OP005(node), "CUDA reports 'system not yet initialized': the NVLink "
-                                    "fabric is not set up (Fabric Manager, see OP005).")]
+    return [Cause(refs.link("OP005", node),
+                  "CUDA reports 'system not yet initialized': the NVLink "
+                  "fabric is not set up (Fabric Manager, see OP005).")]
 
 
-# Whether a cause holds on a node: a judgement of the facts, or (until it moves into the
-# facts) the ``explains`` of the rule that reports it.
-_Explainer = Callable[[Context, str], bool]
-
-
-def _module_refused(ctx: Context, node: str) -> bool:
-    return secure_boot_refusal(ctx.facts, node) is not None
+# Whether a cause holds on a node: a verdict of the facts.
+_Holds = Callable[[Facts, str], bool]
 
 
 # What can stop the driver stage, in the order OP001 names them.
-_DRIVER_CAUSES: tuple[tuple[_Explainer, refs.NodeRef, str], ...] = (
-    (_module_refused, refs.DRV004,
+_DRIVER_CAUSES: tuple[tuple[_Holds, str, str], ...] = (
+    (lambda facts, node: secure_boot_refusal(facts, node) is not None, "DRV004",
      "Secure Boot refuses the unsigned nvidia module (see DRV004)."),
-    (DriverNotUsable.explains, refs.DRV003,
+    (lambda facts, node: driver.unusable(facts, node) is not None, "DRV003",
      "The NVIDIA driver is not usable on the node (see DRV003)."),
-    (HostDriverConflict.explains, refs.OP012,
+    (lambda facts, node: driver.host_conflict(facts, node) is not None, "OP012",
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
-    (DriverBuildFails.explains, refs.OP015,
+    (lambda facts, node: driver.build_failure(facts, node) is not None, "OP015",
      "The driver container cannot build or load its module on this OS (see OP015)."),
-    (lambda ctx, node: next_step.unnamed_driver_step(ctx.facts, node) is not None, refs.CMP020,
-     "The driver container fails at a build or install step; its first error is quoted "
-     "(see CMP020)."),
-    (DriverCannotDriveGpu.explains, refs.DRV008,
+    (lambda facts, node: next_step.unnamed_driver_step(facts, node) is not None,
+     "CMP020", "The driver container fails at a build or install step; its first "
+     "error is quoted (see CMP020)."),
+    (lambda facts, node: driver.gpu_refusal(facts, node) is not None, "DRV008",
      "The loaded driver cannot drive this GPU (see DRV008)."),
-    (GpuBoundToOtherDriver.explains, refs.DRV010,
+    (lambda facts, node: driver.foreign_binding(facts, node) is not None, "DRV010",
      "The GPUs are bound to another kernel driver (see DRV010)."),
 )
 
@@ -107,22 +97,24 @@ def _driver(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     if stages.first is not Stage.DRIVER:
         return []
     found = []
-    driver = ctx.facts.driver_kernel.get(node)
-    if driver is not None and driver.broken:
-        found.append(Cause(refs.OP010(node), "The driver container cannot install on the "
-                                             "node (see OP010)."))
-    found += [Cause(ref(node), text) for holds, ref, text in _DRIVER_CAUSES
-              if holds(ctx, node)]
-    if not found and NvidiaSmiFailed.explains(ctx, node):
-        found.append(Cause(refs.DRV009(node), "nvidia-smi itself fails on the node "
-                                              "(see DRV009)."))
+    install = ctx.facts.driver_kernel.get(node)
+    if install is not None and install.broken:
+        found.append(Cause(refs.link("OP010", node),
+                           "The driver container cannot install on the "
+                           "node (see OP010)."))
+    found += [Cause(refs.link(rule_id, node), text) for holds, rule_id, text in _DRIVER_CAUSES
+              if holds(ctx.facts, node)]
+    if not found and driver.smi_unexplained(ctx.facts, node):
+        found.append(Cause(refs.link("DRV009", node),
+                           "nvidia-smi itself fails on the node "
+                           "(see DRV009)."))
     return found
 
 
 def _plugin(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     components = {b.operand.component for b in stages.at_first}
     if stages.first is Stage.PLUGIN and "device-plugin" in components:
-        return [Cause(refs.OP008(node), "The device plugin itself is failing (see OP008).")]
+        return [Cause(refs.link("OP008", node), "The device plugin itself is failing (see OP008).")]
     return []
 
 
@@ -132,12 +124,14 @@ def _operands(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
         return []
     exporter = stages.row["dcgm-exporter"]
     found = []
-    if profiling_hits(ctx, exporter):
-        found.append(Cause(refs.OP013(node), "The DCGM exporter cannot collect profiling "
-                                             "metrics (see OP013)."))
-    if exporter_hits(ctx, exporter):
-        found.append(Cause(refs.OP004(node), "The DCGM exporter cannot reach DCGM "
-                                             "(see OP004)."))
+    if dcgm.profiling_failures(ctx.facts, exporter):
+        found.append(Cause(refs.link("OP013", node),
+                           "The DCGM exporter cannot collect profiling "
+                           "metrics (see OP013)."))
+    if dcgm.no_dcgm(ctx.facts, exporter):
+        found.append(Cause(refs.link("OP004", node),
+                           "The DCGM exporter cannot reach DCGM "
+                           "(see OP004)."))
     return found
 
 
@@ -152,8 +146,9 @@ def _refused(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
         if component is None or component in present or \
                 not operator_made(ds, ctx.facts.operator_namespace):
             continue
-        found.append(Cause(refs.OP017(key), f"The {component} has no pod on the node: "
-                                            f"{describe(refusal)} (see OP017)."))
+        found.append(Cause(refs.link("OP017", key),
+                           f"The {component} has no pod on the node: "
+                           f"{describe(refusal)} (see OP017)."))
     return found
 
 
@@ -174,4 +169,4 @@ def unexplained(ctx: Context, stages: NodeStages) -> str:
     the first error its logs show, or what to ask for next (see ``facts.next_step``)."""
     first = stages.first
     assert first is not None
-    return next_step.for_stage(ctx.facts, stages).sentence(f"the {first.label} stage")
+    return next_step_text(next_step.for_stage(ctx.facts, stages), f"the {first.label} stage")

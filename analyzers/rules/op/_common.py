@@ -9,7 +9,7 @@ from analyzers import commands as sh
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Blocked
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import event_evidence, field
 from bundle.evidence import Locator

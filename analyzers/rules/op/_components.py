@@ -6,44 +6,23 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import refs
+from analyzers.facts import driver
+from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
-from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.preconditions import stack_component
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
-from analyzers.models import Evidence
 from analyzers.refs import Link
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.drv.DRV003 import DriverNotUsable
-from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from bundle.evidence import Locator
-from bundle.kube import Node, quantity_int
+from bundle.kube import Node
 
 _UUID = re.compile(r"\bGPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}\b")
 
 
 _XID = re.compile(r"Xid=(\d{1,4})")
-
-
-def _restarts(operand: OperandPod) -> int:
-    status = operand.pod.status
-    return sum(s.restart_count for s in status.container_statuses)
-
-
-def exporter_logs(ctx: Context, exporter: OperandPod) -> tuple[ContainerLog, ...]:
-    """The exporter's logs that tell its present: an earlier run's log only when it
-    is failing or has restarted."""
-    logs = ctx.facts.pod_logs.of(exporter.pod)
-    if exporter.healthy and not _restarts(exporter):
-        logs = tuple(log for log in logs if not log.previous)
-    return logs
-
-
-def exporter_hits(ctx: Context, exporter: OperandPod) -> list[Locator]:
-    """OP004's error lines in the exporter's logs (it cannot reach or start DCGM)."""
-    return [log.locate(m) for log in exporter_logs(ctx, exporter)
-            for m in log.matches("OP004", errors_only=True)]
 
 
 _NVML_MISSING = "dp-nvml-missing"
@@ -101,20 +80,21 @@ def _advertised(obj: Node | None) -> tuple[bool, str]:
             continue
         cap = obj.status.capacity.get(resource)
         alloc = obj.status.allocatable.get(resource)
-        advertised |= (quantity_int(alloc) or 0) > 0
+        advertised |= (gpu_count(alloc) or 0) > 0
         shown.append(f"{resource} capacity {cap or 0}, allocatable {alloc or 0}")
     return advertised, "; ".join(shown) or "no nvidia.com/* resource in capacity"
 
 
 def _driver_down(ctx: Context, name: str) -> list[Link]:
     """The findings saying the node's driver cannot load or drive its GPU."""
-    found = [refs.DRV004(name)] if secure_boot_refusal(ctx.facts, name) is not None else []
-    found += [ref(name) for rule, ref in ((DriverNotUsable, refs.DRV003),
-                                          (DriverCannotDriveGpu, refs.DRV008))
-              if rule.explains(ctx, name)]
-    driver = ctx.facts.driver_kernel.get(name)
-    if driver is not None and driver.broken:
-        found.append(refs.OP010(name))
+    found = [refs.link("DRV004", name)] if secure_boot_refusal(ctx.facts, name) is not None else []
+    if driver.unusable(ctx.facts, name) is not None:
+        found.append(refs.link("DRV003", name))
+    if driver.gpu_refusal(ctx.facts, name) is not None:
+        found.append(refs.link("DRV008", name))
+    install = ctx.facts.driver_kernel.get(name)
+    if install is not None and install.broken:
+        found.append(refs.link("OP010", name))
     return found
 
 

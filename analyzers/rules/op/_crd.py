@@ -14,13 +14,14 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 
-from analyzers import packaged, signatures
-from analyzers.models import Evidence
+from analyzers.knowledge import packaged, signatures
+from analyzers.results.models import Evidence
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import event_evidence, running_operator
 from analyzers.rules.common import field as object_field
-from bundle.crds import CRDS, Crd
+from bundle import specs
 from bundle.crds import POLICY_CRD as CRD
+from bundle.crds import Crd
 from bundle.evidence import Locator
 
 SIGNATURE = "clusterpolicy-schema-rejected"
@@ -92,7 +93,7 @@ def submitted(ctx: Context) -> dict[str, Evidence] | None:
     them into the policy). None when none of these is in the bundle."""
     fields: dict[str, Evidence] = {}
     seen = False
-    for policy in ctx.bundle.cluster.clusterpolicies:
+    for policy in ctx.facts.clusterpolicies:
         seen = True
         name = policy.metadata.name
         for dotted, keys in _paths(policy.spec):
@@ -108,7 +109,7 @@ def submitted(ctx: Context) -> dict[str, Evidence] | None:
                 fields.setdefault(dotted, object_field(
                     policy, f"ClusterPolicy {name} was applied with spec.{dotted}",
                     "metadata", "annotations", LAST_APPLIED))
-    for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+    for release, revisions in sorted(ctx.facts.helm_releases.items()):
         latest = revisions[-1] if revisions else None
         if latest is None or not latest.chart.startswith("gpu-operator"):
             continue
@@ -153,7 +154,7 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
         if fields:
             listed = ", ".join(f"spec.{n}" for n, _ in fields[:_SHOWN])
             evidence.append(Evidence(
-                path=CRDS, pointer=stored.pointer + "/properties",
+                path=specs.CRDS, pointer=stored.pointer + "/properties",
                 excerpt=f"{CRD} {stored.name} schema has no {listed}"
                         + (f" (and {len(fields) - _SHOWN} more)" if len(fields) > _SHOWN
                            else "")))
@@ -162,7 +163,7 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
     crds_missing = [(name, _text(since)) for name, since in need_crds
                     if since <= running and name not in crds]
     for name, first in crds_missing:
-        evidence.append(Evidence(path=CRDS, pointer="/items",
+        evidence.append(Evidence(path=specs.CRDS, pointer="/items",
                                  excerpt=f"no {name} CRD (the operator needs it since {first})"))
     if not evidence:
         return None
@@ -185,7 +186,7 @@ def _rejections(ctx: Context) -> tuple[list[Locator | Evidence], list[str], list
     for event in ctx.facts.events_with(SIGNATURE):
         evidence.append(event_evidence(event))
         said.append(event.message or "")
-    for release, revisions in sorted(ctx.bundle.cluster.helm.items()):
+    for release, revisions in sorted(ctx.facts.helm_releases.items()):
         for revision in revisions:
             hits = signatures.match(revision.description, "event", signatures=wanted)
             if hits:

@@ -1,50 +1,17 @@
-"""OP015: the driver container cannot build or load its module on this OS."""
+"""OP015: the driver container cannot build or load its module on this OS: what to do
+about it (the failure is read by analyzers/facts/driver.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from analyzers import commands as sh
-from analyzers import signatures
-from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence
-from analyzers.rule import Context
-from bundle.evidence import clip
-
-HEADERS = "driver-kernel-headers-unavailable"
-
-
-PACKAGES = "driver-build-package-unavailable"
-
-
-DENIED = "driver-module-insert-permission-denied"
-
-
-SELINUX_FILE = "host/selinux.txt"
-
+from analyzers.facts.driver import DENIED, HEADERS, PACKAGES
 
 _ENFORCING = frozenset({"enforcing", "1"})
 
 
-def _hits(ctx: Context, name: str) -> dict[str, Evidence]:
-    """The first line of each wording in the node's driver container logs."""
-    wanted = (signatures.get(HEADERS), signatures.get(PACKAGES), signatures.get(DENIED))
-    found: dict[str, Evidence] = {}
-    for path, container, text in node_logs(ctx.facts, name, components=("driver",)):
-        for hit in signatures.match(text, "log", container=container, signatures=wanted):
-            found.setdefault(hit.signature.id,
-                             Evidence(path=path, line=hit.line, excerpt=clip(hit.text)))
-    return found
-
-
-def _selinux(ctx: Context, name: str) -> tuple[str | None, Evidence | None]:
-    artifacts = ctx.bundle.node(name)
-    text = artifacts.host("selinux.txt")
-    if not text or not text.strip():
-        return None, None
-    first = text.strip().splitlines()[0].strip()
-    return first, Evidence(path=artifacts.path(SELINUX_FILE), line=1, excerpt=clip(first))
-
-
-def _remediation(name: str, kinds: set[str]) -> str:
+def _remediation(name: str, kinds: AbstractSet[str]) -> str:
     node_arg = sh.node(name)
     lines = [
         sh.cmd("kubectl", "get", "node", node_arg, "-o",

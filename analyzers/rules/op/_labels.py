@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT, field
+from bundle import specs
 from bundle.evidence import clip
-from bundle.kube import DaemonSet, Node, Pod, quantity_int
-from bundle.lspci import parse_lspci
+from bundle.kube import DaemonSet, Node, Pod
 
 DEPLOY = "nvidia.com/gpu.deploy."
 
@@ -122,14 +123,14 @@ def gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
         found.append(field(obj, f"nvidia.com/gpu.product={product}", "metadata", "labels",
                            "nvidia.com/gpu.product"))
     for resource, value in sorted(obj.status.capacity.items()):
-        if is_gpu_resource(resource) and (quantity_int(value) or 0) > 0:
+        if is_gpu_resource(resource) and (gpu_count(value) or 0) > 0:
             found.append(field(obj, f"capacity {resource}: {value}", "status", "capacity",
                                resource))
             break
-    smi = ctx.bundle.node(obj.name).nvidia_smi
+    smi = ctx.facts.node(obj.name).nvidia_smi
     if smi is not None and smi.gpus:
         product_name = smi.gpus[0].product_name or "GPU"
-        found.append(Evidence(path=ctx.bundle.node(obj.name).path("nvidia-smi.xml"),
+        found.append(Evidence(path=ctx.facts.node(obj.name).path(specs.NVIDIA_SMI),
                               excerpt=f"nvidia-smi lists {len(smi.gpus)} GPU(s): "
                                       f"{product_name}"))
     found += _lspci_signs(ctx, obj.name)
@@ -141,12 +142,11 @@ def gpu_signs(ctx: Context, obj: Node) -> list[Evidence]:
 def _lspci_signs(ctx: Context, name: str) -> list[Evidence]:
     """The first NVIDIA GPU of the node's ``host/lspci.txt``: the one sign that needs
     neither the driver nor any operand, so it holds on a fresh install."""
-    artifacts = ctx.bundle.node(name)
-    text = artifacts.host("lspci.txt")
-    gpus = [d for d in parse_lspci(text) if d.is_gpu] if text else []
+    artifacts = ctx.facts.node(name)
+    gpus = [d for d in artifacts.lspci or () if d.is_gpu]
     if not gpus:
         return []
-    return [Evidence(path=artifacts.path("host/lspci.txt"), line=gpus[0].line,
+    return [Evidence(path=artifacts.path(specs.LSPCI), line=gpus[0].line,
                      excerpt=f"lspci lists {len(gpus)} NVIDIA GPU(s): {clip(gpus[0].text)}")]
 
 
@@ -175,5 +175,5 @@ def _nfd_daemonset(daemonsets: Iterable[DaemonSet]) -> DaemonSet | None:
 def _no_gpu_node(ctx: Context) -> bool:
     """The ClusterPolicy says the operator found no GPU node."""
     return any(condition.reason in NFD_REASONS
-               for policy in ctx.bundle.cluster.clusterpolicies
+               for policy in ctx.facts.clusterpolicies
                for condition in policy.status.conditions)

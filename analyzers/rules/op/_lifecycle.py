@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from analyzers.rule import Context, Input
-from bundle import Bundle
+from bundle import specs
 from bundle.kube import Node
-from bundle.manifest import ManifestItem
 
-POLICIES = "cluster/clusterpolicies.json"
-
-
-_MISSING_CRD = re.compile(r"doesn.t have a resource type|no matches for kind|"
-                          r"could not find the requested resource", re.IGNORECASE)
+POLICIES = specs.CLUSTERPOLICIES
 
 
-def missing_crd(bundle: Bundle) -> tuple[int, ManifestItem] | None:
-    """The manifest item whose error says the ClusterPolicy CRD does not exist."""
-    for index, item in enumerate(bundle.manifest.items):
-        if item.path == POLICIES and item.error and _MISSING_CRD.search(item.error):
-            return index, item
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyList(Input):
-    """``cluster/clusterpolicies.json``, or a collection error saying its CRD is missing
-    (then the rule reports the missing CRD instead of being skipped)."""
-
-    def present(self, bundle: Bundle) -> bool:
-        return Input.present(self, bundle) or missing_crd(bundle) is not None
+# What the collector's failed read of the ClusterPolicy list says when the CRD itself is
+# missing: the list stands for itself (OP006 reports the missing CRD, not a skip).
+MISSING_CRD = (r"doesn.t have a resource type|no matches for kind|"
+               r"could not find the requested resource")
+POLICY_LIST = Input(POLICIES, error=MISSING_CRD)
 
 
 _NODE_REASONS = {"OperandNotReady", "DriverNotReady", "ReconcileFailed",

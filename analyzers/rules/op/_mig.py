@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.mig import MigEntry, device_id
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import field
-from bundle.kube import Node, quantity_int
-from bundle.nvsmi_health import locate
+from bundle import specs
+from bundle.kube import Node
 
 CONFIG_LABEL = "nvidia.com/mig.config"
 
@@ -34,12 +35,11 @@ class GpuView:
 
 def _gpus(ctx: Context, obj: Node) -> list[GpuView]:
     """The node's GPUs in NVML index order: nvidia-smi first, else the GFD labels."""
-    artifacts = ctx.bundle.node(obj.name)
+    artifacts = ctx.facts.node(obj.name)
     smi = artifacts.nvidia_smi
     capable = obj.labels.get(CAPABLE_LABEL)
     if smi is not None and smi.gpus:
-        path = artifacts.path("nvidia-smi.xml")
-        text = artifacts.text("nvidia-smi.xml") or ""
+        path = artifacts.path(specs.NVIDIA_SMI)
         views = []
         for index, gpu in enumerate(smi.gpus):
             element = gpu.element.find("mig_mode/current_mig")
@@ -49,7 +49,7 @@ def _gpus(ctx: Context, obj: Node) -> list[GpuView]:
             where = None
             if current == "N/A" or consumer:
                 supported = False
-                hit = locate(text, gpu.bus_id, "mig_mode/current_mig") \
+                hit = artifacts.smi_line(gpu.bus_id, "mig_mode/current_mig") \
                     if current == "N/A" else None
                 where = (Evidence(path=path, line=hit[0], excerpt=f"GPU {index}: {hit[1]}")
                          if hit is not None else
@@ -63,7 +63,7 @@ def _gpus(ctx: Context, obj: Node) -> list[GpuView]:
     product = obj.labels.get(PRODUCT_LABEL)
     if product and "-MIG-" in product:
         product = product.split("-MIG-")[0]
-    count = quantity_int(obj.labels.get("nvidia.com/gpu.count")) or 1
+    count = gpu_count(obj.labels.get("nvidia.com/gpu.count")) or 1
     supported = {"true": True, "false": False}.get(capable or "")
     where = field(obj, f"{CAPABLE_LABEL}={capable}", "metadata", "labels", CAPABLE_LABEL) \
         if supported is False else None

@@ -6,20 +6,20 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers import signatures
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.facts.logindex import node_logs
-from analyzers.models import Evidence, ObjectRef
+from analyzers.knowledge import signatures
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Context
 from analyzers.rules.common import field as object_field
 from analyzers.rules.common import ref
+from bundle import specs
 from bundle.evidence import clip
-from bundle.hostprocs import parse_gpu_processes
 
 SIGNATURE = "mig-manager-gpu-in-use"
 
 
-PROCESSES_FILE = "host/gpu-processes.txt"
+PROCESSES_FILE = specs.GPU_PROCESSES
 
 
 _BDF = re.compile(r"GPU\s+(?P<bdf>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
@@ -56,9 +56,8 @@ def _log_hits(ctx: Context, name: str, blocked: _Blocked) -> None:
 
 
 def _holders(ctx: Context, name: str, blocked: _Blocked) -> None:
-    artifacts = ctx.bundle.node(name)
-    text = artifacts.host("gpu-processes.txt")
-    for process in parse_gpu_processes(text or ""):
+    artifacts = ctx.facts.node(name)
+    for process in artifacts.gpu_processes:
         blocked.holders.append(f"{process.comm} (host pid {process.pid})")
         blocked.evidence.append(Evidence(path=artifacts.path(PROCESSES_FILE),
                                          line=process.line, excerpt=clip(process.text)))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.refusals import CreateRefusal
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
 from analyzers.rules.common import field as object_field
@@ -109,13 +109,13 @@ def _log_hits(ctx: Context, pods: Iterable[Pod], wanted: tuple[str, ...]
 def labelling(ctx: Context) -> Labelling:
     """Read nodes, NFD and GFD pods, their logs, the operator's log and the policy."""
     picture = Labelling()
-    for obj in ctx.bundle.cluster.nodes:
+    for obj in ctx.facts.node_objects:
         if not has_pci_label(obj):
             signs = [s for s in gpu_signs(ctx, obj) if not s.excerpt.startswith(PRESENT)]
             if signs:
                 picture.unlabelled[obj.name] = signs
     labellers: list[Pod] = []
-    for pod in ctx.bundle.cluster.pods:
+    for pod in ctx.facts.pods:
         role = nfd_role(pod)
         if role is not None:
             picture.nfd_pods.setdefault(role, []).append(pod)
@@ -132,7 +132,7 @@ def labelling(ctx: Context) -> Labelling:
     picture.denied = _log_hits(ctx, labellers, (DENIED,))
     picture.no_gpu_node = [hit for _, hit in
                            _log_hits(ctx, ctx.facts.operator_pods, NO_GPU_NODE)][-1:]
-    for policy in ctx.bundle.cluster.clusterpolicies:
+    for policy in ctx.facts.clusterpolicies:
         for index, condition in enumerate(policy.status.conditions):
             if condition.reason in NFD_REASONS:
                 picture.policies.append(policy.metadata.name)

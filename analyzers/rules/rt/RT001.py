@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
@@ -20,6 +20,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._base import _CAUSE_TEXT, _cause_link, _remediation, _uses_nvidia
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod, RuntimeClass
 
@@ -50,10 +51,10 @@ class NoNvidiaRuntime(Rule):
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
     inputs = (
-        node("containerd/config-dump.toml"),
-        cluster("runtimeclasses.json", optional=True),
-        cluster("pods.json", optional=True),
-        cluster("events.json", optional=True),
+        node(specs.CONTAINERD_DUMP),
+        cluster(specs.RUNTIMECLASSES, optional=True),
+        cluster(specs.PODS, optional=True),
+        cluster(specs.EVENTS, optional=True),
         *OPERATOR_SETTINGS,
         *RUNTIME_FILES,
         LOGS,
@@ -63,7 +64,7 @@ class NoNvidiaRuntime(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        classes = ctx.bundle.cluster.runtimeclasses
+        classes = ctx.facts.runtimeclasses
         handlers = {rc.metadata.name: rc.handler for rc in classes}
         nvidia_classes = [rc for rc in classes if rc.handler == NVIDIA_HANDLER]
         namespace = facts.operator_namespace or "gpu-operator"
@@ -92,7 +93,7 @@ class NoNvidiaRuntime(Rule):
         evidence: list[Evidence] = [Evidence(
             path=state.dump_path, line=None,
             excerpt=f"(no runtimes.{NVIDIA_HANDLER} table; loaded runtimes: {loaded})")]
-        dump_text = ctx.bundle.node(node_name).config_dump_text or ""
+        dump_text = ctx.facts.node(node_name).config_dump_text or ""
         runtime_line = first_line(state.dump_path, dump_text, "runtimes.")
         if runtime_line is not None:
             evidence.append(Evidence(path=runtime_line.path, line=runtime_line.line,

@@ -11,10 +11,11 @@ from analyzers import refs
 from analyzers.facts.containerd_merge import Clobber
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
 from analyzers.rules.rt._dropin import _file_evidence, _merged_dropin, _restart_line
+from bundle import specs
 
 
 class DropInClobber(Rule):
@@ -42,8 +43,8 @@ class DropInClobber(Rule):
     slug = "dropin-clobber"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml", optional=True),
-              node("containerd/version.txt", optional=True), RUNTIME_FILE)
+    inputs = (node(specs.CONTAINERD_FILES), node(specs.CONTAINERD_DUMP, optional=True),
+              node(specs.CONTAINERD_VERSION, optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -57,8 +58,8 @@ class DropInClobber(Rule):
             clobber = state.nvidia_clobber()
             if clobber is None or state.has_nvidia is True:
                 continue
-            files = ctx.bundle.node(node_name).containerd_files
-            version = ctx.bundle.node(node_name).containerd_version or "unknown version"
+            files = ctx.facts.node(node_name).containerd_files
+            version = ctx.facts.node(node_name).containerd_version or "unknown version"
             later = posixpath.basename(clobber.file)
             earlier = posixpath.basename(clobber.overridden)
             loaded = ("the loaded configuration confirms it (no runtimes.nvidia)"
@@ -97,4 +98,4 @@ class DropInClobber(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                                evidence=evidence, remediation=remediation,
-                               causes=[refs.RT001(node_name)])
+                               causes=[refs.link("RT001", node_name)])

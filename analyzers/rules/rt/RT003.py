@@ -7,12 +7,14 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.containerd_merge import relative_imports
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, OPERATOR_SETTINGS, RUNTIME_FILES, node_ref
-from analyzers.rules.rt._dropin import _file_evidence, _relative_imports, _restart_line
+from analyzers.rules.rt._dropin import _file_evidence, _restart_line
+from bundle import specs
 from bundle.evidence import first_line
 
 
@@ -40,8 +42,8 @@ class DropInNotImported(Rule):
     slug = "dropin-not-imported"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/files/*"), node("containerd/config-dump.toml"), *RUNTIME_FILES,
-              *OPERATOR_SETTINGS, cluster("pods.json", optional=True), LOGS)
+    inputs = (node(specs.CONTAINERD_FILES), node(specs.CONTAINERD_DUMP), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, cluster(specs.PODS, optional=True), LOGS)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -57,17 +59,17 @@ class DropInNotImported(Rule):
                 continue  # the toolkit's own drop-in, written where this runtime never looks: RT008
             dropin = state.unimported_dropins[0]
             imports = ", ".join(state.imports) or "none"
-            dump_text = ctx.bundle.node(node_name).config_dump_text or ""
+            dump_text = ctx.facts.node(node_name).config_dump_text or ""
             dump_line = first_line(state.dump_path, dump_text, "imports")
             evidence = [_file_evidence(ctx, node_name, dropin, f"runtimes.{NVIDIA_HANDLER}"),
                         Evidence(path=state.dump_path, line=dump_line.line if dump_line else None,
                                  excerpt=dump_line.excerpt if dump_line else "(no imports)")]
             main = state.main
-            if main in ctx.bundle.node(node_name).containerd_files:
+            if main in ctx.facts.node(node_name).containerd_files:
                 evidence.append(_file_evidence(ctx, node_name, main, "version"))
             summary = (f"On {node_name}, {dropin} defines the nvidia runtime but containerd "
                        f"never read it: the loaded configuration imports {imports}.")
-            relative = _relative_imports(ctx.bundle.node(node_name).containerd_files.get(main))
+            relative = relative_imports(ctx.facts.node(node_name).containerd_files.get(main))
             if relative:
                 summary += (f" config.toml imports {', '.join(relative)} by a relative path; "
                             "containerd before 1.6.29 / 1.7.16 resolves that against its working "
@@ -82,7 +84,7 @@ class DropInNotImported(Rule):
                 directory = where.layout.dropin_dir
                 yield self.finding(
                     node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
-                    evidence=evidence, causes=[refs.RT001(node_name)], remediation=sh.lines(
+                    evidence=evidence, causes=[refs.link("RT001", node_name)], remediation=sh.lines(
                         sh.note("# on {node}: {main} is generated and imports {dir}/*.toml",
                                 node=sh.node(node_name), main=sh.path(main),
                                 dir=sh.path(directory)),
@@ -102,4 +104,4 @@ class DropInNotImported(Rule):
             )
             yield self.finding(node_name, summary, nodes=[node_name],
                                objects=[node_ref(node_name)], evidence=evidence,
-                               remediation=remediation, causes=[refs.RT001(node_name)])
+                               remediation=remediation, causes=[refs.link("RT001", node_name)])

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, node
 from analyzers.rules.common import RUNTIME_FILE, node_ref
 from analyzers.rules.rt._service import (
@@ -22,6 +21,7 @@ from analyzers.rules.rt._service import (
     _unit,
     restarts,
 )
+from bundle import specs
 from bundle.textfiles import JournalEntry
 
 
@@ -51,8 +51,8 @@ class ContainerdRestarts(Rule):
     slug = "containerd-restarts"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (node("journal/containerd.jsonl"), node("systemd/containerd.txt", optional=True),
-              node("systemd/*", optional=True), RUNTIME_FILE)
+    inputs = (node(specs.CONTAINERD_JOURNAL), node(specs.SYSTEMD_CONTAINERD, optional=True),
+              node(specs.SYSTEMD_ANY, optional=True), RUNTIME_FILE)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
@@ -70,7 +70,7 @@ class ContainerdRestarts(Rule):
             raise CannotJudge(f"no GPU node runs containerd under a unit that exists: "
                               f"{'; '.join(reasons[:3])}")
         # restarts() reads life-cycle lines only: the shared scan keeps those (facts/journals)
-        seen = {n: restarts(list(journal_scan(ctx.bundle, n, "containerd").lifecycle))
+        seen = {n: restarts(list(ctx.facts.node(n).journal(specs.CONTAINERD_UNIT).lifecycle))
                 if u.name == "containerd" else ([], []) for n, u in units.items()}
         moments = _Moments(seen)
         for node_name, unit in units.items():
@@ -80,8 +80,8 @@ class ContainerdRestarts(Rule):
 
     def _node(self, ctx: Context, node_name: str, seen: tuple[list[Restart], list[JournalEntry]],
               moments: _Moments, judged: _Unit) -> Finding | None:
-        artifacts = ctx.bundle.node(node_name)
-        journal_path = artifacts.path("journal/containerd.jsonl")
+        artifacts = ctx.facts.node(node_name)
+        journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
         found, failures = seen
         unit = judged.show or {}
         policy = unit.get("Restart")
@@ -108,7 +108,7 @@ class ContainerdRestarts(Rule):
                              if r.entry.time is not None)
             parts.append(f"containerd started {len(found)} time(s) in the journal ({when}"
                          f"{', …' if len(found) > 4 else ''}), {len(hups)} after a SIGHUP kill")
-        pids = _pids(journal_scan(ctx.bundle, node_name, "containerd").pids)
+        pids = _pids(ctx.facts.node(node_name).journal(specs.CONTAINERD_UNIT).pids)
         if len(pids) > 1:
             chain = " → ".join(map(str, pids[:5]))
             parts.append(f"its PID changed {len(pids) - 1} time(s) ({chain})")
@@ -140,7 +140,7 @@ class ContainerdRestarts(Rule):
                                      excerpt=restart.entry.message))
         evidence += [Evidence(path=journal_path, line=e.line, excerpt=e.message)
                      for e in failures[:2]]
-        systemd_path = artifacts.path(f"systemd/{name}.txt")
+        systemd_path = artifacts.path(specs.systemd(name))
         if weak_policy or dead:
             evidence.append(Evidence(path=systemd_path, excerpt=f"Restart={policy} "
                                      f"ActiveState={state}"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers.facts.journals import journal_scan
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
 from analyzers.rules.rt._service import _CRI_NAMES, _cri_remediation
+from bundle import specs
 
 
 class CriPluginDisabled(Rule):
@@ -33,30 +33,30 @@ class CriPluginDisabled(Rule):
     slug = "cri-plugin-disabled"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/config-dump.toml"), node("journal/containerd.jsonl", optional=True))
+    inputs = (node(specs.CONTAINERD_DUMP), node(specs.CONTAINERD_JOURNAL, optional=True))
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        for node_name in ctx.bundle.node_names:
+        for node_name in sorted(ctx.facts.node_dirs):
             if not ctx.facts.node_runtime(node_name).containerd:
                 # Docker's own containerd ships with CRI disabled: normal where the kubelet
                 # talks to Docker (or CRI-O), and no claim about the node's CRI
                 continue
-            artifacts = ctx.bundle.node(node_name)
+            artifacts = ctx.facts.node(node_name)
             evidence: list[Evidence] = []
             dump = artifacts.config_dump or {}
             disabled = [str(p) for p in dump.get("disabled_plugins", []) or []
                         if str(p) in _CRI_NAMES]
             if disabled:
-                dump_path = artifacts.path("containerd/config-dump.toml")
+                dump_path = artifacts.path(specs.CONTAINERD_DUMP)
                 text = artifacts.config_dump_text or ""
                 line = next((i for i, raw in enumerate(text.splitlines(), 1)
                              if raw.strip().startswith("disabled_plugins")), None)
                 evidence.append(Evidence(path=dump_path, line=line,
                                          excerpt=f"disabled_plugins = {disabled}"))
-            journal_path = artifacts.path("journal/containerd.jsonl")
-            for entry, found in journal_scan(ctx.bundle, node_name, "containerd").matches:
+            journal_path = artifacts.path(specs.CONTAINERD_JOURNAL)
+            for entry, found in ctx.facts.node(node_name).journal(specs.CONTAINERD_UNIT).matches:
                 if any("RT005" in m.signature.rules for m in found):
                     evidence.append(Evidence(path=journal_path, line=entry.line,
                                              excerpt=entry.message))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import (
     LOGS,
@@ -19,6 +19,7 @@ from analyzers.rules.rt._refs import (
     _cdi_remediation,
     _ItemsByPath,
 )
+from bundle import specs
 
 
 class CdiSpecMissing(Rule):
@@ -43,9 +44,9 @@ class CdiSpecMissing(Rule):
     slug = "cdi-spec-missing"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (cluster("clusterpolicies.json"), node("nvidia-smi.xml", optional=True),
-              node("cdi/*", optional=True), cluster("helm/*.json", optional=True),
-              cluster("pods.json", optional=True), *RUNTIME_FILES, LOGS)
+    inputs = (cluster(specs.CLUSTERPOLICIES), node(specs.NVIDIA_SMI, optional=True),
+              node(specs.CDI_ANY, optional=True), cluster(specs.HELM_RELEASES, optional=True),
+              cluster(specs.PODS, optional=True), *RUNTIME_FILES, LOGS)
     tags = ("runtime", "cdi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -53,17 +54,18 @@ class CdiSpecMissing(Rule):
         cdi = policy.spec.get("cdi") if policy is not None else None
         if policy is None or not isinstance(cdi, dict) or cdi.get("enabled") is not True:
             return
-        items = _ItemsByPath(ctx.bundle.manifest.items)
+        items = _ItemsByPath(ctx.facts.manifest.items)
         judged = [n for n in ctx.facts.gpu_nodes
                   if n in ctx.facts.node_dirs and _cdi_collected(ctx, items, n)]
         if not judged:
             raise CannotJudge("no GPU node had its CDI directories (cdi/) collected")
         for node_name in judged:
-            artifacts = ctx.bundle.node(node_name)
-            specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
+            artifacts = ctx.facts.node(node_name)
+            nvidia_specs = {p: t for p, t in artifacts.cdi_files.items() if "nvidia" in p.lower()}
             policy_evidence = field(policy, "spec.cdi.enabled: true", "spec", "cdi", "enabled")
-            if not specs:
-                gap = next((i for i in items.under(f"nodes/{node_name}/cdi") if i.error), None)
+            if not nvidia_specs:
+                cdi_dir = specs.node_file(node_name, specs.CDI_DIR)
+                gap = next((i for i in items.under(cdi_dir.rstrip("/")) if i.error), None)
                 excerpt = (f"{gap.path}: {gap.error}" if gap is not None
                            else "(no file with 'nvidia' in its name under cdi/)")
                 yield self.finding(
@@ -72,13 +74,13 @@ class CdiSpecMissing(Rule):
                     "no NVIDIA CDI spec exists under /etc/cdi or /var/run/cdi.",
                     nodes=[node_name], objects=[node_ref(node_name)],
                     evidence=[policy_evidence,
-                              Evidence(path=artifacts.path("cdi/"), excerpt=excerpt)],
+                              Evidence(path=artifacts.path(specs.CDI_DIR), excerpt=excerpt)],
                     caused_by=_cause_link(ctx, node_name),
                     remediation=_cdi_remediation(node_name))
                 continue
             smi = artifacts.nvidia_smi
             driver = smi.driver_version if smi is not None else None
-            for path, text in sorted(specs.items()):
+            for path, text in sorted(nvidia_specs.items()):
                 versions = set(_SO_VERSION.findall(text))
                 if driver and versions and driver not in versions:
                     found = ", ".join(sorted(versions))
@@ -87,9 +89,9 @@ class CdiSpecMissing(Rule):
                         f"On {node_name}, the CDI spec cdi/{path} was generated for driver "
                         f"{found}, but the node runs {driver}.",
                         severity=Severity.HIGH, nodes=[node_name], objects=[node_ref(node_name)],
-                        evidence=[Evidence(path=artifacts.path("cdi/" + path),
+                        evidence=[Evidence(path=artifacts.path(specs.CDI_DIR + path),
                                            excerpt=f"libraries of driver {found}"),
-                                  Evidence(path=artifacts.path("nvidia-smi.xml"),
+                                  Evidence(path=artifacts.path(specs.NVIDIA_SMI),
                                            excerpt=f"driver_version {driver}")],
                         remediation=_cdi_remediation(node_name))
                     break

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     LOGS,
@@ -26,6 +26,7 @@ from analyzers.rules.rt._refs import (
     _not_gpu_node,
     _runtime_word,
 )
+from bundle import specs
 from bundle.kube import RuntimeClass
 
 
@@ -50,20 +51,20 @@ class BrokenRuntimeReference(Rule):
     slug = "broken-runtime-reference"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("runtimeclasses.json"), cluster("pods.json"),
-              node("containerd/config-dump.toml", optional=True), *RUNTIME_FILES,
-              *OPERATOR_SETTINGS, node("nvidia-smi.xml", optional=True), LOGS,
-              cluster("events.json", optional=True))
+    inputs = (cluster(specs.RUNTIMECLASSES), cluster(specs.PODS),
+              node(specs.CONTAINERD_DUMP, optional=True), *RUNTIME_FILES,
+              *OPERATOR_SETTINGS, node(specs.NVIDIA_SMI, optional=True), LOGS,
+              cluster(specs.EVENTS, optional=True))
     tags = ("runtime",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        classes = {rc.metadata.name: rc for rc in ctx.bundle.cluster.runtimeclasses}
+        classes = {rc.metadata.name: rc for rc in ctx.facts.runtimeclasses}
         yield from self._missing_classes(ctx, classes)
         yield from self._missing_handlers(ctx, classes)
 
     def _missing_classes(self, ctx: Context, classes: dict[str, RuntimeClass]) -> Iterable[Finding]:
         users = defaultdict(list)
-        for pod in ctx.bundle.cluster.pods:
+        for pod in ctx.facts.pods:
             name = pod.spec.runtime_class_name
             if name and name not in classes and not pod.terminated:
                 users[name].append(pod)
@@ -95,7 +96,7 @@ class BrokenRuntimeReference(Rule):
             if len(lacking) < len(judged):
                 continue
             links = sorted({link for n in lacking for link in _cause_link(ctx, n)}
-                           | {refs.OP003(n) for n in lacking if _not_gpu_node(ctx, n)})
+                           | {refs.link("OP003", n) for n in lacking if _not_gpu_node(ctx, n)})
             yield self.finding(
                 f"handler/{handler}",
                 f"RuntimeClass {name} uses handler '{handler}', but no GPU node's loaded "

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.gate import Misdirection
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import (
     LOGS,
@@ -17,6 +17,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._distro import _distro_evidence, _env_fixes, _log_evidence, _where
+from bundle import specs
 
 
 class ToolkitMisdirected(Rule):
@@ -47,9 +48,9 @@ class ToolkitMisdirected(Rule):
     slug = "toolkit-misdirected"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), cluster("clusterpolicies.json", optional=True),
-              cluster("helm/*.json", optional=True), RUNTIME_FILE,
-              *RUNTIME_FILES, cluster("pods.json", optional=True), LOGS)
+    inputs = (cluster(specs.NODES), cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.HELM_RELEASES, optional=True), RUNTIME_FILE,
+              *RUNTIME_FILES, cluster(specs.PODS, optional=True), LOGS)
     needs = (Need.OPERATOR,)
     tags = ("runtime", "containerd", "distribution")
 
@@ -101,4 +102,4 @@ class ToolkitMisdirected(Rule):
         )
         return self.finding(node_name, summary, nodes=[node_name], objects=[node_ref(node_name)],
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.RT001(node_name)])
+                            causes=[refs.link("RT001", node_name)])

@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.gate import TemplateLoss
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     LOGS,
@@ -18,6 +18,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._distro import _distro_evidence, _log_evidence, _where
+from bundle import specs
 from bundle.evidence import first_line
 
 
@@ -50,8 +51,8 @@ class TemplateLostRuntime(Rule):
     slug = "template-lost-runtime"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (node("containerd/files/*"), RUNTIME_FILE,
-              cluster("pods.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    inputs = (node(specs.CONTAINERD_FILES), RUNTIME_FILE,
+              cluster(specs.PODS, optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     needs = (Need.OPERATOR, Need.CONTAINERD,)
     tags = ("runtime", "containerd", "distribution")
 
@@ -64,7 +65,7 @@ class TemplateLostRuntime(Rule):
 
     def _finding(self, ctx: Context, node_name: str, loss: TemplateLoss) -> Finding:
         nr = ctx.facts.node_runtime(node_name)
-        artifacts = ctx.bundle.node(node_name)
+        artifacts = ctx.facts.node(node_name)
         files = artifacts.containerd_files
         parts: list[str] = []
         evidence: list[Evidence] = []
@@ -73,17 +74,17 @@ class TemplateLostRuntime(Rule):
             parts.append(f"{loss.main} defines the nvidia runtime but {loss.template}, which "
                          "it is rebuilt from at every start, does not: the runtime is lost "
                          "at the next restart")
-            hit = first_line(artifacts.path("containerd/files" + loss.main),
+            hit = first_line(artifacts.path(specs.containerd_file(loss.main)),
                              files.get(loss.main, ""), "nvidia")
             if hit is not None:
                 evidence.append(Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt))
-            evidence.append(Evidence(path=artifacts.path("containerd/files" + loss.template),
+            evidence.append(Evidence(path=artifacts.path(specs.containerd_file(loss.template)),
                                      excerpt="(no nvidia runtime in the template)"))
         setting = ctx.facts.toolkit_settings
         if loss.toolkit_on_template and loss.template is not None:
             parts.append(f"the toolkit is told to edit {loss.template}, a Go template it "
                          "cannot parse as TOML")
-            hit = first_line(artifacts.path("containerd/files" + loss.template),
+            hit = first_line(artifacts.path(specs.containerd_file(loss.template)),
                              files.get(loss.template, ""), "{{")
             if hit is not None:
                 evidence.append(Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt))
@@ -104,7 +105,7 @@ class TemplateLostRuntime(Rule):
             if told is not None:
                 evidence.append(told.evidence)
             if rebuilt in files:
-                evidence.append(Evidence(path=artifacts.path("containerd/files" + rebuilt),
+                evidence.append(Evidence(path=artifacts.path(specs.containerd_file(rebuilt)),
                                          excerpt="(no nvidia runtime in the template)"))
             severity = Severity.CRITICAL
         if loss.parse_failures:
@@ -130,4 +131,4 @@ class TemplateLostRuntime(Rule):
         )
         return self.finding(node_name, summary, severity=severity, nodes=[node_name],
                             objects=[node_ref(node_name)], evidence=evidence,
-                            remediation=remediation, causes=[refs.RT001(node_name)])
+                            remediation=remediation, causes=[refs.link("RT001", node_name)])

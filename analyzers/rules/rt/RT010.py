@@ -10,7 +10,7 @@ from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import CrioState
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import (
     EVENT_CAP,
@@ -23,6 +23,7 @@ from analyzers.rules.common import (
     node_ref,
 )
 from analyzers.rules.rt._distro import _distro_evidence, _needs_nvidia, _where
+from bundle import specs
 from bundle.kube import Event, Pod
 
 
@@ -51,15 +52,15 @@ class CrioNoNvidiaHandler(Rule):
     slug = "crio-no-nvidia-handler"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node("crio/*", optional=True),
-              cluster("runtimeclasses.json", optional=True), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
+    inputs = (cluster(specs.NODES), node(specs.CRIO_ANY, optional=True),
+              cluster(specs.RUNTIMECLASSES, optional=True), cluster(specs.PODS, optional=True),
+              cluster(specs.EVENTS, optional=True), *RUNTIME_FILES, *OPERATOR_SETTINGS, LOGS)
     needs = (Need.CRIO,)
     tags = ("runtime", "cri-o", "distribution")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        handlers = {rc.metadata.name: rc.handler for rc in ctx.bundle.cluster.runtimeclasses}
+        handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         unread: list[str] = []
         for node_name in facts.gpu_nodes:
             nr = facts.node_runtime(node_name)
@@ -103,8 +104,8 @@ class CrioNoNvidiaHandler(Rule):
         if crio is not None and crio.nvidia_files and loaded is not None:
             hooks = (f"; {crio.nvidia_files[0]} defines the handler but the running CRI-O has "
                      "not loaded it (restarted since?)")
-            evidence.append(Evidence(path=ctx.bundle.node(node_name).path(
-                "crio/files" + crio.nvidia_files[0]), excerpt="[crio.runtime.runtimes.nvidia]"))
+            evidence.append(Evidence(path=ctx.facts.node(node_name).path(
+                specs.crio_file(crio.nvidia_files[0])), excerpt="[crio.runtime.runtimes.nvidia]"))
         elif crio is not None and crio.hooks:
             hooks = (f"; the NVIDIA OCI hook is installed ({crio.hooks[0]}), so GPUs are "
                      "injected without a handler and these pods should not name the nvidia "
@@ -131,4 +132,4 @@ class CrioNoNvidiaHandler(Rule):
         # device plugin not registered (links to absent findings are dropped)
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation,
-                            causes=[refs.OP001(node_name), refs.OP008(node_name)])
+                            causes=[refs.link("OP001", node_name), refs.link("OP008", node_name)])

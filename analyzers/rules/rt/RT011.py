@@ -8,7 +8,7 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.handlers import NVIDIA_PREFIX, RuntimeEntry
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
 from analyzers.rules.rt._handler import (
@@ -28,6 +28,7 @@ from analyzers.rules.rt._handler import (
     _pods_of,
     _sc001_links,
 )
+from bundle import specs
 from bundle.kube import Pod
 
 
@@ -61,8 +62,8 @@ class NvidiaHandlerBroken(Rule):
     slug = "nvidia-handler-broken"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (node("containerd/config-dump.toml"), cluster("events.json", optional=True),
-              cluster("pods.json", optional=True), cluster("clusterpolicies.json", optional=True),
+    inputs = (node(specs.CONTAINERD_DUMP), cluster(specs.EVENTS, optional=True),
+              cluster(specs.PODS, optional=True), cluster(specs.CLUSTERPOLICIES, optional=True),
               LOGS, *RUNTIME_FILES)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
@@ -96,7 +97,7 @@ class NvidiaHandlerBroken(Rule):
         for name in untyped[:2]:
             line = _dump_line(ctx, node_name, f"runtimes.{name}]")
             broken.evidence.append(line if line is not None else Evidence(
-                path=ctx.bundle.node(node_name).path("containerd/config-dump.toml"),
+                path=ctx.facts.node(node_name).path(specs.CONTAINERD_DUMP),
                 excerpt=f"(runtimes.{name} has no runtime_type)"))
         broken.evidence += [event_evidence(e) for e in events[:EVENT_CAP]]
         broken.pods += _pods_of(ctx.facts, pods, events)
@@ -180,5 +181,5 @@ class NvidiaHandlerBroken(Rule):
         return self.finding(
             node_name, summary, nodes=[node_name], objects=objects, evidence=broken.evidence,
             remediation=remediation,
-            causes=[refs.OP001(node_name), refs.OP008(node_name),
+            causes=[refs.link("OP001", node_name), refs.link("OP008", node_name),
                     *_sc001_links(facts, node_name)])

@@ -9,7 +9,7 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes
 from analyzers.facts.preconditions import Need
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, RUNTIME_FILES, event_evidence, names, node_ref
 from analyzers.rules.rt._handler import (
@@ -28,6 +28,7 @@ from analyzers.rules.rt._handler import (
     _Starved,
     _wants_gpu,
 )
+from bundle import specs
 from bundle.kube import Pod
 
 
@@ -60,15 +61,15 @@ class NvidiaNotDefault(Rule):
     slug = "nvidia-not-default"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (node("containerd/config-dump.toml"), cluster("pods.json"),
-              cluster("events.json", optional=True), LOGS,
-              cluster("runtimeclasses.json", optional=True), *RUNTIME_FILES)
+    inputs = (node(specs.CONTAINERD_DUMP), cluster(specs.PODS),
+              cluster(specs.EVENTS, optional=True), LOGS,
+              cluster(specs.RUNTIMECLASSES, optional=True), *RUNTIME_FILES)
     needs = (Need.CONTAINERD,)
     tags = ("runtime", "containerd")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        handlers = {rc.metadata.name: rc.handler for rc in ctx.bundle.cluster.runtimeclasses}
+        handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         for node_name in facts.gpu_nodes:
             cri = _judged(ctx, node_name)
             if cri is None or cri.nvidia_default:
@@ -105,7 +106,7 @@ class NvidiaNotDefault(Rule):
                  starved: _Starved) -> Finding:
         facts = ctx.facts
         where = facts.node_runtime(node_name)
-        dump = ctx.bundle.node(node_name).path("containerd/config-dump.toml")
+        dump = ctx.facts.node(node_name).path(specs.CONTAINERD_DUMP)
         line = _dump_line(ctx, node_name, "default_runtime_name")
         evidence = [line if line is not None else Evidence(
             path=dump, excerpt=f"(no default_runtime_name: containerd's default {cri.default})")]
@@ -150,5 +151,5 @@ class NvidiaNotDefault(Rule):
             remediation=sh.lines(_look(ctx, node_name,
                                        " | grep -nE 'default_runtime_name|enable_cdi'"),
                                  fixes),
-            causes=[refs.OP008(node_name), *(_sc001_links(facts, node_name)
-                                            if starved.plugins else [])])
+            causes=[refs.link("OP008", node_name),
+                    *(_sc001_links(facts, node_name) if starved.plugins else [])])

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
-from analyzers.facts.cdi import node_specs, requested
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.facts.cdi import requested
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
 from analyzers.rules.rt._cdi import _EXPLAINED, _SIGNATURE, _why
+from bundle import specs
 from bundle.kube import Event, Pod
 
 
@@ -40,14 +41,14 @@ class CdiDeviceUnresolvable(Rule):
     slug = "cdi-device-unresolvable"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
-              node("cdi/*", optional=True),
-              node("nvidia-smi.xml", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True),
+              node(specs.CDI_ANY, optional=True),
+              node(specs.NVIDIA_SMI, optional=True))
     tags = ("runtime", "cdi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
-        if not ctx.bundle.has("cluster/events.json"):
+        if not ctx.facts.has(specs.EVENTS):
             raise CannotJudge("the events (cluster/events.json) were not collected")
         for node_name in sorted(facts.pods_by_node):
             failing: list[tuple[Pod, Event]] = []
@@ -61,9 +62,9 @@ class CdiDeviceUnresolvable(Rule):
     def _finding(self, ctx: Context, node_name: str,
                  failing: list[tuple[Pod, Event]]) -> Finding:
         collected = node_name in ctx.facts.node_dirs and bool(
-            ctx.bundle.node(node_name).cdi_files)
-        artifacts = ctx.bundle.node(node_name) if node_name in ctx.facts.node_dirs else None
-        specs = node_specs(artifacts) if artifacts is not None and collected else []
+            ctx.facts.node(node_name).cdi_files)
+        artifacts = ctx.facts.node(node_name) if node_name in ctx.facts.node_dirs else None
+        found_specs = artifacts.cdi_specs if artifacts is not None and collected else []
         smi = artifacts.nvidia_smi if artifacts is not None else None
         uuids = {g.uuid for g in smi.gpus if g.uuid} if smi is not None else set()
         wanted: dict[tuple[str, str], None] = {}  # the first _EXPLAINED names, in order
@@ -75,23 +76,23 @@ class CdiDeviceUnresolvable(Rule):
         for kind, name in list(wanted)[:_EXPLAINED]:
             if not collected:
                 why = "the node's CDI specs were not collected"
-            elif not specs:
+            elif not found_specs:
                 why = "the node's CDI specs could not be read"
             else:
-                why = _why(kind, name, specs, uuids)
+                why = _why(kind, name, found_specs, uuids)
             reasons.append(f"{kind}={name}: {why}")
         pods = list({(p.namespace, p.name): p for p, _ in failing}.values())
         evidence: list[Evidence] = [event_evidence(e) for _, e in failing[:EVENT_CAP]]
         if artifacts is not None:
-            for spec in specs[:3]:
+            for spec in found_specs[:3]:
                 shown = names(spec.devices, 4) or "no device"
-                evidence.append(Evidence(path=artifacts.path("cdi/" + spec.file),
+                evidence.append(Evidence(path=artifacts.path(specs.CDI_DIR + spec.file),
                                          excerpt=f"kind: {spec.kind}; devices: {shown}"))
-            if collected and not specs:
-                evidence.append(Evidence(path=artifacts.path("cdi/"),
+            if collected and not found_specs:
+                evidence.append(Evidence(path=artifacts.path(specs.CDI_DIR),
                                          excerpt="(no readable CDI spec)"))
             if uuids:
-                evidence.append(Evidence(path=artifacts.path("nvidia-smi.xml"),
+                evidence.append(Evidence(path=artifacts.path(specs.NVIDIA_SMI),
                                          excerpt=f"GPU UUIDs: {names(uuids, 4)}"))
         said = "; ".join(reasons) or "names not read"
         summary = (f"On {node_name}, {len(pods)} pod(s) ({names(p.name for p in pods)}) ask "
@@ -106,6 +107,6 @@ class CdiDeviceUnresolvable(Rule):
         )
         objects = [node_ref(node_name)] + [
             ObjectRef(kind="Pod", namespace=p.namespace, name=p.name) for p in pods[:10]]
-        caused_by = [refs.RT006(node_name)] if collected and not specs else []
+        caused_by = [refs.link("RT006", node_name)] if collected and not found_specs else []
         return self.finding(node_name, summary, nodes=[node_name], objects=objects,
                             evidence=evidence, remediation=remediation, caused_by=caused_by)

@@ -6,12 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, names, node_ref
 from analyzers.rules.rt._cgroup import _SIGNATURE, _gpu_pod, _recreate
-from analyzers.signatures import SignatureMatch
-from bundle.devnodes import over_budget, parse_cgroup, parse_dev_nvidia
+from bundle import specs
 
 
 class GpuLostOnSystemdReload(Rule):
@@ -46,7 +46,7 @@ class GpuLostOnSystemdReload(Rule):
     slug = "gpu-lost-on-systemd-reload"
     severity = Severity.HIGH
     confidence = Confidence.LIKELY
-    inputs = (node("host/cgroup.txt"), node("host/dev-nvidia.txt"), cluster("pods.json"),
+    inputs = (node(specs.CGROUP), node(specs.DEV_NVIDIA), cluster(specs.PODS),
               LOGS_REQUIRED)
     tags = ("runtime", "cgroup")
 
@@ -60,26 +60,19 @@ class GpuLostOnSystemdReload(Rule):
                     for hit in log.matches() if hit.signature.id == _SIGNATURE]
             if not hits:
                 continue
-            artifacts = ctx.bundle.node(node_name)
-            cgroup_text = artifacts.host("cgroup.txt")
-            dev_text = artifacts.host("dev-nvidia.txt")
-            if cgroup_text is None or dev_text is None:
+            access = ctx.facts.node(node_name).device_access
+            if access.cgroup_text is None or access.devices_text is None:
                 self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
                               "Unknown Error', but its host/cgroup.txt or host/dev-nvidia.txt "
                               "was not collected")
                 continue
-            refused = [(name, why) for name, text in (("cgroup.txt", cgroup_text),
-                                                      ("dev-nvidia.txt", dev_text))
-                       if (why := over_budget(text)) is not None]
-            for name, why in refused:  # the engine then says partial or skipped, naming it
-                ctx.bundle.problem(artifacts.path(f"host/{name}"), why, kind="refused",
-                                   lost=True)
-            if refused:
+            # a file over the parser's budget is a recorded problem: the engine then says
+            # partial or skipped, naming it
+            cgroup, dev = access.cgroup, access.devices
+            if access.refused or cgroup is None or dev is None:
                 continue
-            cgroup = parse_cgroup(cgroup_text)
-            dev = parse_dev_nvidia(dev_text)
-            unread = [name for name, readable in (("host/cgroup.txt", cgroup.readable),
-                                                  ("host/dev-nvidia.txt", dev.readable))
+            unread = [name for name, readable in ((specs.CGROUP, cgroup.readable),
+                                                  (specs.DEV_NVIDIA, dev.readable))
                       if not readable]
             if unread:
                 self.unjudged(f"GPU pods on {node_name} log 'Failed to initialize NVML: "
@@ -101,15 +94,15 @@ class GpuLostOnSystemdReload(Rule):
     def _finding(self, ctx: Context, node_name: str,
                  hits: list[tuple[ContainerLog, SignatureMatch]], cgroup_line: int,
                  cgroup_text: str, char_line: int | None, device: str | None) -> Finding:
-        artifacts = ctx.bundle.node(node_name)
+        artifacts = ctx.facts.node(node_name)
         pods = list({(log.pod.namespace, log.pod.name): log.pod for log, _ in hits}.values())
         evidence = []
         for log, hit in hits[:2]:
             where = log.locate(hit)
             evidence.append(Evidence(path=where.path, line=where.line, excerpt=where.excerpt))
-        evidence.append(Evidence(path=artifacts.path("host/cgroup.txt"), line=cgroup_line,
+        evidence.append(Evidence(path=artifacts.path(specs.CGROUP), line=cgroup_line,
                                  excerpt=cgroup_text))
-        evidence.append(Evidence(path=artifacts.path("host/dev-nvidia.txt"), line=char_line,
+        evidence.append(Evidence(path=artifacts.path(specs.DEV_NVIDIA), line=char_line,
                                  excerpt="/dev/char (no link to an NVIDIA device)"))
         devices = f" although {device} and the other NVIDIA devices exist" if device else ""
         summary = (f"On {node_name}, Running GPU pod(s) {names(p.name for p in pods)} lost "

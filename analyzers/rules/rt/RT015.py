@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers.facts.preconditions import DOCKERSHIM, Need, NodeCri
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import event_evidence, node_ref
 from analyzers.rules.rt._docker import (
@@ -17,6 +17,7 @@ from analyzers.rules.rt._docker import (
     _remediation,
     read_daemon_json,
 )
+from bundle import specs
 from bundle.kube import Event
 
 
@@ -51,9 +52,9 @@ class DockerNoNvidiaRuntime(Rule):
     slug = "docker-no-nvidia-runtime"
     severity = Severity.CRITICAL
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("nodes.json"), node(DAEMON_JSON, optional=True),
-              node("host/kubelet.txt", optional=True), node("runtime.json", optional=True),
-              cluster("pods.json", optional=True), cluster("events.json", optional=True))
+    inputs = (cluster(specs.NODES), node(DAEMON_JSON, optional=True),
+              node(specs.KUBELET_FLAGS, optional=True), node(specs.RUNTIME_JSON, optional=True),
+              cluster(specs.PODS, optional=True), cluster(specs.EVENTS, optional=True))
     needs = (Need.DOCKER,)
     tags = ("runtime", "docker")
 

@@ -35,18 +35,18 @@ def _uses_nvidia(pod: Pod, handlers: dict[str, str]) -> bool:
 
 # The rule that reports each per-node cause on the node itself.
 _CAUSE_RULE = {
-    Cause.DROPIN_NOT_IMPORTED: refs.RT003,
-    Cause.DROPIN_CLOBBERED: refs.RT002,
-    Cause.TOOLKIT_MISDIRECTED: refs.RT008,
-    Cause.TEMPLATE_BROKEN: refs.RT009,
+    Cause.DROPIN_NOT_IMPORTED: "RT003",
+    Cause.DROPIN_CLOBBERED: "RT002",
+    Cause.TOOLKIT_MISDIRECTED: "RT008",
+    Cause.TEMPLATE_BROKEN: "RT009",
 }
 
 
 def _cause_link(facts: Facts, node_name: str, cause: Cause) -> list[Link]:
     if cause is Cause.TOOLKIT_DISABLED and facts.cluster_policy is not None:
-        return [refs.CFG004(facts.cluster_policy.metadata.name)]
+        return [refs.link("CFG004", facts.cluster_policy.metadata.name)]
     rule = _CAUSE_RULE.get(cause)
-    return [rule(node_name)] if rule is not None else []
+    return [refs.link(rule, node_name)] if rule is not None else []
 
 
 def _look(node_name: str, where: NodeRuntime) -> list[str]:
@@ -85,4 +85,4 @@ def _remediation(node_name: str, cause: Cause, namespace: str, where: NodeRuntim
         if not where.layout.stock:
             return sh.lines(look, "# compare the copied files with the dump of that file")
         return sh.lines(look, "# compare /etc/containerd/config.toml and conf.d/* with the dump")
-    return sh.lines(look, f"# then follow {_CAUSE_RULE[cause].rule_id} for the fix")
+    return sh.lines(look, f"# then follow {_CAUSE_RULE[cause]} for the fix")

@@ -6,7 +6,7 @@ from analyzers import commands as sh
 from analyzers.facts.distro import NodeRuntime
 from analyzers.facts.gate import LogHit
 from analyzers.facts.runtimes import NVIDIA_HANDLER
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle.kube import Pod
 
 

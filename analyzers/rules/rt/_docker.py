@@ -15,14 +15,14 @@ Public sources of the facts and wordings:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from analyzers import commands as sh
 from analyzers.rule import Context
+from bundle import specs
 from bundle.kube import Pod
 
-DAEMON_JSON = "docker/files/etc/docker/daemon.json"
+DAEMON_JSON = specs.DOCKER_DAEMON_JSON
 
 
 HANDLER_REFUSED = "sandbox-runtimehandler-not-supported"
@@ -49,19 +49,12 @@ def _line_of(text: str, key: str) -> int | None:
 
 def read_daemon_json(ctx: Context, node_name: str) -> DockerConfig | str:
     """The node's daemon.json, or why it cannot be judged."""
-    artifacts = ctx.bundle.node(node_name)
-    path = artifacts.path(DAEMON_JSON)
-    text = ctx.bundle.read_text(path)
-    if text is None:
-        return f"{node_name}: {path} was not collected"
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        ctx.bundle.problem(path, f"daemon.json is not JSON: {exc}", lost=True)
-        return f"{node_name}: {path} is not JSON ({exc})"
-    if not isinstance(data, dict):
-        ctx.bundle.problem(path, "daemon.json is not a JSON object", lost=True)
-        return f"{node_name}: {path} is not a JSON object"
+    daemon = ctx.facts.node(node_name).docker_daemon
+    if daemon is None:
+        return f"{node_name}: {ctx.facts.node(node_name).path(DAEMON_JSON)} was not collected"
+    path, text, data = daemon.path, daemon.text, daemon.settings
+    if data is None:
+        return f"{node_name}: {path} {daemon.unreadable}"
     runtimes = data.get("runtimes")
     default = data.get("default-runtime")
     return DockerConfig(path, frozenset(runtimes) if isinstance(runtimes, dict) else frozenset(),

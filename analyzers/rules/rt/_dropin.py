@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import posixpath
-import tomllib
 
 from analyzers import commands as sh
 from analyzers.facts.containerd_merge import Clobber, corrected_dropin
 from analyzers.facts.distro import NodeRuntime
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
+from bundle import specs
 from bundle.evidence import first_line
-from bundle.tomlsafe import loads as toml_loads
 
 
 def _file_evidence(ctx: Context, node_name: str, host_path: str, needle: str) -> Evidence:
-    artifacts = ctx.bundle.node(node_name)
-    path = artifacts.path("containerd/files" + host_path)
+    artifacts = ctx.facts.node(node_name)
+    path = artifacts.path(specs.containerd_file(host_path))
     text = artifacts.containerd_files.get(host_path, "")
     hit = first_line(path, text, needle)
     if hit is None:
@@ -44,9 +43,3 @@ def _merged_dropin(files: dict[str, str], clobber: Clobber) -> list[str]:
         return [sh.note("# could not build a merged drop-in: {why}", why=sh.text(exc))]
 
 
-def _relative_imports(text: str | None) -> list[str]:
-    try:
-        imports = toml_loads(text or "").get("imports", [])
-    except tomllib.TOMLDecodeError:
-        return []
-    return [str(i) for i in imports if isinstance(i, str) and not i.startswith("/")]

@@ -12,9 +12,10 @@ from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
-from analyzers.models import Evidence
+from analyzers.knowledge.signatures import SignatureMatch
+from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.signatures import SignatureMatch
+from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Event, Pod
 
@@ -37,8 +38,8 @@ _DRIVER_ROOT_MOUNT = "/driver-root"
 
 
 def _dump_line(ctx: Context, node_name: str, pattern: str) -> Evidence | None:
-    artifacts = ctx.bundle.node(node_name)
-    hit = first_line(artifacts.path("containerd/config-dump.toml"),
+    artifacts = ctx.facts.node(node_name)
+    hit = first_line(artifacts.path(specs.CONTAINERD_DUMP),
                      artifacts.config_dump_text or "", pattern)
     return Evidence(path=hit.path, line=hit.line, excerpt=hit.excerpt) if hit else None
 
@@ -72,7 +73,7 @@ def _sc001_links(facts: Facts, node_name: str) -> list[refs.Link]:
         if any(node_name in r.culprits or any(row.node == node_name and not row.advertised
                                               for row in r.rows)
                for r in verdict.resources):
-            links.append(refs.SC001(key[0], key[1]))
+            links.append(refs.link("SC001", key[0], key[1]))
     return links
 
 
@@ -82,7 +83,7 @@ def _judged(ctx: Context, node_name: str) -> CriRuntimes | None:
         return None
     if facts.runtime(node_name).wrong_dump is not None:
         return None  # the dump is not of the file containerd runs with: RT001 says so
-    return cri_runtimes(ctx.bundle.node(node_name).config_dump)
+    return cri_runtimes(ctx.facts.node(node_name).config_dump)
 
 
 def _look(ctx: Context, node_name: str, what: str) -> list[str]:

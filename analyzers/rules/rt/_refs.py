@@ -12,6 +12,7 @@ from analyzers.facts.runtimes import Cause
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
+from bundle import specs
 from bundle.manifest import ManifestItem
 
 _SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
@@ -35,19 +36,19 @@ class _ItemsByPath:
 
 
 def _cdi_collected(ctx: Context, items: _ItemsByPath, node_name: str) -> bool:
-    return bool(items.under(f"nodes/{node_name}/cdi")) or \
-        bool(ctx.bundle.node(node_name).cdi_files)
+    return bool(items.under(specs.node_file(node_name, specs.CDI_DIR).rstrip("/"))) or \
+        bool(ctx.facts.node(node_name).cdi_files)
 
 
 def _cause_link(ctx: Context, node_name: str) -> list[Link]:
     cause = ctx.facts.runtime_cause(node_name)
     policy = ctx.facts.cluster_policy
     if cause is Cause.TOOLKIT_DISABLED and policy is not None:
-        return [refs.CFG004(policy.metadata.name)]
-    if node_name in ctx.facts.node_dirs and ctx.bundle.node(node_name).nvidia_smi is None:
+        return [refs.link("CFG004", policy.metadata.name)]
+    if node_name in ctx.facts.node_dirs and ctx.facts.node(node_name).nvidia_smi is None:
         # A CDI spec is generated from the loaded driver: with no usable driver there
         # is none to generate (DRV003/DRV004 say why, when they fire).
-        return [refs.DRV003(node_name), refs.DRV004(node_name)]
+        return [refs.link("DRV003", node_name), refs.link("DRV004", node_name)]
     return []
 
 

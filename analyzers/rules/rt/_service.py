@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from analyzers import commands as sh
 from analyzers.rule import Context
-from bundle.textfiles import JournalEntry, parse_key_values
+from bundle.textfiles import JournalEntry
 
 # systemd's wording for a unit's life cycle, tolerant of the unit-name prefix and of
 # the description suffix newer systemd versions add ("Started containerd.service - ...").
@@ -129,13 +129,12 @@ def _unit(ctx: Context, node_name: str) -> tuple[_Unit | None, str]:
     evidence. On k3s, RKE2, k0s and MicroK8s containerd is a child of the distribution's
     own service, which is what restarts it."""
     where = ctx.facts.node_runtime(node_name)
-    artifacts = ctx.bundle.node(node_name)
+    artifacts = ctx.facts.node(node_name)
     if not where.containerd:
         return None, f"{node_name} runs {where.runtime}, not containerd"
     if where.non_stock_containerd:
         for name in where.layout.units:
-            text = artifacts.text(f"systemd/{name}.txt")
-            show = parse_key_values(text) if text is not None else None
+            show = artifacts.systemd_unit(name)
             if show is not None and show.get("LoadState", "loaded") != "not-found":
                 return _Unit(name, show), ""
         return None, (f"{node_name} runs {where.layout.distribution}, whose units "

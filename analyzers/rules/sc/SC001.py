@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzers import signatures
+from analyzers import refs
 from analyzers.facts.scheduling import PodVerdict
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, RUNTIME_FILES, node_ref
 from analyzers.rules.sc._capacity import (
@@ -24,6 +25,7 @@ from analyzers.rules.sc._common import (
     pod_ref,
     scheduling_evidence,
 )
+from bundle import specs
 from bundle.evidence import clip, join_pointer
 
 
@@ -53,11 +55,12 @@ class InsufficientGPU(Rule):
 
     id = "SC001"
     slug = "insufficient-gpu"
+    subject = refs.POD
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True),
-              cluster("clusterpolicies.json", optional=True),
-              cluster("configmaps.json", optional=True), node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), cluster(specs.NODES), cluster(specs.EVENTS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              cluster(specs.CONFIGMAPS, optional=True), node(specs.NVIDIA_SMI, optional=True),
               *RUNTIME_FILES, *KERNEL_LINES)
     tags = ("scheduling",)
 

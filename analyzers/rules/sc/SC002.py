@@ -7,11 +7,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers.facts.scheduling import Branch, ResourceVerdict
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.sc._common import pod_key, pod_ref, scheduling_evidence
+from bundle import specs
 from bundle.kube import Pod, Taint
 
 
@@ -38,7 +39,7 @@ class PlacementBlocked(Rule):
     slug = "gpu-placement-blocked"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json"), cluster("events.json", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.NODES), cluster(specs.EVENTS, optional=True))
     tags = ("scheduling",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from analyzers import commands as sh
-from analyzers import signatures
-from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.knowledge import signatures
+from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
 from analyzers.rules.common import field as obj_field
@@ -21,6 +21,7 @@ from analyzers.rules.sc._common import (
     pod_key,
     pod_ref,
 )
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import Pod
 
@@ -50,11 +51,11 @@ class GpuAccessOutsideScheduler(Rule):
     slug = "gpu-access-outside-scheduler"
     severity = Severity.MEDIUM
     confidence = Confidence.LIKELY
-    inputs = (cluster("pods.json"), LOGS)
+    inputs = (cluster(specs.PODS), LOGS)
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.bundle.cluster.pods
+        found = ((pod, list(self._pod_reasons(ctx, pod))) for pod in ctx.facts.pods
                  if not pod.terminated and not is_operand(ctx.facts, pod))
         for subject, group in by_workload(found):
             yield self._finding(subject, group)
@@ -83,8 +84,8 @@ class GpuAccessOutsideScheduler(Rule):
                        obj_field(pod, f"{where}: privileged, image {container.image}, no "
                                       "nvidia.com limit",
                                  "spec", section, index, "securityContext", "privileged"))
-            path = ctx.bundle.logs.get((pod.namespace, pod.name, container.name))
-            text = ctx.bundle.read_text(path) if path else None
+            log = ctx.facts.container_log(pod.namespace, pod.name, container.name)
+            path, text = log if log is not None else ("", "")
             if path and text:
                 hits = [m for m in signatures.match(text, "log", container=container.name)
                         if "SC003" in m.signature.rules]

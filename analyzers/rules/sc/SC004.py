@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._common import container_limits, containers_of, pod_key
 from analyzers.rules.sc._quota import _QUOTA_NAME, _Quota
-from bundle.kube import quantity_int
+from bundle import specs
 
 
 class GpuQuotaExhausted(Rule):
@@ -35,31 +35,23 @@ class GpuQuotaExhausted(Rule):
     slug = "gpu-quota-exhausted"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("resourcequotas.json"), cluster("events.json", optional=True),
-              cluster("pods.json", optional=True))
+    inputs = (cluster(specs.RESOURCEQUOTAS), cluster(specs.EVENTS, optional=True),
+              cluster(specs.PODS, optional=True))
     tags = ("admission",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         quotas: dict[tuple[str, str], _Quota] = {}
-        for quota in ctx.bundle.cluster.resourcequotas:
-            namespace = quota.metadata.namespace or "default"
-            status = quota.status if isinstance(quota.status, dict) else {}
-            hard = status.get("hard") or quota.spec.get("hard") or {}
-            used = status.get("used") or {}
-            source = "status" if status.get("hard") else "spec"
-            for key, raw in sorted(hard.items()) if isinstance(hard, dict) else []:
-                if "nvidia.com/" not in key:
-                    continue
-                limit = quantity_int(raw)
-                taken = quantity_int(used.get(key)) if isinstance(used, dict) else None
-                if limit is None or (taken or 0) < limit:
-                    continue
-                entry = quotas.setdefault((namespace, quota.metadata.name),
-                                          _Quota(namespace, quota.metadata.name))
-                entry.exhausted.append((key, limit, taken or 0))
-                entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
-                                                       f"{key}: used {taken or 0} of hard {limit}",
-                                                source, "hard", key))
+        for found in ctx.facts.gpu_quotas:
+            if not found.exhausted or found.hard is None:
+                continue
+            quota, namespace, key = found.quota, found.namespace, found.key
+            limit, taken = found.hard, found.used or 0
+            entry = quotas.setdefault((namespace, quota.metadata.name),
+                                      _Quota(namespace, quota.metadata.name))
+            entry.exhausted.append((key, limit, taken))
+            entry.evidence.append(obj_field(quota, f"{namespace}/{quota.metadata.name} "
+                                                   f"{key}: used {taken} of hard {limit}",
+                                            found.section, "hard", key))
         for event in ctx.facts.events_for(self.id):
             hit = _QUOTA_NAME.search(event.message or "")
             if hit is None:

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts.gpu import pod_gpu_request
-from analyzers.models import Confidence, Finding, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, event_evidence, names, node_ref
 from analyzers.rules.common import field as obj_field
@@ -21,6 +21,7 @@ from analyzers.rules.sc._common import (
     status_message_matches,
     workload_subject,
 )
+from bundle import specs
 
 
 class AdmissionAllocateFailed(Rule):
@@ -49,15 +50,15 @@ class AdmissionAllocateFailed(Rule):
     slug = "admission-allocate-failed"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
-              cluster("nodes.json", optional=True), node("nvidia-smi.xml", optional=True),
+    inputs = (cluster(specs.PODS), cluster(specs.EVENTS, optional=True),
+              cluster(specs.NODES, optional=True), node(specs.NVIDIA_SMI, optional=True),
               *KERNEL_LINES)
     tags = ("admission",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         groups: dict[str, _Admission] = defaultdict(_Admission)
         known = ctx.facts.pods_by_key
-        for pod in ctx.bundle.cluster.pods:
+        for pod in ctx.facts.pods:
             hits = status_message_matches(pod, "SC005")
             if pod.status.reason != "UnexpectedAdmissionError" and not hits:
                 continue
@@ -70,7 +71,7 @@ class AdmissionAllocateFailed(Rule):
                                      f"{pod.status.reason or ''}: {text}", "status", "message"))
             if any(m.signature.id == "dp-shared-request-too-large" for m in hits):
                 group.shared_subjects.add(workload_subject(pod))
-        for event in ctx.bundle.cluster.events:
+        for event in ctx.facts.events:
             message = event.message or ""
             hits = [m for m in ctx.facts.event_signatures(event) if "SC005" in m.signature.rules]
             if event.reason != "UnexpectedAdmissionError" and not hits:
@@ -110,9 +111,9 @@ class AdmissionAllocateFailed(Rule):
                 if now:
                     summary += f" The node now shows {now}."
             fault_links, fault_ev = device_fault_links(facts, subject)
-            links += fault_links + [refs.OP008(subject)]
+            links += fault_links + [refs.link("OP008", subject)]
             evidence += fault_ev
-        links += [refs.SC006.workload(s) for s in sorted(group.shared_subjects)]
+        links += [refs.link("SC006", s) for s in sorted(group.shared_subjects)]
         objects = ([node_ref(subject)] if on_node else []) + [
             pod_ref(p) for p in list(group.pods.values())[:EXAMPLE_CAP] if p is not None]
         return self.finding(subject, summary, nodes=[subject] if on_node else [],

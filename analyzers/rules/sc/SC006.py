@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import EVENT_CAP, event_evidence, names
 from analyzers.rules.common import field as obj_field
@@ -22,6 +22,7 @@ from analyzers.rules.sc._common import (
     status_message_matches,
 )
 from analyzers.rules.sc._sharing import _pod_configs
+from bundle import specs
 from bundle.evidence import join_pointer
 from bundle.kube import Pod
 
@@ -50,13 +51,14 @@ class SharedGpuMisuse(Rule):
 
     id = "SC006"
     slug = "shared-gpu-misuse"
+    subject = refs.WORKLOAD_OR_CONFIGMAP
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (
-        cluster("pods.json"),
-        cluster("configmaps.json", optional=True),
-        cluster("clusterpolicies.json", optional=True),
-        cluster("events.json", optional=True),
+        cluster(specs.PODS),
+        cluster(specs.CONFIGMAPS, optional=True),
+        cluster(specs.CLUSTERPOLICIES, optional=True),
+        cluster(specs.EVENTS, optional=True),
     )
     tags = ("sharing",)
 
@@ -65,7 +67,7 @@ class SharedGpuMisuse(Rule):
         # containers of every pod need not be read.
         refusing = any(c.fail_requests_greater_than_one
                        for c in ctx.facts.gpu_sharing.configs.values())
-        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.bundle.cluster.pods)
+        found = ((pod, list(self._misuse(ctx, pod, refusing))) for pod in ctx.facts.pods)
         for subject, group in by_workload(found):
             yield self._request_finding(subject, group)
         stale = self._stale_config(ctx)
@@ -147,7 +149,7 @@ class SharedGpuMisuse(Rule):
         if not stale:
             return None
         namespace = configmap.metadata.namespace or facts.operator_namespace or "gpu-operator"
-        subject = refs.SC006.configmap_subject(namespace, configmap.metadata.name)
+        subject = refs.WORKLOAD_OR_CONFIGMAP.of(namespace, configmap.metadata.name)
         nodes = [n for n, _, _ in stale]
         pointer = join_pointer(configmap.source_pointer, "metadata", *where.split("/"))
         evidence = [Evidence(path=configmap.source_path, pointer=pointer,

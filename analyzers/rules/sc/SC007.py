@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
-from analyzers.models import Confidence, Finding, Severity
+from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.sc._access import is_operand
 from analyzers.rules.sc._common import pod_key, pod_ref
 from analyzers.rules.sc._visibility import CAP, Overreach, _overreach
+from bundle import specs
 
 
 class GpusSeenNotAllocated(Rule):
@@ -46,7 +47,7 @@ class GpusSeenNotAllocated(Rule):
     slug = "gpus-seen-not-allocated"
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("nodes.json", optional=True))
+    inputs = (cluster(specs.PODS), cluster(specs.NODES, optional=True))
     tags = ("scheduling", "isolation")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rules.sc._common import (
     EXAMPLE_CAP,
 )

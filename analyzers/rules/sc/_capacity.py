@@ -10,8 +10,8 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
 from analyzers.facts.scheduling import Branch, NodeRow, ResourceVerdict
-from analyzers.models import Evidence, Severity
 from analyzers.refs import Link
+from analyzers.results.models import Evidence, Severity
 from analyzers.rules.common import names
 from analyzers.rules.sc._common import (
     ROW_CAP,
@@ -80,9 +80,9 @@ def _explain_not_advertised(facts: Facts, result: ResourceVerdict) -> _Explained
     silent = [n for n in result.culprits if _advertises_nothing(facts, n)]
     out = _Explained("")
     for node_name in silent:
-        out.links.append(refs.OP008(node_name))
+        out.links.append(refs.link("OP008", node_name))
         if facts.runtime(node_name).has_nvidia is False:
-            out.links.append(refs.RT001(node_name))
+            out.links.append(refs.link("RT001", node_name))
     parts = [f"no node advertises {resource} (capacity absent or 0"
              + (f" on {names(result.culprits)})" if result.culprits else ")")]
     if silent:
@@ -131,7 +131,7 @@ def _explain_unhealthy(facts: Facts, result: ResourceVerdict) -> _Explained:
             parts.append(f"{node_name} keeps capacity {row.capacity} but allocatable is 0: "
                          "the device plugin disconnected (kubelet keeps capacity for a "
                          "5-minute grace period) or every device failed its health check")
-            out.links.append(refs.OP008(node_name))
+            out.links.append(refs.link("OP008", node_name))
         else:
             parts.append(f"{node_name} has capacity {row.capacity} but allocatable "
                          f"{row.allocatable}: {row.unhealthy} device(s) marked unhealthy")
@@ -155,7 +155,7 @@ def _explain_full(facts: Facts, result: ResourceVerdict) -> _Explained:
         row = rows[node_name]
         shown.append(f"{node_name} {row.assigned} of {row.allocatable} assigned")
         for idle in facts.idle_gpus.get(node_name, []):
-            out.links.append(refs.DRV007(idle.node, idle.pci))
+            out.links.append(refs.link("DRV007", idle.node, idle.pci))
     holders = sorted({p for n in result.culprits
                       for p in (facts.accounting[n].pods if n in facts.accounting else ())})
     text = (f"every node that could hold {result.request} {result.resource} is really full "
@@ -193,8 +193,8 @@ def _silent_gpu_nodes(facts: Facts, result: ResourceVerdict, out: _Explained) ->
     no_runtime = [n for n in silent if facts.runtime(n).has_nvidia is False]
     out.nodes += silent
     for node_name in silent:
-        out.links.append(refs.OP008(node_name))
-    out.links += [refs.RT001(n) for n in no_runtime]
+        out.links.append(refs.link("OP008", node_name))
+    out.links += [refs.link("RT001", n) for n in no_runtime]
     text = (f"GPU node(s) {names(silent)} advertise no NVIDIA resource at all: their device "
             "plugin is not registered, so their GPUs are missing from the count")
     if no_runtime:

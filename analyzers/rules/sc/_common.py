@@ -7,15 +7,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from analyzers import refs, signatures
+from analyzers import refs
 from analyzers.facts import Facts
-from analyzers.facts.gpu import is_gpu_resource
+from analyzers.facts.gpu import container_gpus
 from analyzers.facts.kernel_events import line_evidence
-from analyzers.models import Evidence, ObjectRef
-from analyzers.refs import Link, PodRef
+from analyzers.knowledge import signatures
+from analyzers.refs import Link
+from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rules.common import event_evidence
 from analyzers.rules.common import field as obj_field
-from bundle.kube import Container, Event, Pod, quantity_int
+from bundle.kube import Container, Event, Pod
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ LOST_SIGNALS = ("fallen_off_bus", "gpu_lost", "rm_init_adapter_failed")
 
 
 def pod_key(pod: Pod) -> str:
-    return PodRef.subject(pod.namespace, pod.name)
+    return refs.POD.of(pod.namespace, pod.name)
 
 
 def pod_ref(pod: Pod) -> ObjectRef:
@@ -74,17 +75,8 @@ def by_workload(pods: Iterable[tuple[Pod, list[T]]]) -> list[tuple[str, Workload
     return sorted(groups.items(), key=lambda item: item[0])
 
 
-def container_limits(container: Container) -> dict[str, int]:
-    """GPU amounts of one container (limit, else request; zero and unreadable dropped)."""
-    found: dict[str, int] = {}
-    limits = container.resources.limits
-    for name, raw in limits.items():
-        if is_gpu_resource(name) and (amount := quantity_int(raw)):
-            found[name] = amount
-    for name, raw in container.resources.requests.items():
-        if name not in limits and is_gpu_resource(name) and (amount := quantity_int(raw)):
-            found[name] = amount
-    return found
+# GPU amounts of one container (limit, else request; zero and unreadable dropped)
+container_limits = container_gpus
 
 
 def containers_of(pod: Pod) -> Iterator[tuple[str, int, Container]]:
@@ -119,12 +111,12 @@ def device_fault_links(facts: Facts, node_name: str) -> tuple[list[Link], list[E
     for event in kernel.xids:
         if event.xid in APPLICATION_XIDS:
             continue
-        links.append(refs.DRV001(node_name, kernel.key(event.pci)))
+        links.append(refs.link("DRV001", node_name, kernel.key(event.pci)))
         if len(evidence) < 2:
             evidence.append(line_evidence(event.source))
     for signal in kernel.signals:
         if signal.kind in LOST_SIGNALS:
-            links.append(refs.DRV002(node_name, kernel.key(signal.pci)))
+            links.append(refs.link("DRV002", node_name, kernel.key(signal.pci)))
             if len(evidence) < 3:
                 evidence.append(line_evidence(signal.source))
     return sorted(set(links)), evidence

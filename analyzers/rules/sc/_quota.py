@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from bundle.kube import Event
 
 _QUOTA_NAME = re.compile(r"exceeded quota: ([^,\s]+)", re.IGNORECASE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from analyzers.models import Evidence
+from analyzers.results.models import Evidence
 from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._access import HIDDEN_VALUES, is_privileged, nvidia_image
 from analyzers.rules.sc._common import container_limits, containers_of, pod_key
