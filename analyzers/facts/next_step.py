@@ -25,6 +25,7 @@ from analyzers.facts.first_error import FirstError, first_error_in
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import STAGE_LOGS, Blocked, NodeStages, Stage
 from analyzers.knowledge import gaps
+from bundle import specs
 from bundle.kube import Pod
 from bundle.layouts import V1
 
@@ -92,7 +93,7 @@ def node_files_gap(facts: Facts, node: str) -> tuple[str | None, bool]:
     if node in facts.node_dirs:
         return None, False
     bundle = facts.bundle
-    prefix = f"nodes/{node}/"
+    prefix = specs.node_dir(node)
     failed = [item for item in bundle.manifest.failed_items
               if item.node == node or item.path.startswith(prefix)]
     if failed:
@@ -108,7 +109,7 @@ def log_gap(facts: Facts, pod: Pod, container: str) -> str | None:
     """Why the bundle has no log of ``container`` in ``pod`` (None when it has one)."""
     if facts.pod_logs.container(pod, container):
         return None
-    path = f"logs/{pod.namespace}/{pod.name}/{container}.log"
+    path = specs.log_file(pod.namespace, pod.name, container)
     item = facts.bundle.manifest.item(path)
     if item is not None and item.error:
         kind = gaps.kind_of(item)
@@ -269,7 +270,7 @@ def _oom_killed(facts: Facts, stages: NodeStages) -> NextStep | None:
                 f"(OOMKilled{code}){at}, so its log stops without an error")
         node = stages.node
         missing, refused = node_files_gap(facts, node)
-        path = f"nodes/{node}/dmesg.txt"
+        path = specs.node_file(node, specs.DMESG)
         text = facts.bundle.read_text(path) if missing is None else None
         found = first_error_in(path, text, "dmesg", _KERNEL_OOM) if text else None
         if found is not None:
@@ -296,7 +297,7 @@ def for_smi(facts: Facts, node: str) -> NextStep:
     """Why nvidia-smi fails on ``node`` when no rule says: the first error among the
     kernel's NVIDIA lines of the node's ``dmesg.txt``, else what to ask for next."""
     missing, refused = node_files_gap(facts, node)
-    path = f"nodes/{node}/dmesg.txt"
+    path = specs.node_file(node, specs.DMESG)
     text = facts.bundle.read_text(path) if missing is None else None
     if text:
         found = first_error_in(path, text, "dmesg", _KERNEL_NVIDIA)

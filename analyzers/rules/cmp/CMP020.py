@@ -13,6 +13,7 @@ from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS_REQUIRED, ask_command, node_ref
+from bundle import specs
 
 # What to read or check next, per kind of failing step (read-only).
 _NEXT: dict[StepKind, str] = {
@@ -65,9 +66,9 @@ class DriverStepFails(Rule):
     slug = "driver-step-fails"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (LOGS_REQUIRED, cluster("pods.json"), cluster("events.json", optional=True),
-              cluster("clusterpolicies.json", optional=True),
-              node("host/uname.txt", optional=True), node("host/secureboot.txt", optional=True))
+    inputs = (LOGS_REQUIRED, cluster(specs.PODS), cluster(specs.EVENTS, optional=True),
+              cluster(specs.CLUSTERPOLICIES, optional=True),
+              node(specs.UNAME, optional=True), node(specs.SECUREBOOT, optional=True))
     needs = (Need.OPERATOR,)
     tags = ("operator", "driver", "first-error")
 
