@@ -684,6 +684,14 @@ def e540(b: kit.Bundle, t: Thread) -> Placed:
     return _workload_failed(b, t.lines[0])
 
 
+# -- orders 705 onwards (mine5: dcgm-exporter, MIG, GFD/NFD, DRA, networking, FM, vGPU) -----
+
+
+def e705(b: kit.Bundle, t: Thread) -> Placed:
+    """EKS g4dn.metal: the standalone dcgm-exporter DaemonSet crash-loops in the Go runtime."""
+    return e505(b, t)
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -715,6 +723,7 @@ BUILDERS: dict[int, Builder] = {
     530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
+    705: _on(_managed(kit.eks_managed), e705),
 }
 
 
