@@ -692,6 +692,14 @@ def e705(b: kit.Bundle, t: Thread) -> Placed:
     return e505(b, t)
 
 
+def e710(b: kit.Bundle, t: Thread) -> Placed:
+    """The standalone dcgm-exporter chart: the exporter keeps running on its default CSV."""
+    kit.add_plugin(b, namespace="monitoring", ds_name="dcgm-exporter",
+                   labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="exporter",
+                   image="nvcr.io/nvidia/k8s/dcgm-exporter:2.3.1-2.6.1-ubuntu20.04", log=False)
+    return _running_log(b, "dcgm-exporter-", t.lines)
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -723,7 +731,7 @@ BUILDERS: dict[int, Builder] = {
     530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
-    705: _on(_managed(kit.eks_managed), e705),
+    705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
 }
 
 
