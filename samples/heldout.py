@@ -700,6 +700,11 @@ def e710(b: kit.Bundle, t: Thread) -> Placed:
     return _running_log(b, "dcgm-exporter-", t.lines)
 
 
+def e715(b: kit.Bundle, t: Thread) -> Placed:
+    """A vGPU host: the vGPU manager daemon's journal refuses the guest's driver."""
+    return _journal(b, "nvidia-vgpu-mgr", "nvidia-vgpu-mgr", t.lines)
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -732,6 +737,7 @@ BUILDERS: dict[int, Builder] = {
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
+    715: _on_base(e715),
 }
 
 
