@@ -705,6 +705,14 @@ def e715(b: kit.Bundle, t: Thread) -> Placed:
     return _journal(b, "nvidia-vgpu-mgr", "nvidia-vgpu-mgr", t.lines)
 
 
+def e720(b: kit.Bundle, t: Thread) -> Placed:
+    """A pod with a DRA GPU claim cannot start: kubelet's event carries the hook's refusal."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    _waiting(pod, "RunContainerError")
+    _replace(b, pod)
+    return _event(b, pod, "Failed", t.lines[0])
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -737,7 +745,7 @@ BUILDERS: dict[int, Builder] = {
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
-    715: _on_base(e715),
+    715: _on_base(e715), 720: _on_base(e720),
 }
 
 
