@@ -745,7 +745,7 @@ BUILDERS: dict[int, Builder] = {
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
-    715: _on_base(e715), 720: _on_base(e720),
+    715: _on_base(e715), 720: _on_base(e720), 725: _on_base(e215),
 }
 
 
