@@ -715,6 +715,8 @@ BUILDERS: dict[int, Builder] = {
     530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
+    # orders 605 onwards (the fourth NVIDIA-components pass)
+    605: _on_base(e10),
 }
 
 
