@@ -730,7 +730,7 @@ BUILDERS: dict[int, Builder] = {
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     # orders 605 onwards (the fourth NVIDIA-components pass)
     605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
-    625: _on_base(e625),
+    625: _on_base(e625), 630: _on_base(e160),
 }
 
 
