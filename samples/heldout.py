@@ -722,6 +722,19 @@ def _bottlerocket(root: Path) -> kit.Bundle:
     return kit.Bundle(kit.bottlerocket_no_node_files(root))
 
 
+# -- orders 605 onwards (the fourth NVIDIA-components pass) --------------------------------
+
+
+def e625(b: kit.Bundle, t: Thread) -> Placed:
+    """Debian 13 node: the driver pod waits on a tag that was never published."""
+    image = "nvcr.io/nvidia/driver:580.105.08-debian13"
+    _os(b, "Debian GNU/Linux 13 (trixie)", "Debian GNU/Linux", "13")
+    pod = _driver_pod(b, image=image)
+    _waiting(pod, "ImagePullBackOff", f'Back-off pulling image "{image}"')
+    _put(b, pod, image)
+    return _event(b, pod, "Failed", t.lines[0])
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -746,6 +759,9 @@ BUILDERS: dict[int, Builder] = {
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
     715: _on_base(e715), 720: _on_base(e720), 725: _on_base(e215),
+    # orders 605 onwards (the fourth NVIDIA-components pass)
+    605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
+    625: _on_base(e625), 630: _on_base(e160),
 }
 
 
