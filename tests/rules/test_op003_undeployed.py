@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit import kube_list, write_dir
-from op_kit import (
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.bundles import kube_list, write_dir
+from kit.cluster import (
     DEFAULT_APPS,
     Cluster,
     cluster_policy,
     daemonset,
     gpu_node,
     nfd_worker,
-    of_rule,
     pod_name,
     smi_xml,
-    status,
 )
-from scenario import DUMP_WITHOUT_NVIDIA
+from kit.objects import DUMP_WITHOUT_NVIDIA
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover
@@ -110,7 +110,7 @@ def test_labelled_node_links_nothing_it_does_not_explain(tmp_path: Path) -> None
     cluster.put(nfd_worker("gpu-a", "waiting:CrashLoopBackOff"))
     cluster.put(nfd_worker("gpu-b"))
     cluster.files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op3 = of_rule(report, "OP003")["OP003:gpu-a"]
     assert op3.severity.value == "medium"
     assert op3.causes == []
@@ -128,7 +128,7 @@ def test_partial_without_node_files_when_the_operator_finds_no_gpu_node(
     found no NFD label: OP003 cannot tell which nodes have GPUs, so it is partial."""
     cluster = Cluster(gpu_nodes=())
     cluster.policies = [cluster_policy(conditions=NFD_MISSING)]
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP003") == {}
     result = next(r for r in report.rules if r.rule_id == "OP003")
     assert result.status is RuleStatus.PARTIAL
@@ -139,5 +139,5 @@ def test_partial_without_node_files_when_the_operator_finds_no_gpu_node(
 
 def test_passed_without_node_files_when_the_operator_is_content(tmp_path: Path) -> None:
     cluster = Cluster(gpu_nodes=())
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert status(report, "OP003") is RuleStatus.PASSED

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
+from kit import lookalikes as kit
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
+from kit import lookalikes as kit
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

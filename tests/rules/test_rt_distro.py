@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from kit import write_dir
-from scenario import (
+from kit.bundles import write_dir
+from kit.objects import (
     DUMP_WITH_NVIDIA,
     DUMP_WITHOUT_NVIDIA,
     NVIDIA_DROPIN,

@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from scenario import DUMP_WITH_NVIDIA, DUMP_WITHOUT_NVIDIA, NVIDIA_DROPIN, cluster_policy, lists
-from scenario import node as bare_node
+from kit.bundles import write_dir
+from kit.objects import DUMP_WITH_NVIDIA, DUMP_WITHOUT_NVIDIA, NVIDIA_DROPIN, cluster_policy, lists
+from kit.objects import node as bare_node
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

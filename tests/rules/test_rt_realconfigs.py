@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import kube_node, write_dir
-from scenario import cluster_policy, event, lists, pod, runtime_class
+from kit.bundles import kube_node, write_dir
+from kit.objects import cluster_policy, event, lists, pod, runtime_class
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover
