@@ -239,12 +239,7 @@ def test_cfg003_quiet_without_sharing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["incident-toolkit-disabled", "healthy-toolkit-enabled"])
 def test_lab_samples_operator_and_geforce_caveats(samples: Path, name: str) -> None:
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-
-    with open_bundle(samples / name) as bundle:
-        found = analyze(bundle, discover().rules).by_id()
+    found = analyse(samples / name).by_id()
     cfg001 = found["CFG001:gpu-operator/gpu-operator"]
     assert cfg001.severity is Severity.LOW
     assert cfg001.summary.startswith("The GPU Operator runs 26.3.3 (from the operator "

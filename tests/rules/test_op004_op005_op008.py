@@ -11,8 +11,6 @@ from kit import findings as of_rule
 from kit.cluster import Cluster, gpu_node, operand_pod, pod_name, smi_xml
 from kit.objects import DUMP_WITHOUT_NVIDIA
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.results.models import RuleStatus, Severity
 from analyzers.rule import Context
@@ -223,7 +221,7 @@ def test_unhealthy_device_links_the_gpu_by_pci_address(tmp_path: Path) -> None:
     with open_bundle(write_dir(tmp_path / "b", files)) as bundle:
         facts = Facts(bundle)
         raw = list(DevicePluginUnhealthy().check(Context(bundle, facts, [])))
-        report = analyze(bundle, discover().rules)
+    report = analyse(tmp_path / "b")
     assert [f.id for f in raw] == ["OP008:gpu-a"]
     assert raw[0].caused_by == ["DRV001:gpu-a/0000:3b:00.0", "DRV002:gpu-a/0000:3b:00.0"]
     op = of_rule(report, "OP008")["OP008:gpu-a"]

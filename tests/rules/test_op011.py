@@ -248,13 +248,7 @@ def test_skipped_without_the_pods(tmp_path: Path) -> None:
     cluster = _fresh_install(("gpu-a",))
     files = cluster.bundle_files()
     del files["cluster/pods.json"]
-    from kit.bundles import write_dir
-
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-    with open_bundle(write_dir(tmp_path / "b", files)) as opened:
-        report = analyze(opened, discover().rules)
+    report = analyse(files, tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.SKIPPED
     assert sorted(of_rule(report, "OP003")) == ["OP003:gpu-a"]

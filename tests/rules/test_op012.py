@@ -20,10 +20,6 @@ from kit import analyse, paths, status
 from kit import findings as of_rule
 from kit.cluster import Cluster, cluster_policy, operand_pod
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from bundle import open_bundle
-
 DRIVER = "nvidia-driver-daemonset"
 CRASHING = {"nvidia-driver-ctr": "waiting:CrashLoopBackOff"}
 HOST_535 = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 "
@@ -162,8 +158,7 @@ def test_quiet_during_a_driver_upgrade(tmp_path: Path) -> None:
 def test_on_the_helm_dropped_values_sample(samples: Path) -> None:
     """The sample's host-driver cluster: the upgrade that dropped driver.enabled=false
     (HELM001) is the root, the fight stands under it, the driver stage under both."""
-    with open_bundle(samples / "helm-dropped-values") as bundle:
-        report = analyze(bundle, discover().rules)
+    report = analyse(samples / "helm-dropped-values")
     found = of_rule(report, "OP012")
     assert sorted(found) == ["OP012:gpu-1", "OP012:gpu-2"]
     for node in ("gpu-1", "gpu-2"):

@@ -617,13 +617,7 @@ def test_sc006_config_changed_after_plugin_started(tmp_path: Path) -> None:
 
 
 def _sample(samples: Path, name: str) -> dict[str, Any]:
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-
-    with open_bundle(samples / name) as bundle:
-        report = analyze(bundle, discover().rules)
-    return report.by_id()
+    return analyse(samples / name).by_id()
 
 
 def test_incident_sample_cuda_test_is_not_advertised(samples: Path) -> None:
