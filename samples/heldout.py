@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import lookalikes_kit as kit  # noqa: E402
+from kit import lookalikes as kit  # noqa: E402
 
 THREADS = ROOT / "tests" / "fixtures" / "known_issues_heldout" / "threads.toml"
 NODE = "gpu-a"
