@@ -106,7 +106,7 @@ def test_unexplained_failure_quotes_the_first_nvidia_error_of_the_kernel_log(
         '[ 5928.582] (EE) Failed to load module "mouse" (module does not exist, 0)\n'
         "[  441.170986] NVRM: No NVIDIA graphics adapter found!\n"
         "[  441.171021] NVRM: NVIDIA init module failed!\n")
-    smi = of_rule(cluster.analyze(tmp_path), "DRV009")["DRV009:gpu-a"]
+    smi = of_rule(analyse(cluster, tmp=tmp_path), "DRV009")["DRV009:gpu-a"]
     assert smi.summary.endswith(
         "No known cause explains why nvidia-smi fails; the first error the node's kernel log "
         "shows is 'NVRM: NVIDIA init module failed!' (nodes/gpu-a/dmesg.txt line 3).")
