@@ -693,6 +693,20 @@ def _bottlerocket(root: Path) -> kit.Bundle:
     return kit.Bundle(kit.bottlerocket_no_node_files(root))
 
 
+# -- orders 805 onwards (round 6: kubelet, runtimes, distributions, managed clouds) -----------
+
+
+def e805(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the device plugin's hostPath mount of the driver directory fails (event)."""
+    pod = _creating(b, "nvidia-gpu-device-plugin-small-cos-")
+    return _event(b, pod, "FailedMount", t.lines[0])
+
+
+ROUND6: dict[int, Builder] = {
+    805: _on(_managed(kit.gke_managed), e805),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -715,6 +729,7 @@ BUILDERS: dict[int, Builder] = {
     530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
+    **ROUND6,
 }
 
 
