@@ -702,8 +702,18 @@ def e805(b: kit.Bundle, t: Thread) -> Placed:
     return _event(b, pod, "FailedMount", t.lines[0])
 
 
+def e810(b: kit.Bundle, t: Thread) -> Placed:
+    """K3s v1.21 agent: its own journal holds the template error it exits on."""
+    def k3s(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == NODE:
+            obj["status"]["nodeInfo"].update(kubeletVersion="v1.21.5+k3s2",
+                                             containerRuntimeVersion="containerd://1.4.11-k3s1")
+    b.edit_nodes(k3s)
+    return _journal(b, "k3s", "k3s", t.lines)
+
+
 ROUND6: dict[int, Builder] = {
-    805: _on(_managed(kit.gke_managed), e805),
+    805: _on(_managed(kit.gke_managed), e805), 810: _on_base(e810),
 }
 
 
