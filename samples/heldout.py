@@ -714,6 +714,7 @@ def e810(b: kit.Bundle, t: Thread) -> Placed:
 
 ROUND6: dict[int, Builder] = {
     805: _on(_managed(kit.gke_managed), e805), 810: _on_base(e810),
+    815: _on(_managed(kit.eks_managed), _plugin_failing),
 }
 
 
