@@ -712,9 +712,24 @@ def e810(b: kit.Bundle, t: Thread) -> Placed:
     return _journal(b, "k3s", "k3s", t.lines)
 
 
+def e820(b: kit.Bundle, t: Thread) -> Placed:
+    """The cluster autoscaler, running and healthy, logs why the empty GPU group cannot grow."""
+    name = "cluster-autoscaler-6b7d9c5f4d-q2x8m"
+    image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.1.2"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="kube-system",
+                 container="cluster-autoscaler", image=image, owner="cluster-autoscaler")
+    pod["spec"].pop("runtimeClassName", None)
+    _put(b, pod, image)
+    ready = [dict(d, status={**d["status"], "numberReady": 1, "numberAvailable": 1})
+             if d["metadata"]["name"] == "cluster-autoscaler" else d
+             for d in b.items("daemonsets")]
+    b.set_items("daemonsets", ready)
+    return Placed(_log(b, "kube-system", name, "cluster-autoscaler", t.lines))
+
+
 ROUND6: dict[int, Builder] = {
     805: _on(_managed(kit.gke_managed), e805), 810: _on_base(e810),
-    815: _on(_managed(kit.eks_managed), _plugin_failing),
+    815: _on(_managed(kit.eks_managed), _plugin_failing), 820: _on_base(e820),
 }
 
 
