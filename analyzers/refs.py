@@ -10,7 +10,7 @@ a rule whose subject has several parts builds its own with the same shape
 
 There is one list of rule ids: the rule files (``analyzers/rules/<family>/<ID>.py``).
 A rule names its target by id and imports nothing of it. The engine
-(``analyzers/engine/__init__.py``) asks :func:`dangling` about every link a rule makes, against
+(``analyzers/engine/analysis.py``) asks :func:`dangling` about every link a rule makes, against
 the target's class (a loaded rule, else the built-in rule of that id): a link to a rule
 that does not exist, or to a subject its rule never produces, is an error of the rule
 that made it. A link to a finding that simply did not fire this time is normal and is

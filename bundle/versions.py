@@ -4,8 +4,11 @@ A bundle names versions in several shapes: the GPU Operator's calendar releases 
 image tag, chart or app version (``v26.3.1``, ``gpu-operator-v26.3.1``), containerd's
 ``containerd --version`` line and the kubelet's ``containerd://2.0.5-k3s1`` runtime
 version, numeric image tags (``v1.17.8-ubuntu20.04``), the kernel release in
-``uname -a`` and the API server's ``gitVersion``. Each reader below is the only one of
-its shape; code that compares versions uses :data:`Version` triples from here.
+``uname -a``, the API server's ``gitVersion``, the NVIDIA driver's release in the
+kernel's words (``NVRM version: ... Kernel Module  535.104.05``, a refusal naming
+``the 470.xx NVIDIA`` driver), the driver libraries a CDI spec mounts and the compiler a
+driver build names. Each reader below is the only one of its shape; code that compares
+versions uses :data:`Version` triples from here.
 
 The readers are bounded where a bundle could make them slow: a pattern does not restart
 inside a long run of digits, and the runtime version's major is read only up to nine
@@ -27,6 +30,19 @@ _RELEASE = re.compile(r"(?<![0-9.])v?(\d{1,2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
 _CONTAINERD_TOKEN = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 # nodeInfo's ``containerRuntimeVersion`` when the runtime is containerd.
 _CONTAINERD_RUNTIME = re.compile(r"containerd://v?(\d{1,9})\.")
+# ``containerd --version`` as the overview shows it: the version with its suffix.
+_CONTAINERD_TEXT = re.compile(r"\bv?(\d+\.\d+\.\d+[0-9A-Za-z.+~-]*)")
+# The loaded module's version line ("NVRM version: NVIDIA UNIX x86_64 Kernel Module
+# 535.104.05  Sat Aug 19 ..." and "... Open Kernel Module for x86_64  570.86.15 ...").
+_NVRM = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)")
+# The driver release a kernel refusal names ("NVIDIA 535.104.05 driver release", "the
+# 550.54 NVIDIA ... driver").
+_REFUSING = re.compile(r"NVIDIA (?P<a>\d+\.\d+(?:\.\d+)?) driver release"
+                       r"|the (?P<b>\d+\.\d+(?:\.\d+)?) NVIDIA", re.IGNORECASE)
+# The driver libraries a CDI spec mounts: their soname suffix is the driver's version.
+_LIBRARY = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
+# The last dotted number in a compiler's description ("gcc version 12.3.0 (Ubuntu ...)").
+_COMPILER = re.compile(r"(\d+\.\d+(?:\.\d+)?)(?!.*\d+\.\d+)")
 # A numeric version in an image tag: a match never starts after a digit (the leftmost
 # one would have started there), so a long run of digits is tried once.
 _NUMERIC = re.compile(r"(?<!\d)(\d+(?:\.\d+)+)")
@@ -114,3 +130,36 @@ def uname_release(line: str) -> str | None:
 def dotted(version: Version, *, prefix: str = "") -> str:
     """A version triple as text: ``(26, 3, 1)`` → ``26.3.1`` (``v26.3.1`` with ``prefix``)."""
     return prefix + ".".join(map(str, version))
+
+
+def containerd_text(version_txt: str | None) -> str | None:
+    """containerd's version as ``containerd --version`` writes it, suffix kept
+    (``1.7.27``, ``1.6.20~ds1``); None where that output names none."""
+    found = _CONTAINERD_TEXT.search(version_txt or "")
+    return found.group(1) if found else None
+
+
+def nvrm_driver(line: str) -> str | None:
+    """The driver version in the kernel module's ``NVRM version:`` line
+    (``/proc/driver/nvidia/version``); None for a line of another shape."""
+    found = _NVRM.search(line)
+    return found["version"] if found else None
+
+
+def refused_driver(text: str) -> str | None:
+    """The driver release a kernel message refusing a GPU names; None where it names none."""
+    found = _REFUSING.search(text)
+    return (found["a"] or found["b"]) if found else None
+
+
+def library_versions(text: str) -> set[str]:
+    """The driver versions in the sonames of the driver libraries ``text`` names
+    (``libnvidia-ml.so.550.54.15`` ...): a CDI spec names the driver it was made for."""
+    return set(_LIBRARY.findall(text))
+
+
+def compiler(description: str) -> str | None:
+    """The version of a compiler as a build log describes it: its last dotted number
+    (``gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)`` gives ``12.3.0``)."""
+    found = _COMPILER.search(description)
+    return found.group(1) if found else None

@@ -684,6 +684,35 @@ def e540(b: kit.Bundle, t: Thread) -> Placed:
     return _workload_failed(b, t.lines[0])
 
 
+# -- orders 705 onwards (mine5: dcgm-exporter, MIG, GFD/NFD, DRA, networking, FM, vGPU) -----
+
+
+def e705(b: kit.Bundle, t: Thread) -> Placed:
+    """EKS g4dn.metal: the standalone dcgm-exporter DaemonSet crash-loops in the Go runtime."""
+    return e505(b, t)
+
+
+def e710(b: kit.Bundle, t: Thread) -> Placed:
+    """The standalone dcgm-exporter chart: the exporter keeps running on its default CSV."""
+    kit.add_plugin(b, namespace="monitoring", ds_name="dcgm-exporter",
+                   labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="exporter",
+                   image="nvcr.io/nvidia/k8s/dcgm-exporter:2.3.1-2.6.1-ubuntu20.04", log=False)
+    return _running_log(b, "dcgm-exporter-", t.lines)
+
+
+def e715(b: kit.Bundle, t: Thread) -> Placed:
+    """A vGPU host: the vGPU manager daemon's journal refuses the guest's driver."""
+    return _journal(b, "nvidia-vgpu-mgr", "nvidia-vgpu-mgr", t.lines)
+
+
+def e720(b: kit.Bundle, t: Thread) -> Placed:
+    """A pod with a DRA GPU claim cannot start: kubelet's event carries the hook's refusal."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    _waiting(pod, "RunContainerError")
+    _replace(b, pod)
+    return _event(b, pod, "Failed", t.lines[0])
+
+
 def _standalone(root: Path) -> kit.Bundle:
     """A static device plugin, no operator (a cloud's own driver installer on the node)."""
     return kit.Bundle(kit.standalone_plugin(root))
@@ -755,6 +784,8 @@ BUILDERS: dict[int, Builder] = {
     530: _on(_managed(kit.bottlerocket_no_node_files), e530), 535: _on_base(e535),
     540: _on(_managed(kit.talos_no_node_files), e540),
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
+    705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
+    715: _on_base(e715), 720: _on_base(e720), 725: _on_base(e215),
     **ROUND6,
 }
 

@@ -15,9 +15,9 @@ from scenario import lists
 
 from analyzers.engine import timeline
 from analyzers.facts import Facts, scheduling
+from analyzers.facts.gpu import container_gpus
 from analyzers.facts.operands import COMPONENTS, NFD_WORKER, component_of
 from analyzers.knowledge import signatures
-from analyzers.rules.sc._common import container_limits
 from bundle import open_bundle
 from bundle.kube import Container, Pod, quantity_int
 
@@ -173,7 +173,7 @@ def test_container_limits_answer_as_limit_else_request() -> None:
     for limits, requests in cases:
         box = Container.parse({"name": "c", "resources": {"limits": limits,
                                                           "requests": requests}})[0]
-        assert container_limits(box) == _limits_directly(box), (limits, requests)
+        assert container_gpus(box) == _limits_directly(box), (limits, requests)
 
 
 # ------------------------------------------------------------- the number gate

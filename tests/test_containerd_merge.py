@@ -18,9 +18,9 @@ from analyzers.facts.containerd_merge import (
     Clobber,
     corrected_dropin,
     emulate,
-    parse_version,
     runtimes_in,
 )
+from bundle.versions import containerd
 
 MAIN = "/etc/containerd/config.toml"
 NVIDIA = "/etc/containerd/conf.d/99-nvidia.toml"
@@ -450,7 +450,7 @@ def test_runtimes_in_dumps_and_files() -> None:
     ("", None),
 ])
 def test_parse_version(text: str, expected: tuple[int, int, int] | None) -> None:
-    assert parse_version(text) == expected
+    assert containerd(text) == expected
 
 
 # --------------------------------------------------------------------------- corrected drop-in

@@ -41,9 +41,9 @@ from analyzers.facts.containerd_merge import (
     MergeResult,
     corrected_dropin,
     emulate,
-    parse_version,
     runtimes_in,
 )
+from bundle.versions import containerd
 
 MAIN = "/etc/containerd/config.toml"
 CONFD = "/etc/containerd/conf.d"
@@ -87,7 +87,7 @@ def binary() -> Iterator[Binary]:
     path = _containerd()
     text = subprocess.run([path, "--version"], capture_output=True, text=True,
                           check=True).stdout
-    version = parse_version(text)
+    version = containerd(text)
     assert version is not None, text
     with tempfile.TemporaryDirectory() as root:
         config = Path(root, "config.toml")

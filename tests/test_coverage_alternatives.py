@@ -1,6 +1,6 @@
 """A rule that requires no single input judges its optional inputs together: skipped when
 none of them is in the bundle or every one was lost, partial when one was damaged
-(analyzers/engine/__init__.py, analyzers/engine/coverage.py). And a rule that judges nothing but
+(analyzers/engine/analysis.py, analyzers/engine/coverage.py). And a rule that judges nothing but
 container logs requires them."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pytest
 from kit import kube_list, kube_node, write_dir
 
 from analyzers.facts import Facts
+from analyzers.facts import node as node_module
 from bundle import open_bundle, specs, versions
 from bundle.devnodes import MAX_LINES
 
@@ -101,6 +102,39 @@ def test_device_access_refuses_an_oversized_file(tmp_path: Path) -> None:
     assert missing.devices_text is None and missing.refused == () and missing.cgroup is None
 
 
+DUMP = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+        'default_runtime_name = "runc"\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n'
+        'runtime_type = "io.containerd.runc.v2"\n')
+
+
+def test_cri_runtimes_read_once_and_only_of_a_containerd_node(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docker = {"containerRuntimeVersion": "docker://24.0.7"}
+    bundle = open_bundle(write_dir(tmp_path / "b", {
+        specs.NODES: kube_list(kube_node("gpu-a"), kube_node("gpu-b", node_info=docker),
+                               kube_node("gpu-c")),
+        specs.node_file("gpu-a", specs.CONTAINERD_DUMP): DUMP,
+        specs.node_file("gpu-b", specs.CONTAINERD_DUMP): DUMP,
+        specs.node_file("gpu-b", specs.UNAME): "Linux gpu-b 6.8.0 x\n"}))
+    facts = Facts(bundle)
+    calls: list[object] = []
+    parse = node_module.cri_runtimes
+
+    def counting(config: object) -> object:
+        calls.append(config)
+        return parse(config)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(node_module, "cri_runtimes", counting)
+    found = facts.node("gpu-a").cri_runtimes
+    assert found is not None and sorted(found.runtimes) == ["nvidia"]
+    assert found.default == "runc" and not found.nvidia_default
+    assert facts.node("gpu-a").cri_runtimes is found and len(calls) == 1
+    assert facts.node("gpu-b").cri_runtimes is None  # docker runs its containers
+    assert facts.node("gpu-c").cri_runtimes is None  # no folder for the node
+    assert len(calls) == 1
+
+
 def test_cluster_door(tmp_path: Path) -> None:
     quota = {"apiVersion": "v1", "kind": "ResourceQuota",
              "metadata": {"name": "gpus", "namespace": "ml"},
@@ -168,3 +202,28 @@ def test_images_kernels_and_series() -> None:
         "6.8.0-45-generic"
     assert versions.uname_release("6.8.0-45-generic") is None
     assert versions.dotted((26, 3, 1), prefix="v") == "v26.3.1"
+
+
+def test_driver_library_and_compiler_versions() -> None:
+    assert versions.nvrm_driver("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
+                                "Sat Aug 19 01:15:15 UTC 2023") == "535.104.05"
+    assert versions.nvrm_driver("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
+                                "570.86.15  Release Build") == "570.86.15"
+    assert versions.nvrm_driver("GCC version:  gcc version 12.3.0") is None
+    assert versions.refused_driver("NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:1db6) "
+                                   "is not supported by the 550.54 NVIDIA driver") == "550.54"
+    assert versions.refused_driver("NVRM: ... release of the NVIDIA 535.104.05 driver release "
+                                   "notes") == "535.104.05"
+    assert versions.refused_driver("NVRM: the NVIDIA 470.xx Legacy drivers") is None
+    assert versions.library_versions("- /usr/lib/libnvidia-ml.so.550.54.15\n"
+                                     "- /usr/lib/libcuda.so.550.54.15\n- /usr/lib/libcuda.so\n"
+                                     "- /usr/lib/libnvidia-ml.so.535.104.05") == \
+        {"550.54.15", "535.104.05"}
+    assert versions.library_versions("- /usr/bin/nvidia-smi") == set()
+    assert versions.compiler("x86_64-linux-gnu-gcc-12 (Ubuntu 12.3.0-1ubuntu1~22.04) 12.3.0") \
+        == "12.3.0"
+    assert versions.compiler("cc") is None
+    assert versions.containerd_text("containerd github.com/containerd/containerd v1.7.27 abc") \
+        == "1.7.27"
+    assert versions.containerd_text("containerd 1.6.20~ds1 1.6.20~ds1-1") == "1.6.20~ds1"
+    assert versions.containerd_text("") is None and versions.containerd_text(None) is None

@@ -63,3 +63,16 @@ def test_help_imports_no_analysis(tmp_path: Path) -> None:
     assert not {m for m in modules if m.split(".")[0] in ("analyzers", "bundle", "reports")
                 and m != "analyzers"}
     assert "pydantic" not in modules
+
+
+def test_listing_the_rules_imports_no_analysis(tmp_path: Path) -> None:
+    # importing analyzers.engine.plugins runs the engine package's __init__: it must not
+    # bring the analysis, what is built around a run, or the speed wing with it
+    code, modules = _imported(["rules"], tmp_path)
+    assert code == 0
+    assert {"analyzers.engine.plugins", "analyzers.rules.drv.DRV001"} <= modules
+    assert not {m for m in modules if m in ("analyzers.engine.analysis",
+                                            "analyzers.engine.coverage",
+                                            "analyzers.engine.overview",
+                                            "analyzers.engine.timeline")
+                or m.split(".")[:2] == ["analyzers", "speed"]}

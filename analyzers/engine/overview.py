@@ -6,7 +6,6 @@ signature. Everything here reads facts and the bundle once; nothing raises on od
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
@@ -32,7 +31,7 @@ from analyzers.results.overview_models import (
     Timeline,
     ValueSpread,
 )
-from bundle import specs
+from bundle import specs, versions
 from bundle.kernel import XidEvent
 from bundle.kube import Deployment, Node
 
@@ -58,9 +57,6 @@ MATRIX: tuple[tuple[str, str, str], ...] = (
     ("mig-manager", "migManager", "mig-manager"),
     ("validator", "validator", "operator-validator"),
 )
-
-_CONTAINERD_VERSION = re.compile(r"\bv?(\d+\.\d+\.\d+[0-9A-Za-z.+~-]*)")
-
 
 def build(facts: Facts, findings: Sequence[Finding] = ()) -> Overview:
     """The overview of a bundle. Each part is built in isolation: a part that fails (a
@@ -184,10 +180,9 @@ def operator_release(facts: Facts) -> OperatorRelease:
 
 def containerd_version(facts: Facts, name: str, node: Node | None) -> str | None:
     text = facts.bundle.node(name).containerd_version
-    if text:
-        found = _CONTAINERD_VERSION.search(text)
-        if found:
-            return found.group(1)
+    found = versions.containerd_text(text)
+    if found:
+        return found
     runtime = node.status.node_info.container_runtime_version if node is not None else ""
     if runtime:
         engine, _, version = runtime.partition("://")

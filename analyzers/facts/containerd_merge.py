@@ -216,13 +216,6 @@ class _Refused(Exception):
     containerd would do; nothing is concluded from the files."""
 
 
-# --------------------------------------------------------------------------- versions
-
-# containerd's version from ``containerd --version``: read by bundle.versions, by the
-# name the emulation's callers and tests know
-parse_version = versions.containerd
-
-
 @dataclass(frozen=True)
 class _Profile:
     """The behaviour switches of one containerd release."""

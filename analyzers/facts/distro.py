@@ -121,7 +121,7 @@ class NodeRuntime:
         ``config.toml.tmpl`` only when that file is missing
         (https://docs.k3s.io/advanced#configuring-containerd)."""
         layout = self.layout
-        if containerd_major(self.runtime_version) >= 2:
+        if versions.containerd_major(self.runtime_version) >= 2:
             v3 = [t for t in layout.templates if t.endswith("/config-v3.toml.tmpl")]
             if v3:
                 return v3[0]
@@ -132,7 +132,7 @@ class NodeRuntime:
         first. k3s and RKE2 on containerd 2.x render ``config-v3.toml.tmpl`` and fall back
         to ``config.toml.tmpl`` only without it; their containerd 1.x releases know no
         v3 template. Unknown versions keep the given order."""
-        major = containerd_major(self.runtime_version)
+        major = versions.containerd_major(self.runtime_version)
         v3 = [p for p in paths if p.endswith("/config-v3.toml.tmpl")]
         rest = [p for p in paths if p not in v3]
         if major >= 2:
@@ -163,9 +163,6 @@ class NodeRuntime:
         parts = [p for p in (self.distribution, self.runtime) if p]
         return "/".join(parts) or "unknown"
 
-
-# containerd's major version in ``containerd://2.0.5-k3s1.32`` (bundle.versions)
-containerd_major = versions.containerd_major
 
 
 def detect(artifacts: NodeArtifacts | None, node: Node | None, name: str) -> NodeRuntime:

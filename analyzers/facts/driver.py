@@ -38,7 +38,7 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import Stage
 from analyzers.knowledge import signatures
 from analyzers.results.models import Evidence, Severity
-from bundle import specs
+from bundle import specs, versions
 from bundle.evidence import clip
 from bundle.kube import ClusterPolicy
 from bundle.lspci import PciDevice
@@ -146,11 +146,11 @@ def judge_unusable(facts: Facts, name: str) -> Unusable | None:
     if said is not None and said.meaning == smifail.MISMATCH_MEANING:
         mismatch += said.evidence
     if mismatch:
-        versions = next((s.detail for s in kernel.signals_of("api_mismatch")
-                         if "client " in s.detail and "not on this line" not in s.detail),
-                        "")
+        differ = next((s.detail for s in kernel.signals_of("api_mismatch")
+                       if "client " in s.detail and "not on this line" not in s.detail),
+                      "")
         text = "driver user-space libraries and kernel module differ in version"
-        problems.add("mismatch", text + (f" ({versions})" if versions else ""), mismatch,
+        problems.add("mismatch", text + (f" ({differ})" if differ else ""), mismatch,
                      Severity.CRITICAL if failure else Severity.HIGH)
     gpu_node = name in facts.gpu_node_set
     if (modules is not None and gpu_node and failure and not modules.loaded("nvidia")):
@@ -178,8 +178,6 @@ _OPEN_DATACENTER = re.compile(r"Open nvidia\.ko is only ready for use on Data Ce
                               re.IGNORECASE)
 _LEGACY = re.compile(r"supported through the\s+(?:NVRM:\s*)?NVIDIA\s+(?:NVRM:\s*)?"
                      r"(?P<branch>[\w.-]+)\s+(?:NVRM:\s*)?Legacy", re.IGNORECASE)
-_VERSION = re.compile(r"NVIDIA (?P<a>\d+\.\d+(?:\.\d+)?) driver release"
-                      r"|the (?P<b>\d+\.\d+(?:\.\d+)?) NVIDIA", re.IGNORECASE)
 _PCI_ID = re.compile(r"PCI ID:\s*(?P<id>10de:[0-9a-fA-F]{4})")
 _BDF = re.compile(r"(?:[0-9a-fA-F]{4,8}:)?(?P<bdf>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])")
 REFUSAL_EVIDENCE_CAP = 4
@@ -211,9 +209,9 @@ class _Reading:
             self.legacy = self.legacy or legacy["branch"]
         else:
             self.branch = True
-        version = _VERSION.search(text)
+        version = versions.refused_driver(text)
         if version and not self.version:
-            self.version = version["a"] or version["b"]
+            self.version = version
         if pci := _PCI_ID.search(text):
             self.pci_ids.add(pci["id"].lower())
         if len(self.evidence) < REFUSAL_EVIDENCE_CAP and evidence not in self.evidence:
@@ -340,9 +338,6 @@ _SETTLED = frozenset({"", "upgrade-done"})
 _DRIVER_TRIED = ("driver_loaded", "nouveau", "nova_core", "probe_failed", "unsupported_gpu",
                  "lockdown", "module_load_failed", "module_verification", "api_mismatch")
 VERSION_FILE = specs.DRIVER_VERSION
-# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
-# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build ..."
-_HOST_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(?P<version>\d+\.\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,8 +382,8 @@ def host_driver(facts: Facts, name: str) -> HostDriver | None:
         evidence.append(modules.evidence("nvidia"))
     if text:
         first = text.splitlines()[0] if text.splitlines() else ""
-        if found := _HOST_VERSION.search(first):
-            loaded, version = True, found["version"]
+        if found := versions.nvrm_driver(first):
+            loaded, version = True, found
             evidence.append(Evidence(path=node.path(VERSION_FILE), line=1,
                                      excerpt=clip(first)))
     return HostDriver(loaded, version, tuple(evidence))

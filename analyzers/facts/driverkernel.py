@@ -8,6 +8,7 @@ nobody built), or the container builds the module at start and the build fails
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -84,6 +85,35 @@ def node_kernel(artifacts: NodeArtifacts, node: Node | None) -> tuple[str | None
                         excerpt=f"kernelVersion: {kernel}")
         return kernel, where
     return None, None
+
+
+# The kernel's kbuild warning names both compilers on two lines; nvidia-installer says it
+# on one ("The kernel was built with gcc version X, but the current compiler version is Y").
+_BUILT_BY = re.compile(r"The kernel was built (?:by|with):?\s*(?P<cc>.+?)\s*,?\s*$")
+
+
+_USING = re.compile(r"You are using:\s*(?P<cc>.+?)\s*$|current compiler version is\s*(?P<cc2>.+?)"
+                    r"\.?\s*$")
+
+
+def compilers(path: str, text: str) -> tuple[str, str, tuple[Locator, ...]] | None:
+    """The kernel's compiler and the one building the module when the log names two
+    different versions, with the lines that say so; None when it names none or one."""
+    built: tuple[str, Locator] | None = None
+    using: tuple[str, Locator] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        where = Locator(path=path, line=number, excerpt=line.strip()[:200])
+        if built is None and (m := _BUILT_BY.search(line)):
+            built = (m["cc"], where)
+            line = line[m.end():]
+        if built is not None and using is None and (m := _USING.search(line)):
+            using = (m["cc"] or m["cc2"], where)
+    if built is None or using is None:
+        return None
+    kernel_cc, module_cc = (versions.compiler(cc) for cc, _ in (built, using))
+    if kernel_cc is None or module_cc is None or kernel_cc == module_cc:
+        return None  # the same compiler under another name: the kernel's warning only
+    return built[0], using[0], tuple(dict.fromkeys((built[1], using[1])))
 
 
 def driver_image(pod: Pod) -> str | None:

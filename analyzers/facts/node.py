@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from analyzers.facts import hostmodules, journals, smi
 from analyzers.facts.cdi import CdiSpec, node_specs
 from analyzers.facts.driverkernel import node_kernel as node_kernel_release
+from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.kernel_events import NodeKernel, node_kernel
-from bundle import Bundle, NodeArtifacts, specs
+from bundle import Bundle, NodeArtifacts, specs, versions
 from bundle.devnodes import CgroupInfo, DevNvidia, over_budget, parse_cgroup, parse_dev_nvidia
 from bundle.evidence import Locator
 from bundle.hostprocs import HostProcess, parse_gpu_processes
@@ -150,6 +151,19 @@ class NodeFacts:
         """The same, parsed; None when absent or not TOML (a recorded problem)."""
         return self._files.config_dump
 
+    @cached_property
+    def cri_runtimes(self) -> CriRuntimes | None:
+        """The runtime handlers of the configuration containerd runs with
+        (``facts.handlers``), read once from its dump; None where the node has no folder,
+        its runtime is not containerd, the dump is absent or not TOML, or the dump is not
+        of the file containerd runs with (``runtime.wrong_dump``: then nothing in it
+        says what containerd loaded)."""
+        if not self.collected or not self.node_runtime.containerd:
+            return None
+        if self.runtime.wrong_dump is not None:
+            return None
+        return cri_runtimes(self.config_dump)
+
     @property
     def containerd_version(self) -> str | None:
         """``containerd --version`` (``containerd/version.txt``), stripped."""
@@ -201,6 +215,12 @@ class NodeFacts:
     def cdi_files(self) -> dict[str, str]:
         """Name under ``cdi/`` → text of the node's copied CDI spec file."""
         return self._files.cdi_files
+
+    @cached_property
+    def cdi_drivers(self) -> dict[str, set[str]]:
+        """Name under ``cdi/`` → the driver versions that spec file's libraries carry in
+        their sonames (``libnvidia-ml.so.550.54.15``): the driver it was generated for."""
+        return {name: versions.library_versions(text) for name, text in self.cdi_files.items()}
 
     @cached_property
     def cdi_specs(self) -> list[CdiSpec]:

@@ -19,6 +19,7 @@ NODE: dict[str, tuple[str, ...]] = {
     "containerd_files": (specs.CONTAINERD_FILES,),
     "cdi_files": (specs.CDI_ANY,),
     "cdi_specs": (specs.CDI_ANY,),
+    "cdi_drivers": (specs.CDI_ANY,),
     "nvidia_smi": (specs.NVIDIA_SMI,),
     "smi_line": (specs.NVIDIA_SMI,),
     "gpu_processes": (specs.GPU_PROCESSES,),

@@ -1,7 +1,7 @@
 """Default operand image versions per GPU Operator release, from ``data/operand_versions.toml``.
 
 :func:`expected` answers, for an operator version, which version each known operand image
-should carry; :func:`image_version` reads an image reference; :func:`fits` compares.
+should carry (an image reference's version is read, and compared, by ``bundle.versions``).
 """
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ def table() -> OperandTable:
         releases={str(item["version"]): {str(k): str(v) for k, v in item["images"].items()}
                   for item in raw.get("release", [])},
     )
-
-
-# (repository, numeric tag version) of an image reference, and whether a version is the
-# expected release or in its series: read by bundle.versions, by the names callers know
-image_version = versions.image
-fits = versions.fits
 
 
 def expected(version: str) -> dict[str, Expected]:

@@ -16,8 +16,6 @@ from analyzers.knowledge import packaged
 from bundle import versions
 
 Version = versions.Version
-# the one reader of an operator version (bundle.versions), by the name callers know
-parse_version = versions.operator_release
 
 
 class SupportStatus(StrEnum):
@@ -88,7 +86,7 @@ def table() -> ReleaseTable:
 
 def support(text: str | None) -> Support | None:
     """Support status of the version found in ``text``; None if it holds no version."""
-    version = parse_version(text)
+    version = versions.operator_release(text)
     if version is None:
         return None
     data = table()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, LiteralString, NamedTuple
 
-from analyzers.facts.evidence import event_evidence as event_evidence
-from analyzers.facts.evidence import field as field
+from analyzers import commands as sh
+from analyzers.facts.evidence import field
+from analyzers.facts.next_step import Ask as NextAsk
+from analyzers.facts.next_step import NextStep
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
 from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
 from bundle import specs
-from bundle.evidence import at_pointer
+from bundle.evidence import at_pointer, clip
 from bundle.kube import Deployment, Event, KubeObject, Node, Pod
 
 if TYPE_CHECKING:
@@ -115,3 +117,47 @@ def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 # The label the operator keys its operands on (set by NFD rules or by hand).
 PRESENT = "nvidia.com/gpu.present"
+
+
+# -- the next step of an unexplained failure (facts.next_step), written out -------------
+
+def ask_command(ask: NextAsk) -> str | None:
+    """The read-only command ``ask`` stands for, each name quoted for the shell; None
+    where a name of the bundle is not safe in a command line (nothing is offered)."""
+    if ask.kind == "logs":
+        previous = ("--previous",) if ask.previous else ()
+        line = sh.cmd("kubectl", "-n", sh.namespace(ask.namespace), "logs", sh.pod(ask.pod),
+                      "-c", sh.container(ask.container), *previous, "--tail=200")
+    elif ask.kind == "describe":
+        line = sh.cmd("kubectl", "-n", sh.namespace(ask.namespace), "describe", "pod",
+                      sh.pod(ask.pod))
+    elif ask.ssh:
+        line = sh.cmd("ssh", sh.node(ask.node), sh.raw("--"), sh.raw(_quoted_look(ask.look)))
+    else:
+        line = sh.cmd("kubectl", "debug", sh.join("node/", sh.node(ask.node)), "-it",
+                      "--image=ubuntu", "--", "chroot", "/host", "sh", "-c",
+                      sh.raw(_quoted_look(ask.look)))
+    return None if line.startswith(sh.REFUSED) else line
+
+
+def _quoted_look(text: LiteralString) -> LiteralString:
+    return "\"" + text + "\"" if "'" in text else "'" + text + "'"
+
+
+def next_step_text(step: NextStep, what: str, logs: str = "its logs show") -> str:
+    """One sentence for a finding's summary: why ``what`` ("the driver stage") fails, as
+    the first error ``logs`` ("its logs show", "the node's kernel log shows"), or the
+    command to ask for next and why."""
+    lead = f" {step.lead}." if step.lead else ""
+    if step.error is not None and step.lead:
+        return f"{lead} The node's kernel log records the kill: {step.error.quote()}."
+    if step.error is not None:
+        said = step.error.step_said
+        where = f", in the step '{clip(said, 120)}'" if said is not None else ""
+        return (f"{lead} No known cause explains why {what} fails; the first error {logs} "
+                f"is {step.error.quote()}{where}.")
+    command = ask_command(step.ask) if step.ask is not None else None
+    ask = f" Ask next for the output of: {command}" if command else ""
+    if step.lead:
+        return f"{lead} {step.why[:1].upper()}{step.why[1:]}.{ask}"
+    return f" The bundle does not say why {what} fails: {step.why}.{ask}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts.evidence import field
 from analyzers.results.models import Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import field
 
 
 class ToolkitManagedByOperator(Rule):

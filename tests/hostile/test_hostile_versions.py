@@ -1,10 +1,10 @@
 """Version strings from the bundle: a long image tag is read in linear time, and a
 containerd version of thousands of digits is no version.
 
-- ``operand_versions.image_version`` (the operator version facts read it for every
+- ``bundle.versions.image`` (the operator version facts read it for every
   container of every Deployment) searched the tag with ``\\d+(?:\\.\\d+)+`` from every
   position of a digit run: a 40 KB tag of digits took 32 s (quadratic).
-- ``facts.distro.containerd_major`` turned ``containerd://<5,000 digits>.0`` (a Node's
+- ``bundle.versions.containerd_major`` turned ``containerd://<5,000 digits>.0`` (a Node's
   ``containerRuntimeVersion``) into an int past Python's 4,300-digit limit: RT008 and
   RT009 ended in ``error``.
 
@@ -21,18 +21,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kit import write_dir
 
-from analyzers.facts.distro import containerd_major
-from analyzers.knowledge.operand_versions import image_version
 from analyzers.results.models import RuleStatus
+from bundle.versions import containerd_major, image
 
 NUMERIC_BEFORE = re.compile(r"(\d+(?:\.\d+)+)")
 
 
 def test_a_tag_of_digits_without_a_dot_has_no_version() -> None:
-    assert image_version("nvcr.io/nvidia/gpu-operator:" + "1" * 200_000) == ("gpu-operator", None)
+    assert image("nvcr.io/nvidia/gpu-operator:" + "1" * 200_000) == ("gpu-operator", None)
     tag = "9" * 100_000 + "x1.2"
-    assert image_version("registry.local/gpu-operator:" + tag) == ("gpu-operator", "1.2")
-    assert image_version("nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04") == \
+    assert image("registry.local/gpu-operator:" + tag) == ("gpu-operator", "1.2")
+    assert image("nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04") == \
         ("container-toolkit", "1.17.8")
 
 
@@ -40,7 +39,7 @@ def test_a_tag_of_digits_without_a_dot_has_no_version() -> None:
 @given(st.text(alphabet="0123456789.v-x", max_size=30))
 def test_the_version_read_is_the_one_read_before(tag: str) -> None:
     before = NUMERIC_BEFORE.search(tag)
-    assert image_version("nvcr.io/nvidia/gpu-operator:" + tag)[1] == \
+    assert image("nvcr.io/nvidia/gpu-operator:" + tag)[1] == \
         (before[1] if before else None)
 
 

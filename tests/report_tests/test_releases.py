@@ -6,6 +6,7 @@ import pytest
 
 from analyzers.knowledge import releases
 from analyzers.knowledge.releases import SupportStatus
+from bundle import versions
 
 
 @pytest.mark.parametrize(("text", "version", "status", "known"), [
@@ -41,7 +42,7 @@ def test_table_follows_the_lifecycle_policy() -> None:
     assert table.older is SupportStatus.END_OF_SUPPORT
     for line in table.lines:
         assert line.releases, line.name
-        assert all(releases.parse_version(r)[:2] == line.series  # type: ignore[index]
+        assert all(versions.operator_release(r)[:2] == line.series  # type: ignore[index]
                    for r in line.releases)
     assert [line.series for line in table.lines] == sorted(
         (line.series for line in table.lines), reverse=True)

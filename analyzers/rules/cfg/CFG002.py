@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field
 from analyzers.knowledge.products import UNLISTED, classify
 from analyzers.knowledge.products import Verdict as ProductVerdict
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _mig_wanted
-from analyzers.rules.common import field, node_ref
+from analyzers.rules.common import node_ref
 from bundle import specs
 from bundle.evidence import first_line
 from bundle.kube import Node

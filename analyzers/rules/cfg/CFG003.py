@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import field
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import _label_int
-from analyzers.rules.common import field, node_ref
+from analyzers.rules.common import node_ref
 from bundle import specs
 from bundle.kube import Node
 

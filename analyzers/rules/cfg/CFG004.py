@@ -6,10 +6,11 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import field
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.cfg._base import operator_release
-from analyzers.rules.common import RUNTIME_FILES, field, names, node_ref
+from analyzers.rules.common import RUNTIME_FILES, names, node_ref
 from bundle import specs
 from bundle.evidence import Locator, at_pointer, first_line
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from analyzers.facts.evidence import field
 from analyzers.knowledge.releases import SupportStatus
 from analyzers.results.models import Evidence, Severity
 from analyzers.rule import Context
-from analyzers.rules.common import field
 from bundle.kube import HelmRevision, Node
 
 

@@ -5,19 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.evidence import capped
 from analyzers.facts.kernel_events import GpuIdentity, NodeKernel, line_evidence
 from analyzers.knowledge import xid as catalog
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._common import (
-    KERNEL_INPUTS,
-    DeviceHealth,
-    capped,
-    device_health,
-    gpu_name,
-    when,
-)
+from analyzers.rules.drv._common import KERNEL_INPUTS, DeviceHealth, device_health, gpu_name, when
 from analyzers.rules.drv._text import action, cause
 from analyzers.rules.drv._xid import GpuXids, _label, _listing, _rank, _remediation, analyse
 from bundle.kernel import XidEvent

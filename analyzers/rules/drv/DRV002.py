@@ -6,12 +6,13 @@ from collections.abc import Iterable
 
 from analyzers import refs
 from analyzers.facts import driver
+from analyzers.facts.evidence import capped
 from analyzers.facts.kernel_events import UNKNOWN_GPU, NodeKernel, line_evidence
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._common import KERNEL_INPUTS, capped, device_health, gpu_name, when
+from analyzers.rules.drv._common import KERNEL_INPUTS, device_health, gpu_name, when
 from analyzers.rules.drv._lost import _AER_SERIOUS, _TEXT, _aer_level, _groups, _remediation
 from bundle.kernel import KernelSignal
 

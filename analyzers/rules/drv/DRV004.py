@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.evidence import capped
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import LOGS, node_ref
-from analyzers.rules.drv._common import capped
 from analyzers.rules.drv._driver import _secure_boot_remediation
 from bundle import specs
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts import next_step
 from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
 from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
-from analyzers.rules.common import node_ref
+from analyzers.rules.common import next_step_text, node_ref
 from analyzers.rules.drv._smi import _explanations
 from bundle import specs
 from bundle.evidence import clip
@@ -26,9 +27,10 @@ class NvidiaSmiFailed(Rule):
     (nvidia-smi prints them on stdout). The finding links the one that explains it —
     DRV004 (Secure Boot), DRV003 (driver not usable), OP010 (driver container cannot
     install), OP001 (the operator's driver container failing) — and is then of low
-    severity, a symptom listed under its cause; or it says that none does, stays high,
-    and causes OP001's driver stage where that is the validator waiting on the host's
-    driver.
+    severity, a symptom listed under its cause; or none does: it stays high, quotes the
+    first error among the kernel's NVIDIA lines of the node's dmesg or names the command
+    to ask for next, and causes OP001's driver stage where that is the validator waiting
+    on the host's driver.
 
     Why it matters:
     nvidia-smi failing is the node telling you its driver does not work: no GPU
@@ -48,7 +50,8 @@ class NvidiaSmiFailed(Rule):
     inputs = (Input(specs.MANIFEST), node(SMI_FILE, optional=True),
               node(specs.MODULES, optional=True), cluster(specs.PODS, optional=True),
               cluster(specs.CLUSTERPOLICIES, optional=True),
-              cluster(specs.EVENTS, optional=True))  # the operand stages' evidence
+              cluster(specs.EVENTS, optional=True),  # the operand stages' evidence
+              node(specs.DMESG, optional=True))  # the first NVIDIA error (facts.next_step)
     tags = ("driver", "nvidia-smi")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
@@ -82,9 +85,8 @@ class NvidiaSmiFailed(Rule):
         if links:
             summary += " Why: " + "; ".join(text for _, text in links) + "."
         else:
-            summary += (" No rule identified why; look at the node's loaded modules "
-                        "(lsmod), its kernel log (NVRM, nouveau, Lockdown lines) and "
-                        "whether a driver is installed at all.")
+            summary += next_step_text(next_step.for_smi(ctx.facts, name), "nvidia-smi",
+                                      "the node's kernel log shows")
         node_arg = sh.node(name)
         remediation = sh.lines(
             sh.node_shell(node_arg),

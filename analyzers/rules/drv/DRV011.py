@@ -6,11 +6,12 @@ from collections import Counter
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.evidence import capped
 from analyzers.facts.kernel_events import NodeKernel, line_evidence
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, node
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._common import KERNEL_INPUTS, capped, when
+from analyzers.rules.drv._common import KERNEL_INPUTS, when
 from analyzers.rules.drv._sxid import (
     _LISTED,
     FATAL,

@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from analyzers.facts.evidence import capped as capped
+from analyzers.facts.evidence import field as object_field
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
 from analyzers.knowledge import signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context, Input, cluster, node
 from analyzers.rules.common import LOGS
-from analyzers.rules.common import field as object_field
 from bundle import specs
 from bundle.evidence import clip
 from bundle.kernel import KernelLine

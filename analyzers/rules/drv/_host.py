@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from analyzers import commands as sh
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import field
 from bundle import specs
 from bundle.evidence import clip
 
@@ -91,19 +90,13 @@ def driver_container_nodes(ctx: Context) -> list[str]:
 
 
 def _kernel(ctx: Context, name: str) -> tuple[str, Evidence] | None:
-    text = ctx.facts.node(name).text(specs.UNAME)
-    if text and text.split():
-        fields = text.split()
-        release = fields[2] if len(fields) > 2 and fields[0] == "Linux" else fields[0]
-        first = text.splitlines()[0]
-        return release, Evidence(path=specs.node_file(name, specs.UNAME), line=1,
-                                 excerpt=clip(first))
-    obj = ctx.facts.nodes.get(name)
-    if obj is not None and obj.status.node_info.kernel_version:
-        version = obj.status.node_info.kernel_version
-        return version, field(obj, f"kernelVersion: {version}", "status", "nodeInfo",
-                              "kernelVersion")
-    return None
+    """The node's running kernel as the facts read it (``NodeFacts.kernel_release``:
+    ``uname -a``, else the Node's ``kernelVersion``), with the line or field quoted."""
+    release, where = ctx.facts.node(name).kernel_release
+    if release is None or where is None:
+        return None
+    return release, Evidence(path=where.path, line=where.line, pointer=where.pointer,
+                             excerpt=clip(where.excerpt))
 
 
 _NFD_OS = "feature.node.kubernetes.io/system-os_release."

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import field
 from analyzers.facts.preconditions import Need
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import PRESENT, field, node_ref
+from analyzers.rules.common import PRESENT, node_ref
 from analyzers.rules.op._common import capped, namespace
 from analyzers.rules.op._labels import (
     CONTAINER_DEPLOY,

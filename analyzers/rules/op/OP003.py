@@ -6,12 +6,13 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import field
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, PRESENT, field, node_ref
+from analyzers.rules.common import LOGS, PRESENT, node_ref
 from analyzers.rules.op._common import logs_cmd, namespace
 from analyzers.rules.op._labels import (
     PCI_LABELS,

@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import field
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule
-from analyzers.rules.common import LOGS, field
+from analyzers.rules.common import LOGS
 from analyzers.rules.op._common import (
     as_evidence,
     namespace,

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER
+from analyzers.facts.evidence import field
 from analyzers.facts.preconditions import Need
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, field, node_ref
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (
     capped,
     events_evidence,

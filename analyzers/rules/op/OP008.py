@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import CRIO, DOCKER
+from analyzers.facts.evidence import field as object_field
 from analyzers.facts.kernel_events import gpu_address
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
@@ -15,7 +16,6 @@ from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
 from analyzers.rules.common import KERNEL_LINES, LOGS, names, node_ref
-from analyzers.rules.common import field as object_field
 from analyzers.rules.op._common import (
     blocked_evidence,
     capped,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field
 from analyzers.facts.mig import DISABLED, MigConfigs, MigEntry, model_for
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, field, node_ref
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import capped, logs_cmd, logs_evidence, namespace
 from analyzers.rules.op._mig import (
     CAPABLE_LABEL,

@@ -7,13 +7,14 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.driverkernel import DRIVER_CONTAINER, DriverKernel
+from analyzers.facts.evidence import field
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.preconditions import Need
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, field, node_ref
+from analyzers.rules.common import LOGS, node_ref
 from analyzers.rules.op._common import (
     as_evidence,
     capped,

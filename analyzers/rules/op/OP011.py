@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as object_field
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, PRESENT, event_evidence, node_ref
-from analyzers.rules.common import field as object_field
+from analyzers.rules.common import LOGS, PRESENT, node_ref
 from analyzers.rules.op._common import capped, logs_cmd, namespace, quote
 from analyzers.rules.op._labels import PCI_LABELS
 from analyzers.rules.op._nfd import _CAP, SUBJECT, Labelling, labelling, nfd_role

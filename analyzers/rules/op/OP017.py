@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import event_evidence, field
 from analyzers.rules.op._refused import describe, gpu_stack
 from bundle import specs
 

@@ -4,11 +4,12 @@ OP001 names the stage; the cause is another rule's finding (OP017 for an operand
 DaemonSet's pods are refused at creation, RT001 for a missing runtime handler, RT015 for
 Docker's shim refusing the RuntimeClass handler, OP010/DRV003/DRV004 for an unusable
 driver, OP005 for the fabric, OP008 for the device plugin, OP004/OP013 for the DCGM
-exporter; OP012, OP015, DRV008, DRV010 and, when nothing else does, DRV009 for the
-driver stage too). A rule cannot see another rule's findings, so each explanation here
-asks the same verdict of the facts (analyzers/facts/driver.py, ...) the explaining rule
-reports: OP001 then links exactly the findings that exist, and says plainly when none
-does and what to read next.
+exporter; OP012, OP015, CMP020 (the driver container's first failing step), DRV008,
+DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
+another rule's findings, so each explanation here asks the same verdict of the facts
+(analyzers/facts/driver.py, ...) the explaining rule reports: OP001 then links exactly
+the findings that exist; where none does, ``unexplained`` quotes the stage's first
+error or names what to ask for next (``facts.next_step``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzers import refs
-from analyzers.facts import Facts, dcgm, driver
+from analyzers.facts import Facts, dcgm, driver, next_step
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
@@ -25,6 +26,7 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
+from analyzers.rules.common import next_step_text
 from analyzers.rules.op._refused import describe
 
 
@@ -34,20 +36,6 @@ class Cause:
 
     finding: Link
     text: str
-
-
-# What to read next, per stage, when no rule identified the cause.
-NEXT_LOOK: dict[Stage, str] = {
-    Stage.SANDBOX: "the pods' FailedCreatePodSandBox events (kubectl describe pod) and the "
-                   "node's container runtime and CNI logs",
-    Stage.DRIVER: "the driver pod's nvidia-driver-ctr log, the validator's driver-validation "
-                  "log and the node's kernel log (dmesg | grep NVRM)",
-    Stage.TOOLKIT: "the toolkit pod's nvidia-container-toolkit-ctr log and the runtime "
-                   "configuration the node really loads",
-    Stage.CUDA: "the cuda-validation log of the nvidia-cuda-validator pod",
-    Stage.PLUGIN: "the device plugin's log and the node's nvidia.com/gpu capacity",
-    Stage.OPERANDS: "the failing operand's own log (--previous for a crash loop)",
-}
 
 
 def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
@@ -95,6 +83,9 @@ _DRIVER_CAUSES: tuple[tuple[_Holds, str, str], ...] = (
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
     (lambda facts, node: driver.build_failure(facts, node) is not None, "OP015",
      "The driver container cannot build or load its module on this OS (see OP015)."),
+    (lambda facts, node: next_step.unnamed_driver_step(facts, node) is not None,
+     "CMP020", "The driver container fails at a build or install step; its first "
+     "error is quoted (see CMP020)."),
     (lambda facts, node: driver.gpu_refusal(facts, node) is not None, "DRV008",
      "The loaded driver cannot drive this GPU (see DRV008)."),
     (lambda facts, node: driver.foreign_binding(facts, node) is not None, "DRV010",
@@ -173,7 +164,9 @@ def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     return found
 
 
-def unexplained(stage: Stage) -> str:
-    """OP001's sentence when no rule identified the cause of ``stage``."""
-    return (f" No rule identified why the {stage.label} stage fails; read next "
-            f"{NEXT_LOOK[stage]}.")
+def unexplained(ctx: Context, stages: NodeStages) -> str:
+    """OP001's sentence when no rule names the cause of the node's first failing stage:
+    the first error its logs show, or what to ask for next (see ``facts.next_step``)."""
+    first = stages.first
+    assert first is not None
+    return next_step_text(next_step.for_stage(ctx.facts, stages), f"the {first.label} stage")

@@ -6,12 +6,12 @@ import re
 from collections.abc import Iterable, Sequence
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.operands import OperandPod
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.stages import Blocked
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import event_evidence, field
 from bundle.evidence import Locator
 from bundle.kube import Event, Pod
 

@@ -3,22 +3,20 @@
 Two halves feed one finding: what the cluster said about the policy (operator logs,
 events, Helm's release records), and the installed CRDs themselves (``cluster/crds.json``
 of bundle format 1.1) compared with the fields and CRDs the running operator's release
-ships (``analyzers/data/clusterpolicy_crd.toml``).
+ships (``analyzers/data/clusterpolicy_crd.toml``, read by ``analyzers.knowledge.policy_crd``).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import tomllib
 from dataclasses import dataclass
-from functools import cache
 
-from analyzers.knowledge import packaged, signatures
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as object_field
+from analyzers.knowledge import policy_crd, signatures
 from analyzers.results.models import Evidence
 from analyzers.rule import Context, Rule
-from analyzers.rules.common import event_evidence, running_operator
-from analyzers.rules.common import field as object_field
+from analyzers.rules.common import running_operator
 from bundle import specs
 from bundle.crds import POLICY_CRD as CRD
 from bundle.crds import Crd
@@ -27,33 +25,7 @@ from bundle.evidence import Locator
 SIGNATURE = "clusterpolicy-schema-rejected"
 
 
-_VERSION = re.compile(r"(?<![0-9.])v?(\d{1,2})\.(\d{1,2})\.(\d{1,3})(?![0-9])")
-
-
 _SHOWN = 5
-
-
-def _release(text: str) -> tuple[int, int, int] | None:
-    """A release of the data file (``v1.7.0`` … ``v25.10.0``: one-digit majors too)."""
-    m = _VERSION.search(text.rpartition(":")[2] or text)
-    return (int(m[1]), int(m[2]), int(m[3])) if m else None
-
-
-@cache
-def _needs() -> tuple[tuple[tuple[str, tuple[int, int, int]], ...],
-                      tuple[tuple[str, tuple[int, int, int]], ...]]:
-    """(ClusterPolicy spec fields, CRDs), each with the first release that ships it."""
-    data = tomllib.loads(packaged.read_toml("clusterpolicy_crd"))
-
-    def table(key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
-        rows = []
-        for name, entry in data.get(key, {}).items():
-            since = _release(entry["since"])
-            if since is not None:
-                rows.append((name, since))
-        return tuple(sorted(rows, key=lambda row: (row[1], row[0])))
-
-    return table("field"), table("crd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +36,6 @@ class SchemaGap:
     evidence: tuple[Evidence, ...]
     fields: tuple[tuple[str, str], ...]   # (spec field set and pruned, release that added it)
     crds: tuple[tuple[str, str], ...]     # (missing CRD, release that needs it)
-
-
-def _text(version: tuple[int, int, int]) -> str:
-    return "v" + ".".join(map(str, version))
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -135,13 +103,13 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
     crds = {crd.name: crd for crd in installed}
     policy = crds.get(CRD)
     stored = policy.stored if policy is not None else None
-    need_fields, need_crds = _needs()
+    need_fields, need_crds = policy_crd.needs()
     fields: list[tuple[str, str]] = []
     evidence: list[Evidence] = []
     if stored is not None and not stored.open_schema:
-        pruned = [(name, since) for name, since in need_fields
-                  if since <= running and stored.prunes(name)
-                  and ("." not in name or name.partition(".")[0] in stored.fields)]
+        pruned = [need for need in need_fields
+                  if need.since <= running and stored.prunes(need.name)
+                  and ("." not in need.name or need.name.partition(".")[0] in stored.fields)]
         asked = submitted(ctx)
         if asked is None:
             if pruned and rule is not None:
@@ -150,7 +118,7 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
                               "the operator's Helm values are in the bundle to say whether "
                               "anything sets them")
         else:
-            fields = [(name, _text(since)) for name, since in pruned if name in asked]
+            fields = [(need.name, need.release) for need in pruned if need.name in asked]
         if fields:
             listed = ", ".join(f"spec.{n}" for n, _ in fields[:_SHOWN])
             evidence.append(Evidence(
@@ -160,8 +128,8 @@ def schema_gap(ctx: Context, installed: list[Crd], rule: Rule | None = None) -> 
                            else "")))
             if asked is not None:
                 evidence.append(asked[fields[0][0]])
-    crds_missing = [(name, _text(since)) for name, since in need_crds
-                    if since <= running and name not in crds]
+    crds_missing = [(need.name, need.release) for need in need_crds
+                    if need.since <= running and need.name not in crds]
     for name, first in crds_missing:
         evidence.append(Evidence(path=specs.CRDS, pointer="/items",
                                  excerpt=f"no {name} CRD (the operator needs it since {first})"))

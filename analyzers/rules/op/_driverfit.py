@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from analyzers.facts.driverkernel import compilers
 from bundle.evidence import Locator
 
 # The kernel refusing the module for its signature (insmod/modprobe's strerror, the
@@ -41,18 +42,6 @@ _HEADERS = re.compile(r"Could not resolve Linux kernel version|Unable to resolve
                       r"|Could not locate Linux kernel version", re.IGNORECASE)
 
 
-# The kernel's kbuild warning names both compilers on two lines; nvidia-installer says it
-# on one ("The kernel was built with gcc version X, but the current compiler version is Y").
-_BUILT_BY = re.compile(r"The kernel was built (?:by|with):?\s*(?P<cc>.+?)\s*,?\s*$")
-
-
-_USING = re.compile(r"You are using:\s*(?P<cc>.+?)\s*$|current compiler version is\s*(?P<cc2>.+?)"
-                    r"\.?\s*$")
-
-
-_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)(?!.*\d+\.\d+)")
-
-
 @dataclass(frozen=True, slots=True)
 class NamedError:
     """The reason the log names: its kind, the sentence for OP010, and where it is.
@@ -77,26 +66,6 @@ def _quote(text: str) -> str:
     """A log line for a summary: without kubectl's timestamp, one line, capped."""
     text = " ".join(_STAMP.sub("", text.strip()).split())
     return "'" + (text if len(text) <= 160 else text[:157] + "...") + "'"
-
-
-def compilers(path: str, text: str) -> tuple[str, str, tuple[Locator, ...]] | None:
-    """The kernel's compiler and the one building the module when the log names two
-    different versions, with the lines that say so; None when it names none or one."""
-    built: tuple[str, Locator] | None = None
-    using: tuple[str, Locator] | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        where = Locator(path=path, line=number, excerpt=line.strip()[:200])
-        if built is None and (m := _BUILT_BY.search(line)):
-            built = (m["cc"], where)
-            line = line[m.end():]
-        if built is not None and using is None and (m := _USING.search(line)):
-            using = (m["cc"] or m["cc2"], where)
-    if built is None or using is None:
-        return None
-    versions = [_VERSION.search(cc) for cc, _ in (built, using)]
-    if not all(versions) or versions[0][1] == versions[1][1]:  # type: ignore[index]
-        return None  # the same compiler under another name: the kernel's warning only
-    return built[0], using[0], tuple(dict.fromkeys((built[1], using[1])))
 
 
 def _lines(logs: list[tuple[str, str]], pattern: re.Pattern[str]) -> list[Locator]:

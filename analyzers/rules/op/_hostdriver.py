@@ -7,10 +7,10 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import driver
 from analyzers.facts.driver import DEPLOY_LABEL
+from analyzers.facts.evidence import field as object_field
 from analyzers.refs import Link
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import field as object_field
 from analyzers.rules.common import flatten
 from bundle.kube import ClusterPolicy
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from analyzers.facts.evidence import field
 from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.gpu import is_gpu_resource
 from analyzers.facts.operands import NFD_WORKER, OperandPod, component_of, node_of, pod_state
 from analyzers.facts.scheduling import BLOCKING_EFFECTS, taint_text, tolerates
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import PRESENT, field
+from analyzers.rules.common import PRESENT
 from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import DaemonSet, Node, Pod

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers.facts.evidence import field
 from analyzers.facts.gpu import count as gpu_count
 from analyzers.facts.mig import MigEntry, device_id
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
-from analyzers.rules.common import field
 from bundle import specs
 from bundle.kube import Node
 

@@ -6,12 +6,12 @@ import re
 from dataclasses import dataclass, field
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field as object_field
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.facts.logindex import node_logs
 from analyzers.knowledge import signatures
 from analyzers.results.models import Evidence, ObjectRef
 from analyzers.rule import Context
-from analyzers.rules.common import field as object_field
 from analyzers.rules.common import ref
 from bundle import specs
 from bundle.evidence import clip

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from analyzers.facts.evidence import field as object_field
 from analyzers.facts.operands import HEALTHY_STATES, pod_state
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.results.models import Evidence
 from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
-from analyzers.rules.common import field as object_field
 from analyzers.rules.op._labels import NFD_REASONS, gpu_signs, has_pci_label
 from analyzers.rules.op._refused import is_nfd_worker
 from bundle.evidence import Locator

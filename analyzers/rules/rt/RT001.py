@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER, Cause
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
@@ -13,9 +14,7 @@ from analyzers.rules.common import (
     LOGS,
     OPERATOR_SETTINGS,
     RUNTIME_FILES,
-    event_evidence,
     events_matching,
-    field,
     names,
     node_ref,
 )

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts.evidence import field
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import (
-    LOGS,
-    RUNTIME_FILES,
-    field,
-    node_ref,
-)
+from analyzers.rules.common import LOGS, RUNTIME_FILES, node_ref
 from analyzers.rules.rt._refs import (
-    _SO_VERSION,
     _cause_link,
     _cdi_collected,
     _cdi_remediation,
@@ -80,8 +75,8 @@ class CdiSpecMissing(Rule):
                 continue
             smi = artifacts.nvidia_smi
             driver = smi.driver_version if smi is not None else None
-            for path, text in sorted(nvidia_specs.items()):
-                versions = set(_SO_VERSION.findall(text))
+            for path in sorted(nvidia_specs):
+                versions = artifacts.cdi_drivers.get(path, set())
                 if driver and versions and driver not in versions:
                     found = ", ".join(sorted(versions))
                     yield self.finding(

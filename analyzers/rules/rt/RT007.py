@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.runtimes import NVIDIA_HANDLER
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
@@ -13,9 +14,7 @@ from analyzers.rules.common import (
     LOGS,
     OPERATOR_SETTINGS,
     RUNTIME_FILES,
-    event_evidence,
     events_matching,
-    field,
     names,
     node_ref,
 )

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.distro import NodeRuntime
+from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.gate import CrioState
 from analyzers.facts.preconditions import Need
 from analyzers.facts.runtimes import NVIDIA_HANDLER
@@ -17,8 +18,6 @@ from analyzers.rules.common import (
     LOGS,
     OPERATOR_SETTINGS,
     RUNTIME_FILES,
-    event_evidence,
-    field,
     names,
     node_ref,
 )

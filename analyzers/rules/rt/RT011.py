@@ -6,11 +6,12 @@ from collections.abc import Iterable
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence
 from analyzers.facts.handlers import NVIDIA_PREFIX, RuntimeEntry
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, event_evidence, names, node_ref
+from analyzers.rules.common import EVENT_CAP, LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.rt._handler import (
     _BINARY,
     _FORK_PATH,
@@ -21,7 +22,6 @@ from analyzers.rules.rt._handler import (
     _driver_root,
     _dump_line,
     _events_with,
-    _judged,
     _log_evidence,
     _logs_with,
     _look,
@@ -71,7 +71,7 @@ class NvidiaHandlerBroken(Rule):
     def check(self, ctx: Context) -> Iterable[Finding]:
         facts = ctx.facts
         for node_name in facts.gpu_nodes:
-            cri = _judged(ctx, node_name)
+            cri = facts.node(node_name).cri_runtimes
             if cri is None:
                 continue
             nvidia = {n: e for n, e in cri.runtimes.items() if n.startswith(NVIDIA_PREFIX)}

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
+from analyzers.facts.evidence import event_evidence
 from analyzers.facts.handlers import NVIDIA_PREFIX, CriRuntimes
 from analyzers.facts.preconditions import Need
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import LOGS, RUNTIME_FILES, event_evidence, names, node_ref
+from analyzers.rules.common import LOGS, RUNTIME_FILES, names, node_ref
 from analyzers.rules.rt._handler import (
     _DP_NVML,
     _NO_LIBRARY,
@@ -20,7 +21,6 @@ from analyzers.rules.rt._handler import (
     _dump_line,
     _events_with,
     _is_device_plugin,
-    _judged,
     _log_evidence,
     _logs_with,
     _look,
@@ -71,7 +71,7 @@ class NvidiaNotDefault(Rule):
         facts = ctx.facts
         handlers = {rc.metadata.name: rc.handler for rc in ctx.facts.runtimeclasses}
         for node_name in facts.gpu_nodes:
-            cri = _judged(ctx, node_name)
+            cri = facts.node(node_name).cri_runtimes
             if cri is None or cri.nvidia_default:
                 continue
             pods = [p for p in facts.pods_by_node.get(node_name, [])

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.cdi import requested
+from analyzers.facts.evidence import event_evidence
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import CannotJudge, Context, Rule, cluster, node
-from analyzers.rules.common import EVENT_CAP, event_evidence, names, node_ref
+from analyzers.rules.common import EVENT_CAP, names, node_ref
 from analyzers.rules.rt._cdi import _EXPLAINED, _SIGNATURE, _why
 from bundle import specs
 from bundle.kube import Event, Pod

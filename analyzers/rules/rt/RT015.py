@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from analyzers.facts.evidence import event_evidence
 from analyzers.facts.preconditions import DOCKERSHIM, Need, NodeCri
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import event_evidence, node_ref
+from analyzers.rules.common import node_ref
 from analyzers.rules.rt._docker import (
     DAEMON_JSON,
     HANDLER_REFUSED,

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts import Facts
-from analyzers.facts.handlers import CriRuntimes, cri_runtimes
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.knowledge.signatures import SignatureMatch
 from analyzers.results.models import Evidence
@@ -75,15 +74,6 @@ def _sc001_links(facts: Facts, node_name: str) -> list[refs.Link]:
                for r in verdict.resources):
             links.append(refs.link("SC001", key[0], key[1]))
     return links
-
-
-def _judged(ctx: Context, node_name: str) -> CriRuntimes | None:
-    facts = ctx.facts
-    if node_name not in facts.node_dirs or not facts.node_runtime(node_name).containerd:
-        return None
-    if facts.runtime(node_name).wrong_dump is not None:
-        return None  # the dump is not of the file containerd runs with: RT001 says so
-    return cri_runtimes(ctx.facts.node(node_name).config_dump)
 
 
 def _look(ctx: Context, node_name: str, what: str) -> list[str]:

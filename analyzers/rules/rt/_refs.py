@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Sequence
 
 from analyzers import commands as sh
@@ -14,8 +13,6 @@ from analyzers.rule import Context
 from analyzers.rules.common import PRESENT
 from bundle import specs
 from bundle.manifest import ManifestItem
-
-_SO_VERSION = re.compile(r"lib(?:cuda|nvidia-ml|nvidia-ptxjitcompiler)\.so\.(\d+\.\d+(?:\.\d+)?)")
 
 
 class _ItemsByPath:

@@ -6,10 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field as obj_field
 from analyzers.facts.scheduling import Branch, ResourceVerdict
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import field as obj_field
 from analyzers.rules.common import names, node_ref
 from analyzers.rules.sc._common import pod_key, pod_ref, scheduling_evidence
 from bundle import specs

@@ -6,17 +6,17 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import field as obj_field
+from analyzers.facts.gpu import container_gpus
 from analyzers.knowledge import signatures
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import LOGS, names
-from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._access import HIDDEN_VALUES, is_operand, is_privileged, nvidia_image
 from analyzers.rules.sc._common import (
     EXAMPLE_CAP,
     WorkloadGroup,
     by_workload,
-    container_limits,
     containers_of,
     pod_key,
     pod_ref,
@@ -62,7 +62,7 @@ class GpuAccessOutsideScheduler(Rule):
 
     def _pod_reasons(self, ctx: Context, pod: Pod) -> Iterator[tuple[str, Evidence]]:
         for section, index, container in containers_of(pod):
-            if container_limits(container):
+            if container_gpus(container):
                 continue
             where = f"{pod_key(pod)} container {container.name}"
             for env_index, env in enumerate(container.env):

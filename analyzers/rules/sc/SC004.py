@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as obj_field
+from analyzers.facts.gpu import container_gpus
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import EVENT_CAP, event_evidence, names
-from analyzers.rules.common import field as obj_field
-from analyzers.rules.sc._common import container_limits, containers_of, pod_key
+from analyzers.rules.common import EVENT_CAP, names
+from analyzers.rules.sc._common import containers_of, pod_key
 from analyzers.rules.sc._quota import _QUOTA_NAME, _Quota
 from bundle import specs
 
@@ -75,7 +77,7 @@ class GpuQuotaExhausted(Rule):
                          f"(from {targets})")
         in_namespace = ctx.facts.pods_by_namespace.get(entry.namespace, [])
         holders = sorted(pod_key(p) for p in in_namespace if not p.terminated
-                         and any(container_limits(c) for _, _, c in containers_of(p)))
+                         and any(container_gpus(c) for _, _, c in containers_of(p)))
         held = f" GPUs are held by {names(holders, 4)}." if holders else ""
         summary = (f"ResourceQuota {subject} caps GPUs and is exhausted: "
                    f"{'; '.join(parts)}. New GPU pods in {entry.namespace} are refused before "

@@ -6,12 +6,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as obj_field
 from analyzers.facts.gpu import pod_gpu_request
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Rule, cluster, node
-from analyzers.rules.common import KERNEL_LINES, event_evidence, names, node_ref
-from analyzers.rules.common import field as obj_field
+from analyzers.rules.common import KERNEL_LINES, names, node_ref
 from analyzers.rules.sc._admission import CLUSTER_SUBJECT, _Admission, _admission_remediation
 from analyzers.rules.sc._common import (
     EXAMPLE_CAP,

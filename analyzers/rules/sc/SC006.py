@@ -6,16 +6,17 @@ from collections.abc import Iterable, Iterator
 
 from analyzers import commands as sh
 from analyzers import refs
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as obj_field
+from analyzers.facts.gpu import container_gpus
 from analyzers.facts.sharing import SharingConfig, configmap_changed, pod_started
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.common import EVENT_CAP, event_evidence, names
-from analyzers.rules.common import field as obj_field
+from analyzers.rules.common import EVENT_CAP, names
 from analyzers.rules.sc._common import (
     EXAMPLE_CAP,
     WorkloadGroup,
     by_workload,
-    container_limits,
     containers_of,
     pod_key,
     pod_ref,
@@ -83,7 +84,7 @@ class SharedGpuMisuse(Rule):
             return
         configs: list[SharingConfig] | None = None  # only read for a request above 1
         for section, index, container in containers_of(pod) if refusing else ():
-            for resource, amount in sorted(container_limits(container).items()):
+            for resource, amount in sorted(container_gpus(container).items()):
                 if amount <= 1:
                     continue
                 if configs is None:

@@ -9,13 +9,13 @@ from typing import Generic, TypeVar
 
 from analyzers import refs
 from analyzers.facts import Facts
+from analyzers.facts.evidence import event_evidence
+from analyzers.facts.evidence import field as obj_field
 from analyzers.facts.gpu import container_gpus
 from analyzers.facts.kernel_events import line_evidence
 from analyzers.knowledge import signatures
 from analyzers.refs import Link
 from analyzers.results.models import Evidence, ObjectRef
-from analyzers.rules.common import event_evidence
-from analyzers.rules.common import field as obj_field
 from bundle.kube import Container, Event, Pod
 
 T = TypeVar("T")
@@ -75,10 +75,6 @@ def by_workload(pods: Iterable[tuple[Pod, list[T]]]) -> list[tuple[str, Workload
     return sorted(groups.items(), key=lambda item: item[0])
 
 
-# GPU amounts of one container (limit, else request; zero and unreadable dropped)
-container_limits = container_gpus
-
-
 def containers_of(pod: Pod) -> Iterator[tuple[str, int, Container]]:
     for index, container in enumerate(pod.spec.init_containers):
         yield "initContainers", index, container
@@ -88,7 +84,7 @@ def containers_of(pod: Pod) -> Iterator[tuple[str, int, Container]]:
 
 def limit_evidence(pod: Pod, resource: str) -> Evidence | None:
     for section, index, container in containers_of(pod):
-        amount = container_limits(container).get(resource)
+        amount = container_gpus(container).get(resource)
         if amount:
             where = "limits" if resource in container.resources.limits else "requests"
             return obj_field(pod, f"{pod_key(pod)} container {container.name} {where} "

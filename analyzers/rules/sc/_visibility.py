@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from analyzers.facts.evidence import field as obj_field
+from analyzers.facts.gpu import container_gpus
 from analyzers.results.models import Evidence
-from analyzers.rules.common import field as obj_field
 from analyzers.rules.sc._access import HIDDEN_VALUES, is_privileged, nvidia_image
-from analyzers.rules.sc._common import container_limits, containers_of, pod_key
+from analyzers.rules.sc._common import containers_of, pod_key
 from bundle.kube import Container, Pod
 
 VISIBLE = "NVIDIA_VISIBLE_DEVICES"
@@ -42,7 +43,7 @@ def _visible_env(container: Container) -> tuple[int, str] | None:
 
 def _overreach(pod: Pod) -> Iterator[Overreach]:
     for section, index, container in containers_of(pod):
-        allocated = sum(container_limits(container).values())
+        allocated = sum(container_gpus(container).values())
         where = f"{pod_key(pod)} container {container.name}"
         limit = f"a limit of {allocated}" if allocated else "no nvidia.com limit"
         env = _visible_env(container)
