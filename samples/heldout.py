@@ -735,6 +735,46 @@ def e625(b: kit.Bundle, t: Thread) -> Placed:
     return _event(b, pod, "Failed", t.lines[0])
 
 
+# -- orders 805 onwards (round 6: kubelet, runtimes, distributions, managed clouds) -----------
+
+
+def e805(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the device plugin's hostPath mount of the driver directory fails (event)."""
+    pod = _creating(b, "nvidia-gpu-device-plugin-small-cos-")
+    return _event(b, pod, "FailedMount", t.lines[0])
+
+
+def e810(b: kit.Bundle, t: Thread) -> Placed:
+    """K3s v1.21 agent: its own journal holds the template error it exits on."""
+    def k3s(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == NODE:
+            obj["status"]["nodeInfo"].update(kubeletVersion="v1.21.5+k3s2",
+                                             containerRuntimeVersion="containerd://1.4.11-k3s1")
+    b.edit_nodes(k3s)
+    return _journal(b, "k3s", "k3s", t.lines)
+
+
+def e820(b: kit.Bundle, t: Thread) -> Placed:
+    """The cluster autoscaler, running and healthy, logs why the empty GPU group cannot grow."""
+    name = "cluster-autoscaler-6b7d9c5f4d-q2x8m"
+    image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.1.2"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="kube-system",
+                 container="cluster-autoscaler", image=image, owner="cluster-autoscaler")
+    pod["spec"].pop("runtimeClassName", None)
+    _put(b, pod, image)
+    ready = [dict(d, status={**d["status"], "numberReady": 1, "numberAvailable": 1})
+             if d["metadata"]["name"] == "cluster-autoscaler" else d
+             for d in b.items("daemonsets")]
+    b.set_items("daemonsets", ready)
+    return Placed(_log(b, "kube-system", name, "cluster-autoscaler", t.lines))
+
+
+ROUND6: dict[int, Builder] = {
+    805: _on(_managed(kit.gke_managed), e805), 810: _on_base(e810),
+    815: _on(_managed(kit.eks_managed), _plugin_failing), 820: _on_base(e820),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -762,6 +802,7 @@ BUILDERS: dict[int, Builder] = {
     # orders 605 onwards (the fourth NVIDIA-components pass)
     605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
     625: _on_base(e625), 630: _on_base(e160),
+    **ROUND6,
 }
 
 
