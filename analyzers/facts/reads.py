@@ -20,6 +20,7 @@ NODE: dict[str, tuple[str, ...]] = {
     "cdi_files": (specs.CDI_ANY,),
     "cdi_specs": (specs.CDI_ANY,),
     "nvidia_smi": (specs.NVIDIA_SMI,),
+    "gpu_issues": (specs.NVIDIA_SMI,),
     "smi_line": (specs.NVIDIA_SMI,),
     "gpu_processes": (specs.GPU_PROCESSES,),
     "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),
