@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T", bound=BaseModel)
 K = TypeVar("K", bound=kube.KubeObject)
+_LAST_CHAR = "\U0010ffff"  # the largest code point: no string raises it
 
 # Kubernetes names used as path segments (DNS-1123); anything else is refused.
 _SEGMENT = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
@@ -88,6 +89,12 @@ class Bundle:
     def paths_under(self, prefix: str) -> list[str]:
         """The paths that start with ``prefix``, in order (a range of the sorted list)."""
         start = bisect.bisect_left(self._paths, prefix)
+        if prefix and prefix[-1] < _LAST_CHAR:
+            # Every path that starts with ``prefix`` sorts before the prefix with its
+            # last character raised by one, and every other path after ``prefix`` does
+            # not: both ends by bisection, so asking costs no walk over the range.
+            above = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            return self._paths[start:bisect.bisect_left(self._paths, above, lo=start)]
         end = start
         while end < len(self._paths) and self._paths[end].startswith(prefix):
             end += 1

@@ -39,6 +39,7 @@ from reports.html_overview import (
     matrix_view,
     timeline_view,
 )
+from reports.template_cache import template_cache
 from reports.view import (
     NOT_CHECKED,
     SEVERITY_ORDER,
@@ -61,6 +62,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=template_cache(),  # compiled once, then read (template_cache.py)
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover
+from analyzers.facts import gpu_health
 from analyzers.results.models import Report
 from analyzers.speed import Preload, prefetch
 from bundle import open_bundle
@@ -61,7 +62,8 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("small_chunks")
 @pytest.mark.parametrize("sample", ["incident-toolkit-disabled", "xid79-fallen-off-bus",
-                                    "hgx-no-fabricmanager", "dropin-clobber"])
+                                    "hgx-no-fabricmanager", "dropin-clobber",
+                                    "h100-ecc-row-remap"])
 def test_workers_give_the_same_report(tmp_path: Path, sample: str) -> None:
     bundle = _tgz(sample, tmp_path / "b.tgz")
     alone = _report(bundle, jobs=1)
@@ -118,6 +120,42 @@ def test_problems_found_by_workers_come_back(tmp_path: Path,
     assert sorted(p.name for p in marks.iterdir()) == ["gpu-a", "gpu-b", "gpu-c", "gpu-d"]
     assert [p.path for p in problems] == [f"nodes/{n}/journal/noise.jsonl"
                                           for n in ("gpu-a", "gpu-b", "gpu-c", "gpu-d")]
+
+
+ISSUES = gpu_health.issues
+
+
+def _issues_in_workers(gpu: Any) -> list[gpu_health.Issue]:
+    if os.getpid() == PARENT:
+        raise AssertionError("a GPU's health was read by the parent process")
+    return ISSUES(gpu)
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("sample", ["h100-ecc-row-remap", "hgx-no-fabricmanager"])
+def test_gpu_health_made_by_workers_is_the_one_made_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: str) -> None:
+    """Workers read each GPU's health with the node's nvidia-smi; the parent, which
+    may not read any here, then holds exactly what it would have made itself."""
+    bundle = _tgz(sample, tmp_path / "b.tgz")
+    with open_bundle(bundle) as opened:
+        here = {name: gpu_health.node_issues(opened, name) for name in opened.node_names}
+    assert any(here.values())
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "MARKS", [marks])
+    monkeypatch.setattr(prefetch, "read_node", _marked_read)
+    monkeypatch.setattr(gpu_health, "issues", _issues_in_workers)
+
+    def until_read() -> None:
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < len(here) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    with open_bundle(bundle) as opened:
+        prefetch.preload(opened, 2, meanwhile=[until_read])
+        made = {name: gpu_health.node_issues(opened, name) for name in opened.node_names}
+    assert made == here
 
 
 @pytest.mark.usefixtures("small_chunks")

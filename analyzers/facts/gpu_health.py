@@ -5,8 +5,10 @@ actions, NVSwitch fabric registration and clock slowdowns, each with the reading
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from analyzers.results.models import Severity
+from bundle import Bundle
 from bundle import nvsmi_health as health
 from bundle.flatxml import FlatElement
 from bundle.nvsmi_health import Reading
@@ -87,3 +89,27 @@ def other_issues(gpu: FlatElement) -> list[Issue]:
 def issues(gpu: FlatElement) -> list[Issue]:
     """Every issue of the GPU whose ``<gpu>`` element this is: memory first."""
     return memory_issues(gpu) + other_issues(gpu)
+
+
+GpuIssues = tuple[tuple[str, tuple[Issue, ...]], ...]
+"""(bus id, issues) of each GPU of a node that has any, in nvidia-smi's order."""
+
+
+def node_issues(bundle: Bundle, name: str) -> GpuIssues:
+    """The issues of every GPU of node ``name``'s nvidia-smi; made once, here or in a
+    node-file worker (analyzers/speed/prefetch.py), and kept for the bundle's lifetime."""
+    made = _NODES.setdefault(bundle, {})
+    found = made.get(name)
+    if found is None:
+        smi = bundle.node(name).nvidia_smi
+        found = made[name] = () if smi is None else tuple(
+            (gpu.bus_id, tuple(listed)) for gpu in smi.gpus if (listed := issues(gpu.element)))
+    return found
+
+
+def remember_issues(bundle: Bundle, name: str, found: GpuIssues) -> None:
+    """Keep a node's GPU issues made elsewhere (in a worker process)."""
+    _NODES.setdefault(bundle, {})[name] = found
+
+
+_NODES: WeakKeyDictionary[Bundle, dict[str, GpuIssues]] = WeakKeyDictionary()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from analyzers.facts import hostmodules, journals, smi
+from analyzers.facts import gpu_health, hostmodules, journals, smi
 from analyzers.facts.cdi import CdiSpec, node_specs
 from analyzers.facts.driverkernel import node_kernel as node_kernel_release
 from analyzers.facts.handlers import CriRuntimes, cri_runtimes
@@ -233,6 +233,12 @@ class NodeFacts:
     def nvidia_smi(self) -> NvidiaSmi | None:
         """``nvidia-smi -q -x`` parsed (``nvidia-smi.xml``); None where absent or unread."""
         return self._files.nvidia_smi
+
+    @property
+    def gpu_issues(self) -> gpu_health.GpuIssues:
+        """What nvidia-smi says is wrong with each of its GPUs that has anything wrong
+        (``gpu_health.node_issues``: made by the node-file workers where there are)."""
+        return gpu_health.node_issues(self._facts.bundle, self.name)
 
     @property
     def smi_failure(self) -> smi.SmiFailure | None:

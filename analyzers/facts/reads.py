@@ -21,6 +21,7 @@ NODE: dict[str, tuple[str, ...]] = {
     "cdi_specs": (specs.CDI_ANY,),
     "cdi_drivers": (specs.CDI_ANY,),
     "nvidia_smi": (specs.NVIDIA_SMI,),
+    "gpu_issues": (specs.NVIDIA_SMI,),
     "smi_line": (specs.NVIDIA_SMI,),
     "gpu_processes": (specs.GPU_PROCESSES,),
     "systemd_containerd": (specs.SYSTEMD_CONTAINERD,),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.facts.gpu_health import GpuIssues, node_issues, remember_issues
 from analyzers.facts.journals import JournalScan, journal_scan, journal_units, remember_scan
 from analyzers.facts.kernel_events import NodeKernel, node_kernel, remember_kernel
 from bundle import Bundle
@@ -46,6 +47,7 @@ class NodeFiles:
     dmesg: list[KernelLine]
     nvidia_smi: NvidiaSmi | None
     kernel: NodeKernel
+    gpu_issues: GpuIssues
 
 
 def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
@@ -58,7 +60,8 @@ def read_node(bundle: Bundle, name: str) -> NodeFiles | None:
         kernel = node_kernel(bundle, name)  # reads the journals, dmesg and nvidia-smi
         scans = {unit: journal_scan(bundle, name, unit)
                  for unit in journal_units(bundle, name)}
-        return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi, kernel)
+        return NodeFiles(name, scans, artifacts.dmesg, artifacts.nvidia_smi, kernel,
+                         node_issues(bundle, name))
     except Exception:  # noqa: BLE001 - reported by the rule that reads it again
         return None
 
@@ -113,6 +116,7 @@ def install(bundle: Bundle, files: NodeFiles) -> None:
         remember_scan(bundle, files.name, unit, scan)
     bundle.node(files.name).preload(dmesg=files.dmesg, nvidia_smi=files.nvidia_smi)
     remember_kernel(bundle, files.kernel)
+    remember_issues(bundle, files.name, files.gpu_issues)
 
 
 def preload(bundle: Bundle, jobs: int, meanwhile: Sequence[Callable[[], object]] = (),

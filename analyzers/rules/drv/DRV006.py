@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
-from analyzers.facts import gpu_health
 from analyzers.facts.gpu_health import Issue
 from analyzers.facts.kernel_events import GpuIdentity, gpu_address
 from analyzers.results.models import Confidence, Finding, Severity
@@ -51,17 +50,14 @@ class GpuHealth(Rule):
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name in ctx.facts.node_names:
-            smi = ctx.facts.node(name).nvidia_smi
-            if smi is None:
-                continue
-            kernel = ctx.facts.kernel_events.get(name)
-            for gpu in smi.gpus:
-                issues = gpu_health.issues(gpu.element)
-                pci = gpu_address(gpu.bus_id)
-                if not issues or pci is None:
+            found = ctx.facts.node(name).gpu_issues
+            kernel = ctx.facts.kernel_events.get(name) if found else None
+            for bus_id, issues in found:
+                pci = gpu_address(bus_id)
+                if pci is None:
                     continue
                 identity = kernel.gpu(pci) if kernel is not None else None
-                yield self._finding(ctx, name, pci, gpu.bus_id, identity, issues)
+                yield self._finding(ctx, name, pci, bus_id, identity, list(issues))
 
     def _finding(self, ctx: Context, name: str, pci: str, bus_id: str,
                  identity: GpuIdentity | None, issues: list[Issue]) -> Finding:
