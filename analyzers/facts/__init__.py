@@ -24,6 +24,7 @@ from analyzers.facts import (
     gate,
     gpu,
     hostmodules,
+    inventory,
     mig,
     operands,
     operator_presence,
@@ -331,6 +332,14 @@ class Facts:
         """Per GPU-stack component: run by the operator, standalone, or absent."""
         return preconditions.components(self.bundle.cluster.pods, self.operands,
                                         self.operator_namespace)
+
+    @cached_property
+    def inventory(self) -> inventory.Inventory:
+        """Every workload of the GPU stack, however installed, with what it is for and
+        whether the operator manages it (see ``facts.inventory``)."""
+        cluster = self.bundle.cluster
+        return inventory.build(cluster.daemonsets, cluster.deployments, cluster.pods,
+                               self.operator_namespace)
 
     @cached_property
     def device_plugins(self) -> dict[str, OperandPod]:
