@@ -177,6 +177,14 @@ class PodRef(Ref):
 # One reference per rule that other rules link to, named by the rule's id (and the
 # rule's class beside it).
 CFG004 = PolicyRef("CFG004")      # ToolkitDisabledHostNotConfigured
+# the CMP family: one finding per GPU-stack workload, ``<namespace>/<workload>``
+CMP003 = DaemonSetRef("CMP003", shape="<namespace>/<workload>")  # ComponentNotScheduled
+CMP004 = DaemonSetRef("CMP004", shape="<namespace>/<workload>")  # ComponentImagePull
+CMP005 = DaemonSetRef("CMP005", shape="<namespace>/<workload>")  # ComponentCannotStart
+CMP006 = DaemonSetRef("CMP006", shape="<namespace>/<workload>")  # ComponentInitFails
+CMP007 = DaemonSetRef("CMP007", shape="<namespace>/<workload>")  # ComponentCrashLoop
+CMP008 = DaemonSetRef("CMP008", shape="<namespace>/<workload>")  # ComponentOomKilled
+CMP009 = DaemonSetRef("CMP009", shape="<namespace>/<workload>")  # ComponentEvicted
 DRV001 = GpuRef("DRV001")         # XidEvents
 DRV002 = GpuRef("DRV002")         # GpuLost
 DRV003 = NodeRef("DRV003")        # DriverNotUsable

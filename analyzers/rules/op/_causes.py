@@ -24,12 +24,14 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
+from analyzers.rules.cmp._judge import problems
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
 from analyzers.rules.drv.DRV010 import GpuBoundToOtherDriver
 from analyzers.rules.op._components import exporter_hits
 from analyzers.rules.op._dcgm import profiling_hits
+from analyzers.rules.op._common import quote
 from analyzers.rules.op._refused import describe
 from analyzers.rules.op.OP012 import HostDriverConflict
 from analyzers.rules.op.OP015 import DriverBuildFails
@@ -170,12 +172,33 @@ _EXPLAINERS: tuple[Callable[[Context, str, NodeStages], list[Cause]], ...] = (
     _refused, _runtime, _fabric, _driver, _plugin, _operands)
 
 
+def _component(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    """What Kubernetes says stops the first stage's pods (the CMP family: an image that
+    cannot be pulled, a crash loop with its first error …), when no specific rule does."""
+    at_first = {b.pod.name for b in stages.at_first}
+    found = []
+    for rule_id, ref in _COMPONENT_REFS:
+        here = {p.workload.key: p for p in problems(ctx, rule_id)
+                if p.node == node and p.pod.name in at_first}
+        found += [Cause(ref(key), f"Kubernetes says why: the {p.workload.component} pod's "
+                                  f"{p.container or 'scheduling'}: {quote(p.detail, 200)} "
+                                  f"(see {rule_id}).")
+                  for key, p in sorted(here.items())]
+    return found
+
+
+_COMPONENT_REFS = (("CMP003", refs.CMP003), ("CMP004", refs.CMP004), ("CMP005", refs.CMP005),
+                   ("CMP006", refs.CMP006), ("CMP007", refs.CMP007), ("CMP008", refs.CMP008),
+                   ("CMP009", refs.CMP009))
+
+
 def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
-    """The findings that explain why ``node``'s operand stack stops where it does."""
+    """The findings that explain why ``node``'s operand stack stops where it does; the
+    generic CMP finding only where no specific rule explains it (then it is the root)."""
     found: list[Cause] = []
     for explainer in _EXPLAINERS:
         found += explainer(ctx, node, stages)
-    return found
+    return found or _component(ctx, node, stages)
 
 
 def unexplained(stage: Stage) -> str:

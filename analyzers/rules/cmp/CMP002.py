@@ -1,0 +1,63 @@
+"""CMP002: A GPU-stack DaemonSet's pods are refused at creation (beyond OP017's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers import commands as sh
+from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.rule import Context, Rule, cluster
+from analyzers.rules.cmp._base import severity_of
+from analyzers.rules.cmp._daemonsets import standalone
+from analyzers.rules.common import event_evidence, field
+from analyzers.rules.op._refused import describe, gpu_stack
+
+
+class DaemonSetPodsRefused(Rule):
+    """A GPU-stack DaemonSet's pods are refused at creation (beyond OP017's).
+
+    OP017 reports the refused DaemonSets it knows by name (the operator's, a device
+    plugin's, GFD's, dcgm-exporter's, NFD's); this rule reports the same record —
+    ``desiredNumberScheduled`` above ``currentNumberScheduled`` and the controller's
+    ``FailedCreate`` events (Pod Security admission, a PodSecurityPolicy, OpenShift's
+    SCCs, a ResourceQuota, an admission webhook) — for the other DaemonSets of the
+    inventory (MOFED, the DRA driver, a MIG manager, a plugin found by its image), so
+    that one object never has two findings.
+
+    Why it matters:
+    A refused pod never exists: no status, no log, and the component is missing on the
+    nodes it should serve.
+
+    Remediation:
+    Read the refusal (``kubectl describe ds``), then allow privileged pods and hostPath
+    volumes in the namespace, raise the quota, or exempt it from the webhook.
+    """
+
+    id = "CMP002"
+    slug = "daemonset-pods-refused"
+    severity = Severity.HIGH
+    confidence = Confidence.CONFIRMED
+    inputs = (cluster("daemonsets.json"), cluster("events.json"))
+    tags = ("components", "admission")
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        refused = ctx.facts.refused_daemonsets
+        for workload, ds in standalone(ctx):
+            refusal = refused.get(workload.key)
+            if refusal is None or gpu_stack(ds, ctx.facts.operator_namespace):
+                continue
+            summary = (f"{workload.describe()} — {workload.purpose} — is missing pods: "
+                       f"{describe(refusal)}.")
+            events = sorted(refusal.events, key=lambda e: e.time or "", reverse=True)
+            evidence = [field(ds, f"{workload.key}: {refusal.counts()}", "status"),
+                        *[event_evidence(e) for e in events[:2]]]
+            ns = sh.namespace(workload.namespace)
+            remediation = sh.lines(
+                sh.cmd("kubectl", "-n", ns, "describe", "ds", sh.name(ds.metadata.name),
+                       tail=" | sed -n '/Events:/,$p'"),
+                sh.cmd("kubectl", "get", "ns", ns, "--show-labels"),
+                sh.cmd("kubectl", "-n", ns, "get", "resourcequota"))
+            yield self.finding(workload.key, summary, severity=severity_of(workload),
+                               objects=[ObjectRef(kind="DaemonSet", namespace=workload.namespace,
+                                                  name=workload.name)],
+                               evidence=evidence, remediation=remediation)

@@ -1,0 +1,32 @@
+"""CMP009: Pods of a GPU-stack component were evicted: the kubelet's reason."""
+
+from __future__ import annotations
+
+from analyzers.models import Severity
+from analyzers.rule import Context
+from analyzers.rules.cmp._base import PodCause, quoted
+from analyzers.rules.cmp._judge import Problem
+
+
+class ComponentEvicted(PodCause):
+    """Pods of a GPU-stack component were evicted: the kubelet's reason.
+
+    A stack pod has ``status.reason: Evicted``; the kubelet's message says which node
+    resource ran short (``The node was low on resource: ephemeral-storage``, memory) and
+    which container used the most.
+
+    Why it matters:
+    An evicted DaemonSet pod is replaced, but the node pressure that evicted it returns:
+    the component comes and goes with it.
+
+    Remediation:
+    Relieve the node's pressure (disk, memory), or give the component a request that
+    protects it; delete the evicted pods once the node is healthy.
+    """
+
+    id = "CMP009"
+    slug = "component-evicted"
+    severity = Severity.MEDIUM
+
+    def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
+        return f"{count} pod(s) were evicted; the kubelet says {quoted(shown.detail)!r}."

@@ -1,0 +1,211 @@
+"""Why each pod of the GPU stack is not running, judged once per run.
+
+Every pod of an inventoried workload is read in the order Kubernetes runs it and given at
+most one cause — the first that stops it:
+
+- ``CMP009`` evicted (``status.reason: Evicted``, the kubelet's message);
+- ``CMP003`` not scheduled (Pending without a node: the scheduler's ``FailedScheduling``
+  message, else the ``PodScheduled`` condition's);
+- ``CMP004`` an image that cannot be pulled (``ErrImagePull``, ``ImagePullBackOff``,
+  ``InvalidImageName``), its ``Failed to pull image`` event classified;
+- ``CMP005`` a container that cannot be created or started
+  (``CreateContainerConfigError``, ``CreateContainerError``, ``RunContainerError``,
+  ``ContainerCannotRun``), with the kubelet's message;
+- ``CMP006`` an init container that fails (which one, its exit or reason);
+- ``CMP008`` a container killed for memory (``OOMKilled``: its limit);
+- ``CMP007`` a container in a crash loop (its last exit: reason, code or signal).
+
+The operator's operand pods that only wait behind an earlier failing stage of their node
+(``facts.stages``) are left to OP001: their init containers wait, they do not fail on
+their own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from analyzers.facts.inventory import Workload
+from analyzers.facts.operands import node_of
+from analyzers.models import Evidence
+from analyzers.rule import Context
+from analyzers.rules.cmp._pull import classify
+from analyzers.rules.common import event_evidence, field
+from bundle.kube import ContainerStateDetail, ContainerStatus, Event, Pod
+
+PULL = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+START = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+                   "ContainerCannotRun", "StartError"})
+_SIGNALS = {129: "SIGHUP", 130: "SIGINT", 131: "SIGQUIT", 134: "SIGABRT", 135: "SIGBUS",
+            137: "SIGKILL", 139: "SIGSEGV", 143: "SIGTERM"}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One pod of a workload and the one cause that stops it."""
+
+    rule: str                      # CMP003 ... CMP009
+    workload: Workload
+    pod: Pod
+    node: str | None
+    container: str | None
+    init: bool
+    kind: str                      # what groups pods of one cause: a reason, a pull class
+    detail: str                    # the record's own words, for the summary
+    evidence: tuple[Evidence, ...]
+    limit: str | None = None       # CMP008: the container's memory limit
+
+
+def exit_text(term: ContainerStateDetail) -> str:
+    """``OOMKilled, exit code 137 (SIGKILL)``."""
+    parts = [term.reason] if term.reason else []
+    if term.exit_code is not None:
+        code = f"exit code {term.exit_code}"
+        signal = _SIGNALS.get(term.exit_code)
+        parts.append(f"{code} ({signal})" if signal else code)
+    return ", ".join(parts) or "terminated"
+
+
+def _latest(events: Iterable[Event], reason: str, needle: str = "") -> Event | None:
+    found = [e for e in events if e.reason == reason and needle in (e.message or "")]
+    return max(found, key=lambda e: e.time or "") if found else None
+
+
+def _status_pointer(pod: Pod, init: bool, index: int) -> tuple[str | int, ...]:
+    return ("status", "initContainerStatuses" if init else "containerStatuses", index)
+
+
+def _container_problem(ctx: Context, workload: Workload, pod: Pod, node: str | None,
+                       status: ContainerStatus, index: int, init: bool,
+                       events: list[Event]) -> Problem | None:
+    pointer = _status_pointer(pod, init, index)
+    waiting = status.state.waiting
+    reason = waiting.reason if waiting is not None else None
+    last = status.last_state.terminated
+    where = f"{'init container' if init else 'container'} {status.name}"
+
+    def make(rule: str, kind: str, detail: str, *evidence: Evidence,
+             limit: str | None = None) -> Problem:
+        return Problem(rule, workload, pod, node, status.name, init, kind, detail,
+                       tuple(evidence), limit)
+
+    if reason in PULL:
+        failed = _latest(events, "Failed", "ailed to pull image")
+        message = (failed.message if failed is not None else None) or \
+            (waiting.message if waiting is not None else None) or reason or ""
+        said = (waiting.message if waiting is not None else None) or ""
+        proof = [field(pod, f"{where}: {reason}: {said}".rstrip(": "),
+                       *pointer, "state", "waiting")]
+        if failed is not None:
+            proof.append(event_evidence(failed))
+        return make("CMP004", classify(message), message, *proof)
+    if reason in START:
+        message = (waiting.message if waiting is not None else None) or ""
+        failed = _latest(events, "Failed")
+        if not message and failed is not None:
+            message = failed.message or ""
+        proof = [field(pod, f"{where}: {reason}: {message}".rstrip(": "), *pointer, "state",
+                       "waiting")]
+        return make("CMP005", reason or "", f"{reason}: {message}" if message else reason or "",
+                    *proof)
+    term = status.state.terminated
+    if term is not None and term.reason == "ContainerCannotRun":
+        proof = [field(pod, f"{where}: {exit_text(term)}: {term.message or ''}", *pointer,
+                       "state", "terminated")]
+        return make("CMP005", "ContainerCannotRun",
+                    f"ContainerCannotRun: {term.message or exit_text(term)}", *proof)
+    crashed = last if reason == "CrashLoopBackOff" or (last is not None and not status.ready
+                                                       and status.restart_count > 0
+                                                       and term is None) else None
+    if init and term is not None and term.exit_code not in (None, 0):
+        crashed = term
+    if init and reason == "CrashLoopBackOff" and crashed is None:
+        crashed = ContainerStateDetail()
+    if crashed is None:
+        return None
+    state = "lastState" if crashed is last else "state"
+    proof = [field(pod, f"{where}: {reason or 'restarting'}, last {exit_text(crashed)}"
+                        f"{': ' + crashed.message if crashed.message else ''}, restarts "
+                        f"{status.restart_count}", *pointer, state, "terminated")]
+    if crashed.reason == "OOMKilled":
+        container = next((c for c in (pod.spec.init_containers if init else
+                                      pod.spec.containers) if c.name == status.name), None)
+        limit = container.resources.limits.get("memory") if container is not None else None
+        return make("CMP008", "OOMKilled", exit_text(crashed), *proof, limit=limit)
+    if init:
+        return make("CMP006", exit_text(crashed), exit_text(crashed), *proof)
+    return make("CMP007", exit_text(crashed), exit_text(crashed), *proof)
+
+
+def _pod_problem(ctx: Context, workload: Workload, pod: Pod) -> Problem | None:
+    node = node_of(pod)
+    events = ctx.facts.pod_events(pod)
+    if pod.status.reason == "Evicted":
+        message = pod.status.message or "Evicted"
+        return Problem("CMP009", workload, pod, node, None, False, "Evicted", message,
+                       (field(pod, f"Evicted: {message}", "status", "message"),))
+    if pod.terminated:
+        return None
+    if not pod.spec.node_name and pod.status.phase in ("Pending", ""):
+        scheduling = _latest(events, "FailedScheduling")
+        condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"
+                          and c.status == "False"), None)
+        if scheduling is not None:
+            return Problem("CMP003", workload, pod, node, None, False, "FailedScheduling",
+                           scheduling.message or "", (event_evidence(scheduling),))
+        if condition is not None and condition.message:
+            index = pod.status.conditions.index(condition)
+            return Problem("CMP003", workload, pod, node, None, False, "FailedScheduling",
+                           condition.message, (field(pod, f"PodScheduled False: "
+                                                     f"{condition.message}", "status",
+                                                     "conditions", index, "message"),))
+        return None
+    for index, status in enumerate(pod.status.init_container_statuses):
+        term = status.state.terminated
+        if term is not None and term.exit_code == 0:
+            continue
+        found = _container_problem(ctx, workload, pod, node, status, index, True, events)
+        return found  # the first init container that has not completed decides
+    for index, status in enumerate(pod.status.container_statuses):
+        found = _container_problem(ctx, workload, pod, node, status, index, False, events)
+        if found is not None:
+            return found
+    return None
+
+
+def _waits_behind(ctx: Context, workload: Workload, pod: Pod, node: str | None) -> bool:
+    """An operator operand pod on a node whose first failing stage is another pod's."""
+    if not workload.operator_managed or node is None:
+        return False
+    stages = ctx.facts.operand_stages.get(node)
+    if stages is None or not stages.blocked:
+        return False
+    return not any(b.pod.name == pod.name for b in stages.at_first)
+
+
+def _judge(ctx: Context) -> dict[str, list[Problem]]:
+    found: dict[str, list[Problem]] = defaultdict(list)
+    for workload in ctx.facts.inventory.workloads:
+        for pod in workload.pods:
+            problem = _pod_problem(ctx, workload, pod)
+            if problem is None or (problem.rule != "CMP009" and
+                                   _waits_behind(ctx, workload, pod, problem.node)):
+                continue
+            found[problem.rule].append(problem)
+    return dict(found)
+
+
+def problems(ctx: Context, rule: str) -> list[Problem]:
+    """The pods whose cause is ``rule``, judged once per run for every CMP rule."""
+    judged: dict[str, list[Problem]] = ctx.facts.judged("CMP", "*", lambda: _judge(ctx))
+    return judged.get(rule, [])
+
+
+def by_workload(found: Iterable[Problem]) -> dict[str, list[Problem]]:
+    """Workload key → its problems, by node."""
+    grouped: dict[str, list[Problem]] = defaultdict(list)
+    for problem in found:
+        grouped[problem.workload.key].append(problem)
+    return {key: sorted(items, key=lambda p: (p.node or "", p.pod.name))
+            for key, items in sorted(grouped.items())}

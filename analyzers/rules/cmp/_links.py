@@ -1,0 +1,53 @@
+"""How CMP findings link to the findings they explain and to those that explain them.
+
+All link code of the family is here, so the lead can move it to another mechanism in
+one place:
+
+- a CMP finding ``causes`` the stage findings of the nodes its pods stop: OP001 (the
+  operator's operand at the node's first failing stage) and OP008 (a device plugin);
+- a CMP finding is ``caused_by`` a specific rule that names the same object's cause
+  (OP010's missing driver image, OP015's failing build, RT001's missing handler …, as
+  ``op._causes`` finds them for the node's first stage): that rule stays the root and
+  the generic CMP finding is its evidence, never a competing root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzers import refs
+from analyzers.refs import Link
+from analyzers.rule import Context
+from analyzers.rules.cmp._judge import Problem
+from analyzers.rules.op._causes import stage_causes
+
+
+def _at_first(ctx: Context, problem: Problem) -> bool:
+    if not problem.workload.operator_managed or problem.node is None:
+        return False
+    stages = ctx.facts.operand_stages.get(problem.node)
+    return stages is not None and any(b.pod.name == problem.pod.name for b in stages.at_first)
+
+
+def causes(ctx: Context, found: Iterable[Problem]) -> list[Link]:
+    links: set[Link] = set()
+    for problem in found:
+        if problem.node is None:
+            continue
+        if _at_first(ctx, problem):
+            links.add(refs.OP001(problem.node))
+        if problem.workload.component == "device-plugin" and \
+                problem.node in ctx.facts.gpu_node_set:
+            links.add(refs.OP008(problem.node))
+    return sorted(links)
+
+
+def caused_by(ctx: Context, found: Iterable[Problem]) -> list[Link]:
+    links: set[Link] = set()
+    for problem in found:
+        if problem.node is None or not _at_first(ctx, problem):
+            continue
+        stages = ctx.facts.operand_stages[problem.node]
+        links.update(c.finding for c in stage_causes(ctx, problem.node, stages)
+                     if not c.finding.startswith("CMP"))
+    return sorted(links)
