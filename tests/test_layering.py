@@ -221,6 +221,9 @@ RULE_TO_RULE_LEFT = frozenset({
     "analyzers.rules.drv.DRV010 -> analyzers.rules.drv.DRV003",
     "analyzers.rules.drv._lost -> analyzers.rules.drv.DRV008",
     "analyzers.rules.drv._smi -> analyzers.rules.drv.DRV003",
+    # CMP's one link point: a CMP finding on a pod at a node's first failing stage is
+    # caused by what OP001 names for that stage (issue 27: never two roots for one pod)
+    "analyzers.rules.cmp._links -> analyzers.rules.op.OP001",
     "analyzers.rules.op.OP015 -> analyzers.rules.drv.DRV003",
     "analyzers.rules.op._causes -> analyzers.rules.drv.DRV003",
     "analyzers.rules.op._causes -> analyzers.rules.drv.DRV008",

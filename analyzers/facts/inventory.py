@@ -21,8 +21,9 @@ component (the labels they set, the images they run):
 - GKE: DaemonSet ``nvidia-gpu-device-plugin`` in ``kube-system``, label
   ``k8s-app=nvidia-gpu-device-plugin``, and the driver installer
   ``k8s-app=nvidia-driver-installer``
-  (https://github.com/GoogleCloudPlatform/container-engine-accelerators,
-  ``cmd/nvidia_gpu/device-plugin.yaml`` and ``nvidia-driver-installer/cos/daemonset-preloaded.yaml``).
+  (https://github.com/GoogleCloudPlatform/container-engine-accelerators, its
+  ``cmd/nvidia_gpu/device-plugin.yaml`` and
+  ``nvidia-driver-installer/cos/daemonset-preloaded.yaml``).
 - AKS: the manifest of the AKS GPU guide runs ``mcr.microsoft.com/oss/nvidia/k8s-device-plugin``
   in namespace ``gpu-resources`` (https://learn.microsoft.com/azure/aks/gpu-cluster).
 - dcgm-exporter's chart: ``app.kubernetes.io/name=dcgm-exporter``, image

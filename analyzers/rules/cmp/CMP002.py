@@ -5,12 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.preconditions import operator_made, stack_component
 from analyzers.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.cmp._base import severity_of
+from analyzers.rules.cmp._base import quote, severity_of
 from analyzers.rules.cmp._daemonsets import standalone
 from analyzers.rules.common import event_evidence, field
-from analyzers.rules.op._refused import describe, gpu_stack
+from bundle.kube import DaemonSet
+
+
+def _op017_reports(ds: DaemonSet, operator_namespace: str | None) -> bool:
+    """The DaemonSets OP017 reports a refusal of (``op._refused.gpu_stack``): the
+    operator's, those ``preconditions.stack_component`` knows, NFD's worker."""
+    return operator_made(ds, operator_namespace) or stack_component(ds) is not None or \
+        any(part in ds.metadata.name for part in ("node-feature-discovery-worker", "nfd-worker"))
 
 
 class DaemonSetPodsRefused(Rule):
@@ -44,10 +52,11 @@ class DaemonSetPodsRefused(Rule):
         refused = ctx.facts.refused_daemonsets
         for workload, ds in standalone(ctx):
             refusal = refused.get(workload.key)
-            if refusal is None or gpu_stack(ds, ctx.facts.operator_namespace):
+            if refusal is None or _op017_reports(ds, ctx.facts.operator_namespace):
                 continue
             summary = (f"{workload.describe()} — {workload.purpose} — is missing pods: "
-                       f"{describe(refusal)}.")
+                       f"it cannot create them ({refusal.counts()}): {refusal.by} refuses them "
+                       f"({quote(refusal.latest.message or '', 320)}).")
             events = sorted(refusal.events, key=lambda e: e.time or "", reverse=True)
             evidence = [field(ds, f"{workload.key}: {refusal.counts()}", "status"),
                         *[event_evidence(e) for e in events[:2]]]

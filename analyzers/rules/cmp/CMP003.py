@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from analyzers import commands as sh
-from analyzers.models import Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause, quoted
-from analyzers.rules.cmp._judge import Problem
+from analyzers.facts.pod_causes import Problem
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, pod_findings, quoted
 
 
-class ComponentNotScheduled(PodCause):
+class ComponentNotScheduled(Rule):
     """Pods of a GPU-stack component are not scheduled: the scheduler's message.
 
     For every workload of the GPU stack (``facts.inventory``), a pod that stays
@@ -30,6 +32,13 @@ class ComponentNotScheduled(PodCause):
     id = "CMP003"
     slug = "component-not-scheduled"
     severity = Severity.HIGH
+    cause = "unscheduled"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence, steps=self.steps)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         return (f"{count} pod(s) stay Pending, unscheduled; the scheduler says "

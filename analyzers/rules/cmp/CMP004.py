@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from analyzers.models import Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause, quoted
-from analyzers.rules.cmp._judge import Problem
-from analyzers.rules.cmp._pull import ADVICE
+from collections.abc import Iterable
+
+from analyzers.facts.pod_causes import Problem
+from analyzers.facts.pulls import ADVICE
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, pod_findings, quoted
 
 
-class ComponentImagePull(PodCause):
+class ComponentImagePull(Rule):
     """A GPU-stack component's image cannot be pulled: why, classified.
 
     A container or init container of a stack pod waits in ``ErrImagePull``,
@@ -33,6 +35,13 @@ class ComponentImagePull(PodCause):
     id = "CMP004"
     slug = "component-image-pull"
     severity = Severity.HIGH
+    cause = "image-pull"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         where = f"{'init container' if shown.init else 'container'} {shown.container}"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from analyzers.models import Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause, quoted
-from analyzers.rules.cmp._judge import Problem
+from collections.abc import Iterable
+
+from analyzers.facts.pod_causes import Problem
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, pod_findings, quoted
 
 
-class ComponentCannotStart(PodCause):
+class ComponentCannotStart(Rule):
     """A GPU-stack component's container cannot be created or started.
 
     A container of a stack pod waits in ``CreateContainerConfigError`` (a ConfigMap,
@@ -28,6 +30,13 @@ class ComponentCannotStart(PodCause):
     id = "CMP005"
     slug = "component-cannot-start"
     severity = Severity.HIGH
+    cause = "cannot-start"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         where = f"{'init container' if shown.init else 'container'} {shown.container}"

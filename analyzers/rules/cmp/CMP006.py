@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from analyzers import commands as sh
-from analyzers.models import Evidence, Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause
-from analyzers.rules.cmp._judge import Problem
+from analyzers.facts.pod_causes import Problem
+from analyzers.models import Confidence, Evidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, as_evidence, pod_findings, quote
 from analyzers.rules.cmp._logs import first_error
-from analyzers.rules.op._common import as_evidence, quote
 
 
-class ComponentInitFails(PodCause):
+class ComponentInitFails(Rule):
     """An init container of a GPU-stack component fails.
 
     The first init container of a stack pod that has not completed ended with a
@@ -30,6 +31,14 @@ class ComponentInitFails(PodCause):
     id = "CMP006"
     slug = "component-init-fails"
     severity = Severity.HIGH
+    cause = "init-fails"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence, steps=self.steps,
+                            extra=self.extra_evidence)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         error = first_error(ctx, shown.pod, shown.container)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from analyzers import commands as sh
-from analyzers.models import Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause
-from analyzers.rules.cmp._judge import Problem
+from analyzers.facts.pod_causes import Problem
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, pod_findings
 
 
-class ComponentOomKilled(PodCause):
+class ComponentOomKilled(Rule):
     """A GPU-stack component is killed for memory (OOMKilled) at its limit.
 
     A container of a stack pod last terminated ``OOMKilled`` (exit code 137): the rule
@@ -30,6 +32,13 @@ class ComponentOomKilled(PodCause):
     id = "CMP008"
     slug = "component-oom-killed"
     severity = Severity.HIGH
+    cause = "oom-killed"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence, steps=self.steps)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         limit = (f"its memory limit is {shown.limit}" if shown.limit

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from analyzers.models import Severity
-from analyzers.rule import Context
-from analyzers.rules.cmp._base import PodCause, quoted
-from analyzers.rules.cmp._judge import Problem
+from collections.abc import Iterable
+
+from analyzers.facts.pod_causes import Problem
+from analyzers.models import Confidence, Finding, Severity
+from analyzers.rule import Context, Rule
+from analyzers.rules.cmp._base import POD_INPUTS, pod_findings, quoted
 
 
-class ComponentEvicted(PodCause):
+class ComponentEvicted(Rule):
     """Pods of a GPU-stack component were evicted: the kubelet's reason.
 
     A stack pod has ``status.reason: Evicted``; the kubelet's message says which node
@@ -27,6 +29,13 @@ class ComponentEvicted(PodCause):
     id = "CMP009"
     slug = "component-evicted"
     severity = Severity.MEDIUM
+    cause = "evicted"
+    confidence = Confidence.CONFIRMED
+    inputs = POD_INPUTS
+    tags = ("components",)
+
+    def check(self, ctx: Context) -> Iterable[Finding]:
+        return pod_findings(type(self), ctx, self.cause, self.sentence)
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         return f"{count} pod(s) were evicted; the kubelet says {quoted(shown.detail)!r}."

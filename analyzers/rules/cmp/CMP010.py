@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts.pod_causes import problems
 from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cmp._base import severity_of
 from analyzers.rules.cmp._daemonsets import standalone
-from analyzers.rules.cmp._judge import problems
 from analyzers.rules.common import event_evidence, field
 
-POD_RULES = ("CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008", "CMP009")
+POD_CAUSES = ("unscheduled", "image-pull", "cannot-start", "init-fails", "crash-loop",
+              "oom-killed", "evicted")
 
 
 class DaemonSetNotReady(Rule):
@@ -41,7 +42,8 @@ class DaemonSetNotReady(Rule):
     tags = ("components",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
-        explained = {p.workload.key for rule in POD_RULES for p in problems(ctx, rule)}
+        explained = {p.workload.key for cause in POD_CAUSES
+                     for p in problems(ctx.facts, cause)}
         for workload, ds in standalone(ctx):
             status = ds.status
             if status.ready >= status.current or workload.key in explained:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
 
 from analyzers import commands as sh
 from analyzers.facts.inventory import Workload
-from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
+from analyzers.facts.pod_causes import Problem, by_workload, problems
+from analyzers.models import Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.cmp._judge import Problem, by_workload, problems
 from analyzers.rules.cmp._links import caused_by, causes
 from analyzers.rules.common import LOGS, names
-from analyzers.rules.op._common import quote
+from bundle.evidence import Locator
 
 EVIDENCE_CAP = 4
 
@@ -44,52 +44,60 @@ def describe_pods(ctx: Context, workload: Workload, found: list[Problem]) -> str
             f"{where(found)}")
 
 
-class PodCause(Rule):
-    """A pod-level cause: subclasses say what the summary says for it."""
-
-    confidence = Confidence.CONFIRMED
-    inputs = (cluster("pods.json"), cluster("events.json", optional=True),
+POD_INPUTS = (cluster("pods.json"), cluster("events.json", optional=True),
               cluster("daemonsets.json", optional=True),
               cluster("deployments.json", optional=True), LOGS)
-    tags = ("components",)
+Sentence = Callable[[Context, Problem, int, list[Problem]], str]
 
-    def check(self, ctx: Context) -> Iterable[Finding]:
-        for key, found in by_workload(problems(ctx, self.id)).items():
-            yield self._finding(ctx, key, found)
 
-    def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
-        raise NotImplementedError
+def _none(ctx: Context, found: list[Problem]) -> list[Evidence]:
+    return []
 
-    def extra_evidence(self, ctx: Context, found: list[Problem]) -> list[Evidence]:
-        return []
 
-    def steps(self, ctx: Context, shown: Problem) -> list[str]:
-        return []
+def _no_steps(ctx: Context, shown: Problem) -> list[str]:
+    return []
 
-    def _finding(self, ctx: Context, key: str, found: list[Problem]) -> Finding:
+
+def pod_findings(rule: type[Rule], ctx: Context, cause: str, sentence: Sentence,
+                 steps: Callable[[Context, Problem], list[str]] = _no_steps,
+                 extra: Callable[[Context, list[Problem]], list[Evidence]] = _none,
+                 ) -> Iterator[Finding]:
+    """One finding of ``rule`` per workload whose pods have ``cause``."""
+    for key, found in by_workload(problems(ctx.facts, cause)).items():
         workload = found[0].workload
         shown, count = common(found)
         summary = (f"{describe_pods(ctx, workload, found)} that cannot run: "
-                   f"{self.sentence(ctx, shown, count, found)}{others(found, shown)}")
+                   f"{sentence(ctx, shown, count, found)}{others(found, shown)}")
         evidence: list[Evidence] = []
         for problem in found[:EVIDENCE_CAP]:
             evidence.extend(problem.evidence[:2])
-        evidence += self.extra_evidence(ctx, found)
+        evidence += extra(ctx, found)
         ns = sh.namespace(workload.namespace)
         remediation = sh.lines(
             "# read what Kubernetes says about the pod",
             sh.cmd("kubectl", "-n", ns, "describe", "pod", sh.pod(shown.pod.name),
                    tail=" | sed -n '/Events:/,$p'"),
-            *self.steps(ctx, shown))
+            *steps(ctx, shown))
         objects = [ObjectRef(kind=workload.kind, namespace=workload.namespace,
                              name=workload.name)]
         objects += [ObjectRef(kind="Pod", namespace=p.pod.namespace, name=p.pod.name)
                     for p in found[:10]]
-        return self.finding(key, summary, severity=severity_of(workload),
-                            nodes=[p.node for p in found if p.node], objects=objects,
-                            evidence=evidence, remediation=remediation,
-                            causes=causes(ctx, found), caused_by=caused_by(ctx, found))
+        yield rule.finding(key, summary, severity=severity_of(workload),
+                           nodes=[p.node for p in found if p.node], objects=objects,
+                           evidence=evidence, remediation=remediation,
+                           causes=causes(ctx, found), caused_by=caused_by(ctx, found))
+
+
+def quote(text: str, limit: int = 200) -> str:
+    """A record's words for a summary: one line, without its trailing full stop, clipped."""
+    line = " ".join(text.split()).rstrip(" .")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def quoted(text: str, limit: int = 300) -> str:
     return quote(text, limit)
+
+
+def as_evidence(found: Locator) -> Evidence:
+    return Evidence(path=found.path, line=found.line, excerpt=found.excerpt,
+                    pointer=found.pointer)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import refs
+from analyzers.facts.pod_causes import Problem
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.cmp._judge import Problem
-from analyzers.rules.op._causes import stage_causes
+from analyzers.rules.op.OP001 import OperandsStuck
 
 
 def _at_first(ctx: Context, problem: Problem) -> bool:
@@ -47,7 +47,6 @@ def caused_by(ctx: Context, found: Iterable[Problem]) -> list[Link]:
     for problem in found:
         if problem.node is None or not _at_first(ctx, problem):
             continue
-        stages = ctx.facts.operand_stages[problem.node]
-        links.update(c.finding for c in stage_causes(ctx, problem.node, stages)
-                     if not c.finding.startswith("CMP"))
+        links.update(link for link in OperandsStuck.explained_by(ctx, problem.node)
+                     if not link.startswith("CMP"))
     return sorted(links)

@@ -124,6 +124,15 @@ class OperandsStuck(Rule):
         )
 
     @staticmethod
+    def explained_by(ctx: Context, node_name: str) -> list[Link]:
+        """The findings that explain the node's first failing stage (for the CMP rules,
+        whose finding on the same pod is then their evidence, not a second root)."""
+        stages = ctx.facts.operand_stages.get(node_name)
+        if stages is None or stages.first is None:
+            return []
+        return [c.finding for c in stage_causes(ctx, node_name, stages)]
+
+    @staticmethod
     def _causes(ctx: Context, node_name: str, stages: NodeStages) -> tuple[list[Link], str]:
         """The findings that explain the stage (see _causes), and the summary's sentence:
         what explains it, or plainly that nothing does and what to read next."""

@@ -19,19 +19,19 @@ from dataclasses import dataclass
 from analyzers import refs
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
+from analyzers.facts.pod_causes import problems
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
-from analyzers.rules.cmp._judge import problems
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
 from analyzers.rules.drv.DRV010 import GpuBoundToOtherDriver
+from analyzers.rules.op._common import quote
 from analyzers.rules.op._components import exporter_hits
 from analyzers.rules.op._dcgm import profiling_hits
-from analyzers.rules.op._common import quote
 from analyzers.rules.op._refused import describe
 from analyzers.rules.op.OP012 import HostDriverConflict
 from analyzers.rules.op.OP015 import DriverBuildFails
@@ -177,8 +177,9 @@ def _component(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     cannot be pulled, a crash loop with its first error …), when no specific rule does."""
     at_first = {b.pod.name for b in stages.at_first}
     found = []
-    for rule_id, ref in _COMPONENT_REFS:
-        here = {p.workload.key: p for p in problems(ctx, rule_id)
+    for cause, ref in _COMPONENT_REFS:
+        rule_id = ref.rule_id
+        here = {p.workload.key: p for p in problems(ctx.facts, cause)
                 if p.node == node and p.pod.name in at_first}
         found += [Cause(ref(key), f"Kubernetes says why: the {p.workload.component} pod's "
                                   f"{p.container or 'scheduling'}: {quote(p.detail, 200)} "
@@ -187,9 +188,10 @@ def _component(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     return found
 
 
-_COMPONENT_REFS = (("CMP003", refs.CMP003), ("CMP004", refs.CMP004), ("CMP005", refs.CMP005),
-                   ("CMP006", refs.CMP006), ("CMP007", refs.CMP007), ("CMP008", refs.CMP008),
-                   ("CMP009", refs.CMP009))
+_COMPONENT_REFS = (("unscheduled", refs.CMP003), ("image-pull", refs.CMP004),
+                   ("cannot-start", refs.CMP005), ("init-fails", refs.CMP006),
+                   ("crash-loop", refs.CMP007), ("oom-killed", refs.CMP008),
+                   ("evicted", refs.CMP009))
 
 
 def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:

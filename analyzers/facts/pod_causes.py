@@ -1,19 +1,18 @@
-"""Why each pod of the GPU stack is not running, judged once per run.
+"""Why each pod of the GPU stack is not running, judged once per run (the CMP rules).
 
 Every pod of an inventoried workload is read in the order Kubernetes runs it and given at
 most one cause — the first that stops it:
 
-- ``CMP009`` evicted (``status.reason: Evicted``, the kubelet's message);
-- ``CMP003`` not scheduled (Pending without a node: the scheduler's ``FailedScheduling``
+- ``evicted``: ``status.reason: Evicted``, with the kubelet's message;
+- ``unscheduled``: Pending without a node (the scheduler's ``FailedScheduling``
   message, else the ``PodScheduled`` condition's);
-- ``CMP004`` an image that cannot be pulled (``ErrImagePull``, ``ImagePullBackOff``,
-  ``InvalidImageName``), its ``Failed to pull image`` event classified;
-- ``CMP005`` a container that cannot be created or started
-  (``CreateContainerConfigError``, ``CreateContainerError``, ``RunContainerError``,
-  ``ContainerCannotRun``), with the kubelet's message;
-- ``CMP006`` an init container that fails (which one, its exit or reason);
-- ``CMP008`` a container killed for memory (``OOMKilled``: its limit);
-- ``CMP007`` a container in a crash loop (its last exit: reason, code or signal).
+- ``image-pull``: ``ErrImagePull``, ``ImagePullBackOff``, ``InvalidImageName``, its
+  ``Failed to pull image`` event classified (``facts.pulls``);
+- ``cannot-start``: ``CreateContainerConfigError``, ``CreateContainerError``,
+  ``RunContainerError``, ``ContainerCannotRun``, with the kubelet's message;
+- ``init-fails``: an init container that fails (which one, its exit or reason);
+- ``oom-killed``: a container killed for memory (``OOMKilled``: its limit);
+- ``crash-loop``: a container in a crash loop (its last exit: reason, code or signal).
 
 The operator's operand pods that only wait behind an earlier failing stage of their node
 (``facts.stages``) are left to OP001: their init containers wait, they do not fail on
@@ -25,14 +24,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from analyzers.facts.inventory import Workload
 from analyzers.facts.operands import node_of
+from analyzers.facts.pulls import classify
 from analyzers.models import Evidence
-from analyzers.rule import Context
-from analyzers.rules.cmp._pull import classify
-from analyzers.rules.common import event_evidence, field
-from bundle.kube import ContainerStateDetail, ContainerStatus, Event, Pod
+from bundle.evidence import clip, join_pointer
+from bundle.kube import ContainerStateDetail, ContainerStatus, Event, KubeObject, Pod
+
+if TYPE_CHECKING:
+    from analyzers.facts import Facts
+
+def field(obj: KubeObject, excerpt: str, *parts: str | int) -> Evidence:
+    return Evidence(path=obj.source_path, pointer=join_pointer(obj.source_pointer, *parts),
+                    excerpt=clip(excerpt))
+
+
+def event_evidence(event: Event) -> Evidence:
+    count = f" (x{event.count})" if event.count and event.count > 1 else ""
+    when = f"{event.time} " if event.time else ""
+    return field(event, f"{when}{event.reason}: {event.message or ''}{count}", "message")
+
 
 PULL = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 START = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
@@ -45,7 +58,7 @@ _SIGNALS = {129: "SIGHUP", 130: "SIGINT", 131: "SIGQUIT", 134: "SIGABRT", 135: "
 class Problem:
     """One pod of a workload and the one cause that stops it."""
 
-    rule: str                      # CMP003 ... CMP009
+    rule: str                      # the cause: unscheduled, image-pull, ... evicted
     workload: Workload
     pod: Pod
     node: str | None
@@ -76,7 +89,7 @@ def _status_pointer(pod: Pod, init: bool, index: int) -> tuple[str | int, ...]:
     return ("status", "initContainerStatuses" if init else "containerStatuses", index)
 
 
-def _container_problem(ctx: Context, workload: Workload, pod: Pod, node: str | None,
+def _container_problem(facts: Facts, workload: Workload, pod: Pod, node: str | None,
                        status: ContainerStatus, index: int, init: bool,
                        events: list[Event]) -> Problem | None:
     pointer = _status_pointer(pod, init, index)
@@ -99,7 +112,7 @@ def _container_problem(ctx: Context, workload: Workload, pod: Pod, node: str | N
                        *pointer, "state", "waiting")]
         if failed is not None:
             proof.append(event_evidence(failed))
-        return make("CMP004", classify(message), message, *proof)
+        return make("image-pull", classify(message), message, *proof)
     if reason in START:
         message = (waiting.message if waiting is not None else None) or ""
         failed = _latest(events, "Failed")
@@ -107,13 +120,13 @@ def _container_problem(ctx: Context, workload: Workload, pod: Pod, node: str | N
             message = failed.message or ""
         proof = [field(pod, f"{where}: {reason}: {message}".rstrip(": "), *pointer, "state",
                        "waiting")]
-        return make("CMP005", reason or "", f"{reason}: {message}" if message else reason or "",
-                    *proof)
+        said = f"{reason}: {message}" if message else reason or ""
+        return make("cannot-start", reason or "", said, *proof)
     term = status.state.terminated
     if term is not None and term.reason == "ContainerCannotRun":
         proof = [field(pod, f"{where}: {exit_text(term)}: {term.message or ''}", *pointer,
                        "state", "terminated")]
-        return make("CMP005", "ContainerCannotRun",
+        return make("cannot-start", "ContainerCannotRun",
                     f"ContainerCannotRun: {term.message or exit_text(term)}", *proof)
     crashed = last if reason == "CrashLoopBackOff" or (last is not None and not status.ready
                                                        and status.restart_count > 0
@@ -132,18 +145,18 @@ def _container_problem(ctx: Context, workload: Workload, pod: Pod, node: str | N
         container = next((c for c in (pod.spec.init_containers if init else
                                       pod.spec.containers) if c.name == status.name), None)
         limit = container.resources.limits.get("memory") if container is not None else None
-        return make("CMP008", "OOMKilled", exit_text(crashed), *proof, limit=limit)
+        return make("oom-killed", "OOMKilled", exit_text(crashed), *proof, limit=limit)
     if init:
-        return make("CMP006", exit_text(crashed), exit_text(crashed), *proof)
-    return make("CMP007", exit_text(crashed), exit_text(crashed), *proof)
+        return make("init-fails", exit_text(crashed), exit_text(crashed), *proof)
+    return make("crash-loop", exit_text(crashed), exit_text(crashed), *proof)
 
 
-def _pod_problem(ctx: Context, workload: Workload, pod: Pod) -> Problem | None:
+def _pod_problem(facts: Facts, workload: Workload, pod: Pod) -> Problem | None:
     node = node_of(pod)
-    events = ctx.facts.pod_events(pod)
+    events = facts.pod_events(pod)
     if pod.status.reason == "Evicted":
         message = pod.status.message or "Evicted"
-        return Problem("CMP009", workload, pod, node, None, False, "Evicted", message,
+        return Problem("evicted", workload, pod, node, None, False, "Evicted", message,
                        (field(pod, f"Evicted: {message}", "status", "message"),))
     if pod.terminated:
         return None
@@ -152,11 +165,11 @@ def _pod_problem(ctx: Context, workload: Workload, pod: Pod) -> Problem | None:
         condition = next((c for c in pod.status.conditions if c.type == "PodScheduled"
                           and c.status == "False"), None)
         if scheduling is not None:
-            return Problem("CMP003", workload, pod, node, None, False, "FailedScheduling",
+            return Problem("unscheduled", workload, pod, node, None, False, "FailedScheduling",
                            scheduling.message or "", (event_evidence(scheduling),))
         if condition is not None and condition.message:
             index = pod.status.conditions.index(condition)
-            return Problem("CMP003", workload, pod, node, None, False, "FailedScheduling",
+            return Problem("unscheduled", workload, pod, node, None, False, "FailedScheduling",
                            condition.message, (field(pod, f"PodScheduled False: "
                                                      f"{condition.message}", "status",
                                                      "conditions", index, "message"),))
@@ -165,40 +178,40 @@ def _pod_problem(ctx: Context, workload: Workload, pod: Pod) -> Problem | None:
         term = status.state.terminated
         if term is not None and term.exit_code == 0:
             continue
-        found = _container_problem(ctx, workload, pod, node, status, index, True, events)
+        found = _container_problem(facts, workload, pod, node, status, index, True, events)
         return found  # the first init container that has not completed decides
     for index, status in enumerate(pod.status.container_statuses):
-        found = _container_problem(ctx, workload, pod, node, status, index, False, events)
+        found = _container_problem(facts, workload, pod, node, status, index, False, events)
         if found is not None:
             return found
     return None
 
 
-def _waits_behind(ctx: Context, workload: Workload, pod: Pod, node: str | None) -> bool:
+def _waits_behind(facts: Facts, workload: Workload, pod: Pod, node: str | None) -> bool:
     """An operator operand pod on a node whose first failing stage is another pod's."""
     if not workload.operator_managed or node is None:
         return False
-    stages = ctx.facts.operand_stages.get(node)
+    stages = facts.operand_stages.get(node)
     if stages is None or not stages.blocked:
         return False
     return not any(b.pod.name == pod.name for b in stages.at_first)
 
 
-def _judge(ctx: Context) -> dict[str, list[Problem]]:
+def _judge(facts: Facts) -> dict[str, list[Problem]]:
     found: dict[str, list[Problem]] = defaultdict(list)
-    for workload in ctx.facts.inventory.workloads:
+    for workload in facts.inventory.workloads:
         for pod in workload.pods:
-            problem = _pod_problem(ctx, workload, pod)
-            if problem is None or (problem.rule != "CMP009" and
-                                   _waits_behind(ctx, workload, pod, problem.node)):
+            problem = _pod_problem(facts, workload, pod)
+            if problem is None or (problem.rule != "evicted" and
+                                   _waits_behind(facts, workload, pod, problem.node)):
                 continue
             found[problem.rule].append(problem)
     return dict(found)
 
 
-def problems(ctx: Context, rule: str) -> list[Problem]:
-    """The pods whose cause is ``rule``, judged once per run for every CMP rule."""
-    judged: dict[str, list[Problem]] = ctx.facts.judged("CMP", "*", lambda: _judge(ctx))
+def problems(facts: Facts, rule: str) -> list[Problem]:
+    """The pods whose cause is ``rule`` (``crash-loop`` …), judged once per run."""
+    judged: dict[str, list[Problem]] = facts.judged("CMP", "*", lambda: _judge(facts))
     return judged.get(rule, [])
 
 
