@@ -73,6 +73,8 @@ class Problem:
 def exit_text(term: ContainerStateDetail) -> str:
     """``OOMKilled, exit code 137 (SIGKILL)``."""
     parts = [term.reason] if term.reason else []
+    if term.reason is None and term.exit_code is None:
+        return "no last exit recorded"
     if term.exit_code is not None:
         code = f"exit code {term.exit_code}"
         signal = _SIGNALS.get(term.exit_code)
@@ -133,8 +135,8 @@ def _container_problem(facts: Facts, workload: Workload, pod: Pod, node: str | N
                                                        and term is None) else None
     if init and term is not None and term.exit_code not in (None, 0):
         crashed = term
-    if init and reason == "CrashLoopBackOff" and crashed is None:
-        crashed = ContainerStateDetail()
+    if reason == "CrashLoopBackOff" and crashed is None:
+        crashed = ContainerStateDetail()  # the loop is recorded, its last exit is not
     if crashed is None:
         return None
     state = "lastState" if crashed is last else "state"
@@ -187,14 +189,22 @@ def _pod_problem(facts: Facts, workload: Workload, pod: Pod) -> Problem | None:
     return None
 
 
+_VALIDATORS = frozenset({"validator", "cuda-validator"})
+
+
 def _waits_behind(facts: Facts, workload: Workload, pod: Pod, node: str | None) -> bool:
-    """An operator operand pod on a node whose first failing stage is another pod's."""
+    """An operator operand pod on a node whose first failing stage is another pod's, or a
+    validator whose check fails because an operand of its stage does (the toolkit's
+    ``toolkit-validation`` fails while the toolkit itself crashes)."""
     if not workload.operator_managed or node is None:
         return False
     stages = facts.operand_stages.get(node)
     if stages is None or not stages.blocked:
         return False
-    return not any(b.pod.name == pod.name for b in stages.at_first)
+    if not any(b.pod.name == pod.name for b in stages.at_first):
+        return True
+    return workload.component in _VALIDATORS and any(
+        b.operand.component not in _VALIDATORS for b in stages.at_first)
 
 
 def _judge(facts: Facts) -> dict[str, list[Problem]]:

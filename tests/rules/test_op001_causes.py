@@ -89,7 +89,19 @@ def test_unexplained_toolkit_stage_says_so(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
                             mains={"nvidia-container-toolkit-ctr": "waiting:CrashLoopBackOff"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(cluster.analyze(tmp_path / "crash"), "OP001")["OP001:gpu-a"]
+    assert "stops at the toolkit stage" in op.summary
+    # no specific rule explains it: Kubernetes' own record (CMP007) does, plainly
+    assert op.caused_by == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert "Kubernetes says why: the toolkit pod's nvidia-container-toolkit-ctr: " \
+        "no last exit recorded (see CMP007)." in op.summary
+    assert "No rule identified" not in op.summary
+    # a validator that waits on the toolkit, and nothing failing: nothing explains it
+    waiting = Cluster()
+    waiting.put(operand_pod("nvidia-operator-validator", "gpu-a",
+                            inits={"driver-validation": "done", "toolkit-validation": "running",
+                                   "cuda-validation": "new", "plugin-validation": "new"}))
+    op = of_rule(waiting.analyze(tmp_path / "wait"), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
     assert op.caused_by == []
     assert "No rule identified why the toolkit stage fails" in op.summary
