@@ -185,6 +185,7 @@ CMP006 = DaemonSetRef("CMP006", shape="<namespace>/<workload>")  # ComponentInit
 CMP007 = DaemonSetRef("CMP007", shape="<namespace>/<workload>")  # ComponentCrashLoop
 CMP008 = DaemonSetRef("CMP008", shape="<namespace>/<workload>")  # ComponentOomKilled
 CMP009 = DaemonSetRef("CMP009", shape="<namespace>/<workload>")  # ComponentEvicted
+CMP020 = NodeRef("CMP020")        # DriverStepFails
 DRV001 = GpuRef("DRV001")         # XidEvents
 DRV002 = GpuRef("DRV002")         # GpuLost
 DRV003 = NodeRef("DRV003")        # DriverNotUsable

@@ -20,7 +20,9 @@ from analyzers import signatures
 from analyzers.facts import (
     distro,
     driverkernel,
+    driverstep,
     fabric,
+    first_error,
     gate,
     gpu,
     hostmodules,
@@ -71,6 +73,7 @@ class Facts:
         self._secure_boot: dict[str, tuple[bool | None, Evidence | None]] = {}
         self._foreign_gpus: dict[str, list[PciDevice]] = {}
         self._signature_events_by_object: dict[str, dict[ObjectKey, list[Event]]] = {}
+        self._first_errors: dict[tuple[str, str, str | None], first_error.FirstError | None] = {}
 
     def judged(self, rule_id: str, node: str, judge: Callable[[], T]) -> T:
         """A rule's verdict on one node that other rules link to (DRV003's driver not
@@ -502,6 +505,15 @@ class Facts:
         """Container logs per pod in run order (init containers first), read once."""
         return podlogs.PodLogs(self.bundle)
 
+    def first_error(self, pod: Pod, container: str | None = None) -> first_error.FirstError | None:
+        """The first error line of ``pod``'s logs (only ``container``'s when given): the
+        previous instance's log before the current one, harmless wordings skipped (see
+        ``facts.first_error``); read once per run and pod."""
+        key = (pod.namespace, pod.name, container)
+        if key not in self._first_errors:
+            self._first_errors[key] = first_error.first_error(self.pod_logs, pod, container)
+        return self._first_errors[key]
+
     @cached_property
     def operand_stages(self) -> dict[str, stages.NodeStages]:
         """Per GPU node: failing operand pods and the stage (driver → toolkit → cuda →
@@ -544,6 +556,12 @@ class Facts:
                 self.bundle.node(name), self.nodes.get(name), operand.pod,
                 self.pod_events(operand.pod), self.pod_logs, precompiled)
         return result
+
+    @cached_property
+    def driver_steps(self) -> dict[str, driverstep.DriverStep]:
+        """Per GPU node whose operator driver pod is failing: the first build or install
+        step its driver container's log shows failing, and of what kind."""
+        return driverstep.driver_steps(self.gpu_nodes, self.operands, self.first_error)
 
     @cached_property
     def mig_configs(self) -> mig.MigConfigs | None:

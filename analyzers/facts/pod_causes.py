@@ -47,6 +47,7 @@ def event_evidence(event: Event) -> Evidence:
     return field(event, f"{when}{event.reason}: {event.message or ''}{count}", "message")
 
 
+NO_EXIT = "no last exit recorded"
 PULL = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 START = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
                    "ContainerCannotRun", "StartError"})
@@ -74,7 +75,7 @@ def exit_text(term: ContainerStateDetail) -> str:
     """``OOMKilled, exit code 137 (SIGKILL)``."""
     parts = [term.reason] if term.reason else []
     if term.reason is None and term.exit_code is None:
-        return "no last exit recorded"
+        return NO_EXIT
     if term.exit_code is not None:
         code = f"exit code {term.exit_code}"
         signal = _SIGNALS.get(term.exit_code)
@@ -133,8 +134,8 @@ def _container_problem(facts: Facts, workload: Workload, pod: Pod, node: str | N
     crashed = last if reason == "CrashLoopBackOff" or (last is not None and not status.ready
                                                        and status.restart_count > 0
                                                        and term is None) else None
-    if init and term is not None and term.exit_code not in (None, 0):
-        crashed = term
+    if term is not None and term.exit_code not in (None, 0):
+        crashed = term  # between two restarts: the exit is the current state
     if reason == "CrashLoopBackOff" and crashed is None:
         crashed = ContainerStateDetail()  # the loop is recorded, its last exit is not
     if crashed is None:
@@ -207,13 +208,22 @@ def _waits_behind(facts: Facts, workload: Workload, pod: Pod, node: str | None) 
         b.operand.component not in _VALIDATORS for b in stages.at_first)
 
 
+def _untold(facts: Facts, problem: Problem) -> bool:
+    """A crash of an operator operand that the record does not explain: no exit was
+    recorded and its logs hold no error line. OP001 names the stage and the command to
+    ask for next; a finding of its own would only repeat ``CrashLoopBackOff``."""
+    return problem.workload.operator_managed and problem.rule in ("crash-loop", "init-fails") \
+        and problem.kind == NO_EXIT and facts.first_error(problem.pod, problem.container) is None
+
+
 def _judge(facts: Facts) -> dict[str, list[Problem]]:
     found: dict[str, list[Problem]] = defaultdict(list)
     for workload in facts.inventory.workloads:
         for pod in workload.pods:
             problem = _pod_problem(facts, workload, pod)
-            if problem is None or (problem.rule != "evicted" and
-                                   _waits_behind(facts, workload, pod, problem.node)):
+            if problem is None or _untold(facts, problem) or (
+                    problem.rule != "evicted" and
+                    _waits_behind(facts, workload, pod, problem.node)):
                 continue
             found[problem.rule].append(problem)
     return dict(found)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from analyzers.facts.driverstep import DriverStep, named
 from analyzers.facts.operator_version import OperatorChart, OperatorImage
+from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.models import Evidence, ObjectRef
 from analyzers.rule import Input, cluster, node
 from bundle.evidence import at_pointer, clip, join_pointer
@@ -124,3 +126,18 @@ def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 # The label the operator keys its operands on (set by NFD rules or by hand).
 PRESENT = "nvidia.com/gpu.present"
+
+
+
+def unnamed_driver_step(ctx: Context, name: str) -> DriverStep | None:
+    """The first failing step of ``name``'s driver container when no specific rule names
+    the failure: no known error signature in its logs (OP010, OP012, OP015, DRV004 …), no
+    image pull failure, no Secure Boot refusal; that rule is the root, never two for one
+    failure. None otherwise (or when the container shows no error)."""
+    step = ctx.facts.driver_steps.get(name)
+    if step is None or named(ctx.facts.pod_logs, step.operand.pod):
+        return None
+    driver = ctx.facts.driver_kernel.get(name)
+    if driver is not None and driver.broken:
+        return None
+    return step if secure_boot_refusal(ctx.facts, name) is None else None

@@ -31,7 +31,14 @@ def test_unexplained_failure_is_high_and_says_so(tmp_path: Path) -> None:
     assert smi.nodes == ["gpu-a"]
     assert "nvidia-smi failed (exit code 9)" in smi.summary
     assert "no NVIDIA kernel module is loaded" in smi.summary
-    assert "No rule identified why" in smi.summary
+    # the kit's node files hold no kernel log: the kernel's journal is what to ask for
+    assert smi.summary.endswith(
+        "The bundle does not say why nvidia-smi fails: the bundle holds no kernel log of the "
+        "node; the kernel's journal says whether the driver loaded and why not. Ask next for "
+        "the output of: kubectl debug node/gpu-a -it --image=ubuntu -- chroot /host sh -c "
+        "\"journalctl -k --no-pager | grep -iE 'NVRM|nvidia|nouveau|Lockdown' | tail -50; "
+        "lsmod | grep -E '^(nvidia|nouveau)'\"")
+    assert "No rule identified" not in smi.summary
     [evidence] = smi.evidence
     assert evidence.path == "manifest.json"
     assert evidence.pointer is not None and evidence.pointer.endswith("/error")
@@ -53,7 +60,7 @@ def test_explained_by_the_driver_stage_is_low_and_linked(tmp_path: Path) -> None
     assert smi.caused_by == ["OP001:gpu-b"]
     assert smi.severity is Severity.LOW
     assert "see OP001" in smi.summary
-    assert "No rule identified" not in smi.summary
+    assert "Ask next" not in smi.summary and "No known cause" not in smi.summary
 
 
 def test_words_left_in_the_file_are_read(tmp_path: Path) -> None:
@@ -84,3 +91,20 @@ def test_quiet_when_nvidia_smi_is_missing_or_worked(tmp_path: Path) -> None:
     assert of_rule(report, "DRV009") == {}
     assert status(report, "DRV009") is RuleStatus.PASSED
     assert "BND001:nvidia-smi-failed" not in report.by_id()
+
+
+def test_unexplained_failure_quotes_the_first_nvidia_error_of_the_kernel_log(
+        tmp_path: Path) -> None:
+    cluster = Cluster()
+    cluster.failed.append(_smi_item("gpu-a", NO_DRIVER, 9))
+    # An error line about something else is passed over (Xorg's words,
+    # https://github.com/Bumblebee-Project/Bumblebee/issues/553); then the kernel's
+    # (https://github.com/ValveSoftware/SteamOS/issues/209).
+    cluster.files["nodes/gpu-a/dmesg.txt"] = (
+        '[ 5928.582] (EE) Failed to load module "mouse" (module does not exist, 0)\n'
+        "[  441.170986] NVRM: No NVIDIA graphics adapter found!\n"
+        "[  441.171021] NVRM: NVIDIA init module failed!\n")
+    smi = of_rule(cluster.analyze(tmp_path), "DRV009")["DRV009:gpu-a"]
+    assert smi.summary.endswith(
+        "No known cause explains why nvidia-smi fails; the first error the node's kernel log "
+        "shows is 'NVRM: NVIDIA init module failed!' (nodes/gpu-a/dmesg.txt line 3).")

@@ -56,8 +56,13 @@ def test_a_pod_without_sandbox_and_runtime_class_is_at_the_sandbox_stage(
     assert "stops at the pod sandbox stage" in op.summary
     assert "driver stage" not in op.summary
     assert op.caused_by == []
-    assert "No rule identified why the pod sandbox stage fails" in op.summary
-    assert "FailedCreatePodSandBox" in op.summary
+    # No event and no log: what to ask for is the pod's events.
+    assert ("The bundle does not say why the pod sandbox stage fails: "
+            "nvidia-driver-daemonset-gpu-b: its container k8s-driver-manager never started, so "
+            "it has no log, and the bundle holds no event about the pod, where Kubernetes says "
+            "why it is not created. Ask next for the output of: kubectl -n gpu-operator "
+            "describe pod nvidia-driver-daemonset-gpu-b") in op.summary
+    assert "No rule identified" not in op.summary
 
 
 def test_the_kubelet_condition_decides_when_present(tmp_path: Path) -> None:
@@ -79,32 +84,40 @@ def test_a_started_init_container_keeps_the_driver_stage(tmp_path: Path) -> None
                                    "toolkit-validation": "waiting:PodInitializing"}))
     op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the driver stage" in op.summary
-    # No finding explains it: said plainly, with what to read next.
+    # No finding explains it and no log of it was collected: the command to ask for.
     assert op.caused_by == []
-    assert "No rule identified why the driver stage fails; read next the driver pod's" \
-        in op.summary
+    assert ("The bundle does not say why the driver stage fails: "
+            "nvidia-operator-validator-gpu-a: the bundle holds no log of its driver-validation "
+            "container; its log is where the driver stage says what fails. Ask next for the "
+            "output of: kubectl -n gpu-operator logs nvidia-operator-validator-gpu-a "
+            "-c driver-validation --tail=200") in op.summary
 
 
 def test_unexplained_toolkit_stage_says_so(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
                             mains={"nvidia-container-toolkit-ctr": "waiting:CrashLoopBackOff"}))
-    op = of_rule(cluster.analyze(tmp_path / "crash"), "OP001")["OP001:gpu-a"]
+    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
-    # no specific rule explains it: Kubernetes' own record (CMP007) does, plainly
-    assert op.caused_by == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
-    assert "Kubernetes says why: the toolkit pod's nvidia-container-toolkit-ctr: " \
-        "no last exit recorded (see CMP007)." in op.summary
-    assert "No rule identified" not in op.summary
-    # a validator that waits on the toolkit, and nothing failing: nothing explains it
-    waiting = Cluster()
-    waiting.put(operand_pod("nvidia-operator-validator", "gpu-a",
-                            inits={"driver-validation": "done", "toolkit-validation": "running",
-                                   "cuda-validation": "new", "plugin-validation": "new"}))
-    op = of_rule(waiting.analyze(tmp_path / "wait"), "OP001")["OP001:gpu-a"]
-    assert "stops at the toolkit stage" in op.summary
+    # the crash loop left no exit and no log: no CMP finding, OP001 asks for the log
     assert op.caused_by == []
-    assert "No rule identified why the toolkit stage fails" in op.summary
+    # A crash loop ran before: the previous instance's log is the one to ask for.
+    assert ("Ask next for the output of: kubectl -n gpu-operator logs "
+            "nvidia-container-toolkit-daemonset-gpu-a -c nvidia-container-toolkit-ctr "
+            "--previous --tail=200") in op.summary
+
+
+def test_a_recorded_crash_no_rule_names_is_op001s_cause_through_cmp007(
+        tmp_path: Path) -> None:
+    cluster = Cluster()
+    cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
+                            mains={"nvidia-container-toolkit-ctr": "error"}, restarts=5))
+    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    assert "stops at the toolkit stage" in op.summary
+    assert op.caused_by == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert "Kubernetes says why: the toolkit pod's nvidia-container-toolkit-ctr: Error, " \
+        "exit code 1 (see CMP007)." in op.summary
+    assert "No rule identified" not in op.summary and "Ask next" not in op.summary
 
 
 def test_explained_stage_does_not_say_unexplained(tmp_path: Path) -> None:

@@ -42,7 +42,10 @@ class ComponentInitFails(Rule):
 
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         error = first_error(ctx, shown.pod, shown.container)
-        said = f"; its log's first error: {quote(error.excerpt, 240)!r}" if error else ""
+        said = (f"; its log's first error: {quote(error.excerpt, 240)!r}" if error
+                else "; the bundle holds no error line of it: ask next for its log "
+                     f"(kubectl -n {shown.pod.namespace} logs {shown.pod.name} -c "
+                     f"{shown.container})")
         return (f"init container {shown.container} fails on {count} pod(s) "
                 f"({shown.detail}){said}.")
 

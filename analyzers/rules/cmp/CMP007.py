@@ -43,7 +43,9 @@ class ComponentCrashLoop(Rule):
     def sentence(self, ctx: Context, shown: Problem, count: int, found: list[Problem]) -> str:
         error = first_error(ctx, shown.pod, shown.container)
         said = (f"; the previous log's first error: {quote(error.excerpt, 240)!r}" if error
-                else "; no error line in the collected log")
+                else "; the bundle holds no error line of it: ask next for its previous log "
+                     f"(kubectl -n {shown.pod.namespace} logs {shown.pod.name} -c "
+                     f"{shown.container} --previous)")
         return (f"container {shown.container} crashes in a loop on {count} pod(s) "
                 f"(last: {shown.detail}){said}.")
 

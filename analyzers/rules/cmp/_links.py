@@ -22,6 +22,9 @@ from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.op.OP001 import OperandsStuck
 
+# The generic pod-cause rules (CMP020, the driver's failing build step, is specific).
+GENERIC = frozenset({"CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008", "CMP009"})
+
 
 def _at_first(ctx: Context, problem: Problem) -> bool:
     if not problem.workload.operator_managed or problem.node is None:
@@ -41,7 +44,7 @@ def _specific(ctx: Context, problem: Problem) -> list[Link]:
         found.append(refs.OP008(problem.node))
     if _at_first(ctx, problem):
         found += [link for link in OperandsStuck.explained_by(ctx, problem.node)
-                  if not link.startswith("CMP")]
+                  if link.partition(":")[0] not in GENERIC]
     return found
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzers import commands as sh
+from analyzers.facts import next_step
 from analyzers.facts.smi import NOT_LOADED, SMI_FILE, SmiFailure
 from analyzers.models import Confidence, Finding, Severity
 from analyzers.rule import Context, Input, Rule, cluster, node
@@ -25,9 +26,10 @@ class NvidiaSmiFailed(Rule):
     (nvidia-smi prints them on stdout). The finding links the one that explains it —
     DRV004 (Secure Boot), DRV003 (driver not usable), OP010 (driver container cannot
     install), OP001 (the operator's driver container failing) — and is then of low
-    severity, a symptom listed under its cause; or it says that none does, stays high,
-    and causes OP001's driver stage where that is the validator waiting on the host's
-    driver.
+    severity, a symptom listed under its cause; or none does: it stays high, quotes the
+    first error among the kernel's NVIDIA lines of the node's dmesg or names the command
+    to ask for next, and causes OP001's driver stage where that is the validator waiting
+    on the host's driver.
 
     Why it matters:
     nvidia-smi failing is the node telling you its driver does not work: no GPU
@@ -89,9 +91,8 @@ class NvidiaSmiFailed(Rule):
         if links:
             summary += " Why: " + "; ".join(text for _, text in links) + "."
         else:
-            summary += (" No rule identified why; look at the node's loaded modules "
-                        "(lsmod), its kernel log (NVRM, nouveau, Lockdown lines) and "
-                        "whether a driver is installed at all.")
+            summary += next_step.for_smi(ctx.facts, name).sentence(
+                "nvidia-smi", "the node's kernel log shows")
         node_arg = sh.node(name)
         remediation = sh.lines(
             sh.node_shell(node_arg),

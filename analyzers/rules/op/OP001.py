@@ -48,8 +48,9 @@ class OperandsStuck(Rule):
     (an operand the stack waits for has no pod: its DaemonSet's pods are refused at
     creation), RT001 (no ``nvidia`` runtime handler), RT015 (Docker's shim refuses the
     RuntimeClass handler), OP010, DRV003, DRV004 (driver), OP005 (``system not yet
-    initialized``), OP008 (device plugin), OP004, OP013 (DCGM exporter) — or says
-    plainly that no rule identified the cause and what to read next.
+    initialized``), OP008 (device plugin), OP004, OP013 (DCGM exporter). Where none
+    does, it quotes the first error of the stage's logs (file, line, failing step) or
+    names the read-only command to ask for next and why (``facts.next_step``).
 
     Why it matters:
     The operator enforces the order with init containers, so one broken layer leaves
@@ -140,7 +141,7 @@ class OperandsStuck(Rule):
         assert first is not None
         found = stage_causes(ctx, node_name, stages)
         if not found:
-            return [], unexplained(first)
+            return [], unexplained(ctx, stages)
         return [c.finding for c in found], "".join(f" {c.text}" for c in found)
 
     @staticmethod

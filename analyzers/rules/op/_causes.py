@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analyzers import refs
+from analyzers.facts import next_step
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
 from analyzers.facts.pod_causes import problems
@@ -25,6 +26,7 @@ from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
+from analyzers.rules.common import unnamed_driver_step
 from analyzers.rules.drv.DRV003 import DriverNotUsable
 from analyzers.rules.drv.DRV008 import DriverCannotDriveGpu
 from analyzers.rules.drv.DRV009 import NvidiaSmiFailed
@@ -43,20 +45,6 @@ class Cause:
 
     finding: Link
     text: str
-
-
-# What to read next, per stage, when no rule identified the cause.
-NEXT_LOOK: dict[Stage, str] = {
-    Stage.SANDBOX: "the pods' FailedCreatePodSandBox events (kubectl describe pod) and the "
-                   "node's container runtime and CNI logs",
-    Stage.DRIVER: "the driver pod's nvidia-driver-ctr log, the validator's driver-validation "
-                  "log and the node's kernel log (dmesg | grep NVRM)",
-    Stage.TOOLKIT: "the toolkit pod's nvidia-container-toolkit-ctr log and the runtime "
-                   "configuration the node really loads",
-    Stage.CUDA: "the cuda-validation log of the nvidia-cuda-validator pod",
-    Stage.PLUGIN: "the device plugin's log and the node's nvidia.com/gpu capacity",
-    Stage.OPERANDS: "the failing operand's own log (--previous for a crash loop)",
-}
 
 
 def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
@@ -107,6 +95,9 @@ _DRIVER_CAUSES: tuple[tuple[_Explainer, refs.NodeRef, str], ...] = (
      "The host's own driver and the operator's driver setting disagree (see OP012)."),
     (DriverBuildFails.explains, refs.OP015,
      "The driver container cannot build or load its module on this OS (see OP015)."),
+    (lambda ctx, node: unnamed_driver_step(ctx, node) is not None, refs.CMP020,
+     "The driver container fails at a build or install step; its first error is quoted "
+     "(see CMP020)."),
     (DriverCannotDriveGpu.explains, refs.DRV008,
      "The loaded driver cannot drive this GPU (see DRV008)."),
     (GpuBoundToOtherDriver.explains, refs.DRV010,
@@ -203,7 +194,9 @@ def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
     return found or _component(ctx, node, stages)
 
 
-def unexplained(stage: Stage) -> str:
-    """OP001's sentence when no rule identified the cause of ``stage``."""
-    return (f" No rule identified why the {stage.label} stage fails; read next "
-            f"{NEXT_LOOK[stage]}.")
+def unexplained(ctx: Context, stages: NodeStages) -> str:
+    """OP001's sentence when no rule names the cause of the node's first failing stage:
+    the first error its logs show, or what to ask for next (see ``facts.next_step``)."""
+    first = stages.first
+    assert first is not None
+    return next_step.for_stage(ctx.facts, stages).sentence(f"the {first.label} stage")
