@@ -58,6 +58,8 @@ FACTS_FILE = str(Path("analyzers", "facts", "__init__.py"))
 # declares what they read; another rule that asks them does not.
 SHARED_JUDGEMENTS = {
     ("judge_refusal", str(Path("analyzers", "facts", "secureboot.py"))): "DRV004",
+    # the CMP rules ask what OP001 names as the cause of a node's first failing stage
+    ("explained_by", str(Path("analyzers", "rules", "op", "OP001.py"))): "OP001",
 }
 # Parsed views that are kept after their first read → the file they stand for.
 CLUSTER_VIEWS = {

@@ -275,7 +275,28 @@ def test_cmp008_oom_killed_names_the_limit(tmp_path: Path) -> None:
     finding = found[f"CMP008:{EXPORTER}"]
     assert finding.nodes == ["gpu-a", "gpu-b", "gpu-c"]
     assert "container exporter is OOMKilled on 3 pod(s) (OOMKilled, exit code 137 (SIGKILL)); " \
-        "its memory limit is 358Mi" in finding.summary
+        "its memory limit is 358Mi; the bundle holds no record of what it used" in finding.summary
+
+
+# the kernel's line, as https://github.com/NVIDIA/dcgm-exporter/issues/702 quotes it
+OOM_LINE = ("[86012.551342] Memory cgroup out of memory: Killed process 3833171 (dcgm-exporter) "
+            "total-vm:4478432kB, anon-rss:517656kB, file-rss:47148kB, shmem-rss:0kB, UID:0 "
+            "pgtables:1636kB oom_score_adj:-997")
+
+
+def test_cmp008_quotes_what_the_kernel_killed_it_holding(tmp_path: Path) -> None:
+    bundle = standalone(tmp_path)
+    names = edit_pods(bundle, "dcgm-exporter-", crashed("OOMKilled", 137, limit="512Mi"))
+    node = next(p["spec"]["nodeName"] for p in bundle.items("pods")
+                if p["metadata"]["name"] == names[0])
+    dmesg = bundle.root / "nodes" / node / "dmesg.txt"
+    other = ("[86000.000001] Memory cgroup out of memory: Killed process 1 (python3) "
+             "total-vm:1kB, anon-rss:9999kB, file-rss:0kB")
+    dmesg.write_text(dmesg.read_text() + other + "\n" + OOM_LINE + "\n")
+    finding = cmp(bundle.save())[f"CMP008:{EXPORTER}"]
+    assert "its memory limit is 512Mi; the kernel killed it holding 505Mi (anon-rss, " \
+        f"nodes/{node}/dmesg.txt line " in finding.summary
+    assert [e.excerpt for e in finding.evidence if e.path.endswith("dmesg.txt")] == [OOM_LINE]
 
 
 def test_cmp009_evicted(tmp_path: Path) -> None:

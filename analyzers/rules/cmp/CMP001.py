@@ -39,7 +39,8 @@ class DaemonSetPlacesNoPod(Rule):
     slug = "daemonset-places-no-pod"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("daemonsets.json"), cluster("nodes.json"))
+    inputs = (cluster("daemonsets.json"), cluster("nodes.json"),
+              cluster("pods.json", optional=True), cluster("deployments.json", optional=True))
     tags = ("components", "scheduling")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

@@ -45,7 +45,8 @@ class DaemonSetPodsRefused(Rule):
     slug = "daemonset-pods-refused"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("daemonsets.json"), cluster("events.json"))
+    inputs = (cluster("daemonsets.json"), cluster("events.json"),
+              cluster("pods.json", optional=True), cluster("deployments.json", optional=True))
     tags = ("components", "admission")
 
     def check(self, ctx: Context) -> Iterable[Finding]:

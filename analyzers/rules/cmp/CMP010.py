@@ -10,7 +10,7 @@ from analyzers.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cmp._base import severity_of
 from analyzers.rules.cmp._daemonsets import standalone
-from analyzers.rules.common import event_evidence, field
+from analyzers.rules.common import LOGS, event_evidence, field
 
 POD_CAUSES = ("unscheduled", "image-pull", "cannot-start", "init-fails", "crash-loop",
               "oom-killed", "evicted")
@@ -38,7 +38,8 @@ class DaemonSetNotReady(Rule):
     severity = Severity.MEDIUM
     confidence = Confidence.CONFIRMED
     inputs = (cluster("daemonsets.json"), cluster("pods.json", optional=True),
-              cluster("events.json", optional=True))
+              cluster("events.json", optional=True), cluster("deployments.json", optional=True),
+              LOGS)
     tags = ("components",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
