@@ -88,6 +88,11 @@ from samples.scenarios_distro import (
     openshift_crio_no_nvidia_handler,
     rke2_template_go_directives,
 )
+from samples.scenarios_generic import (
+    driver_build_compile_error,
+    exporter_oomkilled,
+    plugin_daemonset_refused,
+)
 from samples.scenarios_labels_fabric import hgx_nvswitch_sxid, nfd_not_labelling
 from samples.scenarios_node import (
     app_xids_only,
@@ -514,6 +519,9 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "crd-older-than-chart": crd_older_than_chart,
     "nfd-not-labelling": nfd_not_labelling,
     "hgx-nvswitch-sxid": hgx_nvswitch_sxid,
+    "driver-build-compile-error": driver_build_compile_error,
+    "exporter-oomkilled": exporter_oomkilled,
+    "plugin-daemonset-refused": plugin_daemonset_refused,
 }
 
 

@@ -111,6 +111,12 @@ NOT_ERRORS = [
     # nvidia-installer warning: https://github.com/kubernetes-sigs/cluster-api-provider-azure/issues/1907
     "WARNING: Unable to determine the default X library path. The path /tmp/null/lib will be "
     "used",
+    # zap's console format, the operator's reconcile at info level:
+    # https://github.com/NVIDIA/gpu-operator/issues/364
+    '1.6564608582434602e+09\tINFO\tcontrollers.ClusterPolicy\tGPU workload configuration\t'
+    '{"NodeName": "number1", "GpuWorkloadConfig": "container"}',
+    # apt's warning after a failed fetch: https://github.com/NVIDIA/nvidia-docker/issues/61
+    "W: Some index files failed to download. They have been ignored, or old ones used instead.",
     # a traced shell command is a step, not an error: https://github.com/NVIDIA/gpu-operator/issues/110
     "+ trap 'echo '\\''Caught signal'\\''; exit 1' HUP INT QUIT PIPE TERM",
 ]

@@ -33,7 +33,8 @@ def test_the_first_error_of_the_stuck_container_is_quoted(tmp_path: Path) -> Non
     cluster.log(EXPORTER, "gpu-a", EXPORTER, EXPORTER_LOG, previous=True)
     op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the other operands stage" in op.summary
-    assert op.caused_by == []
+    # the crash loop's own record (CMP007) is linked; the sentence quotes the first error
+    assert op.caused_by == ["CMP007:gpu-operator/nvidia-dcgm-exporter"]
     path = f"logs/gpu-operator/{pod_name(EXPORTER, 'gpu-a')}/{EXPORTER}.previous.log"
     # the kit writes `kubectl logs --timestamps` lines: quoted without the timestamp
     assert ("No known cause explains why the other operands stage fails; the first error "
@@ -110,3 +111,24 @@ def test_a_hostile_pod_name_gives_no_command(tmp_path: Path) -> None:
         "validator;rm -rf /: the bundle holds no log of its driver-validation container; its "
         "log is where the driver stage says what fails.")
     assert "Ask next" not in op.summary
+
+
+def test_an_oom_killed_container_without_the_kernel_record_asks_for_it(tmp_path: Path) -> None:
+    cluster = Cluster()
+    pod = operand_pod(EXPORTER, "gpu-b", mains={EXPORTER: "waiting:CrashLoopBackOff"},
+                      restarts=3)
+    status = pod["status"]["containerStatuses"][0]
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "512Mi"}}
+    cluster.put(pod)
+    cluster.log(EXPORTER, "gpu-b", EXPORTER, EXPORTER_LOG[:3], previous=True)
+    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    assert op.caused_by == ["CMP008:gpu-operator/nvidia-dcgm-exporter"]
+    assert (f"{pod_name(EXPORTER, 'gpu-b')}: its container nvidia-dcgm-exporter was killed for "
+            "memory (OOMKilled, exit code 137) at its memory limit 512Mi, so its log stops "
+            "without an error. The kernel's OOM record says how much memory it held when "
+            "killed; the bundle holds no kernel log of the node. Ask next for the output of: "
+            "kubectl debug node/gpu-b -it --image=ubuntu -- chroot /host sh -c \"journalctl -k "
+            "--no-pager | grep -iE 'out of memory|oom-kill|Killed process' | tail -20\"") \
+        in op.summary
+    assert "No known cause" not in op.summary

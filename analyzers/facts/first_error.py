@@ -118,7 +118,7 @@ class FirstError:
         """The step line, without its timestamp; None when no step is known."""
         return bare(self.step.excerpt) if self.step is not None else None
 
-    def quote(self, limit: int = 200) -> str:
+    def quote(self, limit: int = 240) -> str:
         """``'<line>' (<path> line N)``, the error as a report quotes it."""
         return f"'{clip(self.said, limit)}' ({self.path} line {self.line})"
 
@@ -151,7 +151,8 @@ _MAKE = re.compile(r"^make(?:\[\d+\])?: \*\*\* ")
 _WORDING = re.compile(
     r"\b(?:failed|failure|fails|cannot|can't|could not|couldn't|unable to|"
     r"no such file or directory|permission denied|connection refused|timed out|"
-    r"error|errors|exception|segmentation fault|fatal)\b", re.IGNORECASE)
+    r"error|errors|exception|segmentation fault|fatal|out of memory|oom-kill|"
+    r"killed process)\b", re.IGNORECASE)
 _NOT_WORDING = re.compile(r"\b(?:no|0|zero|without) errors?\b|\berrors?[=:]\s*0\b|"
                           r"\bfail(?:ed|ures?)?[=:]\s*0\b|-Werror|ignore[-_]?errors?",
                           re.IGNORECASE)

@@ -63,20 +63,31 @@ class NextStep:
     error: FirstError | None = None
     command: str | None = None   # one read-only command line, quoted for the shell
     why: str = ""                # why this command; what the bundle could not have
+    lead: str = ""               # what the pod's own record says first (an OOM kill)
 
     def sentence(self, what: str, logs: str = "its logs show") -> str:
         """One sentence for a finding's summary: why ``what`` ("the driver stage") fails,
         as the first error ``logs`` ("its logs show", "the node's kernel log shows"), or
         what to ask for."""
+        lead = f" {self.lead}." if self.lead else ""
+        if self.error is not None and self.lead:
+            return f"{lead} The node's kernel log records the kill: {self.error.quote()}."
         if self.error is not None:
             step_said = self.error.step_said
             step = f", in the step '{_clipped(step_said)}'" if step_said is not None else ""
-            return (f" No known cause explains why {what} fails; the first error {logs} "
-                    f"is {self.error.quote()}{step}.")
+            return (f"{lead} No known cause explains why {what} fails; the first error "
+                    f"{logs} is {self.error.quote()}{step}.")
+        if self.lead:
+            ask = f" Ask next for the output of: {self.command}" if self.command else ""
+            return f"{lead} {_capital(self.why)}.{ask}"
         if self.command is None:
             return f" The bundle does not say why {what} fails: {self.why}."
         return (f" The bundle does not say why {what} fails: {self.why}. Ask next for the "
                 f"output of: {self.command}")
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _clipped(text: str, limit: int = 120) -> str:
@@ -100,7 +111,7 @@ def node_files_gap(facts: Facts, node: str) -> tuple[str | None, bool]:
         refused = kind in _REFUSED_KINDS
         return f"the collector could not read the node's files ({gaps.MEANINGS[kind]})", refused
     if bundle.layout != V1:
-        return f"a {bundle.layout} bundle holds no files of the node itself", False
+        return f"this {bundle.layout} bundle holds no files of the node itself", False
     return "the bundle holds no files of the node itself", False
 
 
@@ -200,6 +211,9 @@ def for_stage(facts: Facts, stages: NodeStages) -> NextStep:
     """The first error of the node's first failing stage, else what to ask for next."""
     first = stages.first
     assert first is not None
+    oom = _oom_killed(facts, stages)
+    if oom is not None:
+        return oom
     for pod, container in _stage_logs(facts, stages):
         found = facts.first_error(pod, container)
         if found is not None:
@@ -243,6 +257,63 @@ def _ask(facts: Facts, stages: NodeStages, first: Stage) -> NextStep:
         return NextStep(command=on_node, why=why)
     return NextStep(command=on_node,
                     why=f"the stage's logs in the bundle show no error line, and {look_why}")
+
+
+# The kernel's record of a memory cgroup kill, and what to ask for where it is not in the bundle.
+_KERNEL_OOM = re.compile(r"out of memory|oom-kill|Killed process", re.IGNORECASE)
+_OOM_LOOK: LiteralString = ("journalctl -k --no-pager | grep -iE 'out of memory|oom-kill|"
+                            "Killed process' | tail -20")
+
+
+def _last_termination(pod: Pod, container: str) -> tuple[str, int | None] | None:
+    """(reason, exit code) of ``container``'s last termination, from its status."""
+    for status in [*pod.status.init_container_statuses, *pod.status.container_statuses]:
+        if status.name != container:
+            continue
+        for ended in (status.last_state.terminated, status.state.terminated):
+            if ended is not None and ended.reason:
+                return ended.reason, ended.exit_code
+    return None
+
+
+def _memory_limit(pod: Pod, container: str) -> str | None:
+    for spec in [*pod.spec.init_containers, *pod.spec.containers]:
+        if spec.name == container:
+            return spec.resources.limits.get("memory")
+    return None
+
+
+def _oom_killed(facts: Facts, stages: NodeStages) -> NextStep | None:
+    """A container of the first failing stage killed for memory: its log stops without an
+    error; the kernel's OOM line in the node's dmesg is the quote, else what to ask for."""
+    for blocked in stages.at_first:
+        container = blocked.container
+        ended = _last_termination(blocked.pod, container) if container else None
+        if container is None or ended is None or ended[0] != "OOMKilled":
+            continue
+        limit = _memory_limit(blocked.pod, container)
+        code = f", exit code {ended[1]}" if ended[1] is not None else ""
+        at = (f" at its memory limit {limit}" if limit
+              else " (it sets no memory limit: the node ran out)")
+        lead = (f"{blocked.pod.name}: its container {container} was killed for memory "
+                f"(OOMKilled{code}){at}, so its log stops without an error")
+        node = stages.node
+        missing, refused = node_files_gap(facts, node)
+        path = f"nodes/{node}/dmesg.txt"
+        text = facts.bundle.read_text(path) if missing is None else None
+        found = first_error_in(path, text, "dmesg", _KERNEL_OOM) if text else None
+        if found is not None:
+            return NextStep(error=found, lead=lead)
+        if missing is not None:
+            held = missing
+        elif text:
+            held = f"{path} does not hold it (the ring buffer keeps only the newest lines)"
+        else:
+            held = "the bundle holds no kernel log of the node"
+        why = f"the kernel's OOM record says how much memory it held when killed; {held}"
+        return NextStep(command=_usable(node_command(node, _OOM_LOOK, ssh=refused)),
+                        why=why, lead=lead)
+    return None
 
 
 # The kernel's lines about the NVIDIA driver, its rival and the lockdown that refuses it.

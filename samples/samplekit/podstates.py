@@ -41,6 +41,7 @@ class Run:
     start: dt.datetime
     end: dt.datetime
     exit_code: int = 0
+    reason: str | None = None  # kubelet's termination reason; None: Completed or Error
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _status(pod_uid: str, full: str, c: Obj, plan: Plan, *, init: bool) -> Obj:
     status["containerID"] = cid
     status["imageID"] = image_id(c["image"])
     status["lastState"] = terminated(last.start, last.end, exit_code=last.exit_code,
-                                     reason="Error")
+                                     reason=last.reason or "Error")
     status["lastState"]["terminated"]["containerID"] = cid
     return status
 

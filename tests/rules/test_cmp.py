@@ -275,7 +275,8 @@ def test_cmp008_oom_killed_names_the_limit(tmp_path: Path) -> None:
     finding = found[f"CMP008:{EXPORTER}"]
     assert finding.nodes == ["gpu-a", "gpu-b", "gpu-c"]
     assert "container exporter is OOMKilled on 3 pod(s) (OOMKilled, exit code 137 (SIGKILL)); " \
-        "its memory limit is 358Mi; the bundle holds no record of what it used" in finding.summary
+        "its memory limit is 358Mi; the bundle holds no record of what it used (no OOM-killer " \
+        "line for it in the node's dmesg; kubectl top shows it live)" in finding.summary
 
 
 # the kernel's line, as https://github.com/NVIDIA/dcgm-exporter/issues/702 quotes it
@@ -349,7 +350,7 @@ def test_an_operand_oom_kill_is_op001s_cause_when_no_specific_rule_explains_it(
     op001 = found["OP001:gpu-d"]
     assert op001.caused_by == [key]
     assert "No rule identified" not in op001.summary
-    assert "Kubernetes says why: the dcgm-exporter pod's nvidia-dcgm-exporter: OOMKilled, " \
+    assert "Kubernetes' record of the dcgm-exporter pod: nvidia-dcgm-exporter: OOMKilled, " \
         "exit code 137 (SIGKILL) (see CMP008)." in op001.summary
     assert found[key].caused_by == [] and found[key].causes == ["OP001:gpu-d"]
 

@@ -33,6 +33,12 @@ def _kill(ctx: Context, found: list[Problem]) -> OomKill | None:
     return None
 
 
+def _dmesg(ctx: Context, found: list[Problem]) -> bool:
+    """Whether the bundle holds the kernel log of one of the pods' nodes."""
+    return any(p.node in ctx.bundle.node_names and ctx.bundle.node(p.node).has("dmesg.txt")
+               for p in found if p.node)
+
+
 class ComponentOomKilled(Rule):
     """A GPU-stack component is killed for memory (OOMKilled) at its limit.
 
@@ -70,8 +76,10 @@ class ComponentOomKilled(Rule):
         kill = _kill(ctx, found)
         usage = (f"the kernel killed it holding {kill.usage} (anon-rss, "
                  f"{kill.where.path} line {kill.where.line})" if kill is not None
-                 else "the bundle holds no record of what it used (no OOM-killer line in "
-                      "the nodes' dmesg; kubectl top shows it live)")
+                 else "the bundle holds no record of what it used ("
+                      + ("no OOM-killer line for it in the node's dmesg" if _dmesg(ctx, found)
+                         else "no kernel log of its node")
+                      + "; kubectl top shows it live)")
         return (f"container {shown.container} is OOMKilled on {count} pod(s) "
                 f"({shown.detail}); {limit}; {usage}.")
 

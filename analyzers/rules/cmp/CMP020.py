@@ -48,7 +48,7 @@ class DriverStepFails(Rule):
     failed: no precompiled package for the kernel, package repositories unreachable, no
     kernel headers, the module not compiling (a compiler error or a compiler other than the
     kernel's), the module not loading, a loaded driver that cannot be unloaded, or another
-    step. It causes OP001's driver stage on the node.
+    step. It causes OP001's driver stage on the node and DRV003's "driver not usable" there.
 
     Why it matters:
     Without the driver every operand on the node waits in Init and the node offers no
@@ -88,6 +88,10 @@ class DriverStepFails(Rule):
         stages = ctx.facts.operand_stages.get(name)
         if stages is not None and stages.blocked:
             causes.append(refs.OP001(name))
+        # The module it never installed is not loaded: where DRV003 says the driver is not
+        # usable on the node, that is this failure's effect (a link that does not fire is
+        # dropped).
+        causes.append(refs.DRV003(name))
         lines = [
             logs_command(pod, DRIVER_CONTAINER),
             sh.cmd("kubectl", "get", "node", sh.node(name), "-o",

@@ -142,6 +142,11 @@ class OperandsStuck(Rule):
         found = stage_causes(ctx, node_name, stages)
         if not found:
             return [], unexplained(ctx, stages)
+        if all(c.generic for c in found):
+            # only the pods' own Kubernetes record (CMP): the first error or the next
+            # question still decide the sentence, the CMP findings are linked beside it
+            return [c.finding for c in found], unexplained(ctx, stages) + "".join(
+                f" {c.text}" for c in found)
         return [c.finding for c in found], "".join(f" {c.text}" for c in found)
 
     @staticmethod

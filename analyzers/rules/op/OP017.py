@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from analyzers import commands as sh
 from analyzers.facts.refusals import CreateRefusal
 from analyzers.models import Confidence, Finding, ObjectRef, Severity
+from analyzers.refs import Link
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.common import event_evidence, field
-from analyzers.rules.op._refused import describe, gpu_stack
+from analyzers.rules.op._refused import describe, explains, gpu_stack
 
 
 class DaemonSetRefused(Rule):
@@ -44,16 +45,18 @@ class DaemonSetRefused(Rule):
     slug = "daemonset-refused"
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster("daemonsets.json"), cluster("events.json"))
+    inputs = (cluster("daemonsets.json"), cluster("events.json"),
+              # which refused DaemonSet is a device plugin, and the nodes left without one
+              cluster("pods.json", optional=True), cluster("deployments.json", optional=True))
     tags = ("operator", "admission")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = ctx.facts.operator_namespace
         for key, refusal in sorted(ctx.facts.refused_daemonsets.items()):
             if gpu_stack(refusal.daemonset, ns):
-                yield self._finding(key, refusal)
+                yield self._finding(key, refusal, explains(ctx, refusal))
 
-    def _finding(self, key: str, refusal: CreateRefusal) -> Finding:
+    def _finding(self, key: str, refusal: CreateRefusal, causes: list[Link]) -> Finding:
         ds = refusal.daemonset
         namespace = ds.metadata.namespace or "default"
         summary = (f"In the GPU stack, {describe(refusal)}. The refused pods never exist, so "
@@ -77,4 +80,4 @@ class DaemonSetRefused(Rule):
         return self.finding(key, summary,
                             objects=[ObjectRef(kind="DaemonSet", namespace=namespace,
                                                name=ds.metadata.name)],
-                            evidence=evidence, remediation=remediation)
+                            evidence=evidence, remediation=remediation, causes=causes)

@@ -4,11 +4,12 @@ OP001 names the stage; the cause is another rule's finding (OP017 for an operand
 DaemonSet's pods are refused at creation, RT001 for a missing runtime handler, RT015 for
 Docker's shim refusing the RuntimeClass handler, OP010/DRV003/DRV004 for an unusable
 driver, OP005 for the fabric, OP008 for the device plugin, OP004/OP013 for the DCGM
-exporter; OP012, OP015, DRV008, DRV010 and, when nothing else does, DRV009 for the
-driver stage too). A rule cannot see another rule's findings, so each explanation here
-asks the same facts (or the same judgement, through the rule's ``explains``) the
-explaining rule uses: OP001 then links exactly the findings that exist, and says plainly
-when none does and what to read next.
+exporter; OP012, OP015, CMP020 (the driver container's first failing step), DRV008,
+DRV010 and, when nothing else does, DRV009 for the driver stage too). A rule cannot see
+another rule's findings, so each explanation here asks the same facts (or the same
+judgement, through the rule's ``explains``) the explaining rule uses: OP001 then links
+exactly the findings that exist; where none does, ``unexplained`` quotes the stage's
+first error or names what to ask for next.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Cause:
 
     finding: Link
     text: str
+    generic: bool = False   # a CMP finding of the pod's own record, not a specific cause
 
 
 def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
@@ -172,9 +174,9 @@ def _component(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
         rule_id = ref.rule_id
         here = {p.workload.key: p for p in problems(ctx.facts, cause)
                 if p.node == node and p.pod.name in at_first}
-        found += [Cause(ref(key), f"Kubernetes says why: the {p.workload.component} pod's "
+        found += [Cause(ref(key), f"Kubernetes' record of the {p.workload.component} pod: "
                                   f"{p.container or 'scheduling'}: {quote(p.detail, 200)} "
-                                  f"(see {rule_id}).")
+                                  f"(see {rule_id}).", generic=True)
                   for key, p in sorted(here.items())]
     return found
 
