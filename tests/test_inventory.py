@@ -64,6 +64,15 @@ def test_standalone_and_managed_plugins(tmp_path: Path) -> None:
         ("DaemonSet", "kube-system/nvidia-driver-installer", "driver", False, "GKE (managed)", 4),
         ("DaemonSet", "kube-system/nvidia-gpu-device-plugin-small-cos", "device-plugin", False,
          "GKE (managed)", 4)]
+    # EKS's GPU AMIs and AKS's guide apply NVIDIA's static manifest (kube-system, gpu-resources)
+    assert inventory(kit.eks_managed(tmp_path / "e")) == [
+        ("DaemonSet", "kube-system/nvidia-device-plugin-daemonset", "device-plugin", False,
+         "static manifest", 4)]
+    assert inventory(kit.aks_managed(tmp_path / "a")) == [
+        ("DaemonSet", "gpu-resources/nvidia-device-plugin-daemonset", "device-plugin", False,
+         "static manifest", 4)]
+    # Bottlerocket runs the plugin as a host service: no workload at all
+    assert inventory(kit.bottlerocket_no_node_files(tmp_path / "r")) == []
     assert inventory(kit.talos_no_node_files(tmp_path / "t")) == [
         ("DaemonSet", "kube-system/nvidia-device-plugin", "device-plugin", False,
          "Helm chart nvidia-device-plugin", 4)]
