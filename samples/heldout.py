@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import lookalikes_kit as kit  # noqa: E402
+from kit import lookalikes as kit  # noqa: E402
 
 THREADS = ROOT / "tests" / "fixtures" / "known_issues_heldout" / "threads.toml"
 NODE = "gpu-a"
@@ -722,6 +722,59 @@ def _bottlerocket(root: Path) -> kit.Bundle:
     return kit.Bundle(kit.bottlerocket_no_node_files(root))
 
 
+# -- orders 605 onwards (the fourth NVIDIA-components pass) --------------------------------
+
+
+def e625(b: kit.Bundle, t: Thread) -> Placed:
+    """Debian 13 node: the driver pod waits on a tag that was never published."""
+    image = "nvcr.io/nvidia/driver:580.105.08-debian13"
+    _os(b, "Debian GNU/Linux 13 (trixie)", "Debian GNU/Linux", "13")
+    pod = _driver_pod(b, image=image)
+    _waiting(pod, "ImagePullBackOff", f'Back-off pulling image "{image}"')
+    _put(b, pod, image)
+    return _event(b, pod, "Failed", t.lines[0])
+
+
+# -- orders 805 onwards (round 6: kubelet, runtimes, distributions, managed clouds) -----------
+
+
+def e805(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the device plugin's hostPath mount of the driver directory fails (event)."""
+    pod = _creating(b, "nvidia-gpu-device-plugin-small-cos-")
+    return _event(b, pod, "FailedMount", t.lines[0])
+
+
+def e810(b: kit.Bundle, t: Thread) -> Placed:
+    """K3s v1.21 agent: its own journal holds the template error it exits on."""
+    def k3s(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == NODE:
+            obj["status"]["nodeInfo"].update(kubeletVersion="v1.21.5+k3s2",
+                                             containerRuntimeVersion="containerd://1.4.11-k3s1")
+    b.edit_nodes(k3s)
+    return _journal(b, "k3s", "k3s", t.lines)
+
+
+def e820(b: kit.Bundle, t: Thread) -> Placed:
+    """The cluster autoscaler, running and healthy, logs why the empty GPU group cannot grow."""
+    name = "cluster-autoscaler-6b7d9c5f4d-q2x8m"
+    image = "registry.k8s.io/autoscaling/cluster-autoscaler:v1.1.2"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="kube-system",
+                 container="cluster-autoscaler", image=image, owner="cluster-autoscaler")
+    pod["spec"].pop("runtimeClassName", None)
+    _put(b, pod, image)
+    ready = [dict(d, status={**d["status"], "numberReady": 1, "numberAvailable": 1})
+             if d["metadata"]["name"] == "cluster-autoscaler" else d
+             for d in b.items("daemonsets")]
+    b.set_items("daemonsets", ready)
+    return Placed(_log(b, "kube-system", name, "cluster-autoscaler", t.lines))
+
+
+ROUND6: dict[int, Builder] = {
+    805: _on(_managed(kit.gke_managed), e805), 810: _on_base(e810),
+    815: _on(_managed(kit.eks_managed), _plugin_failing), 820: _on_base(e820),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -746,6 +799,10 @@ BUILDERS: dict[int, Builder] = {
     545: _on(_managed(kit.gke_managed), e10), 550: _on_base(e235),
     705: _on(_managed(kit.eks_managed), e705), 710: _on(_standalone, e710),
     715: _on_base(e715), 720: _on_base(e720), 725: _on_base(e215),
+    # orders 605 onwards (the fourth NVIDIA-components pass)
+    605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
+    625: _on_base(e625), 630: _on_base(e160),
+    **ROUND6,
 }
 
 

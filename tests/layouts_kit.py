@@ -10,7 +10,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from kit import kube_node
+from kit.bundles import kube_node
 
 SEP = "_" * 44
 

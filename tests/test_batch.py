@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kit import pack_dir
+from kit.bundles import pack_dir
 from layouts_kit import must_gather_files, troubleshoot_files, write
 
 from analyzers.results.batch_models import IndexRecord

@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from kit import kube_list, kube_node, write_dir, write_tar
+from kit.bundles import kube_list, kube_node, write_dir, write_tar
 
 import bundle.gzstream
 from bundle import BundleError, Limits, open_bundle

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kit import pack_dir, write_tar
+from kit.bundles import pack_dir, write_tar
 
 from gpu_triage.cli import cli, main
 

@@ -9,9 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from sc_kit import GPU, container, gpu_node, insufficient, pod_event, workload
-from scenario import lists
+from kit import analyse
+from kit.bundles import write_dir
+from kit.gate import GPU, container, gpu_node, insufficient, pod_event, workload
+from kit.gate import bundle_files as gate_files
+from kit.objects import lists
 
 from analyzers.engine import timeline
 from analyzers.facts import Facts, scheduling
@@ -216,12 +218,12 @@ def test_pods_with_one_placement_share_their_rows_and_answer_as_alone(tmp_path: 
 
 
 def test_sc001_explains_shared_verdicts_per_pod(tmp_path: Path) -> None:
-    from sc_kit import findings, run
+    from kit import findings
 
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 2, 2)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 2, 2)],
                  pods=[workload("r-0", gpus=4, owner="job"),
                        workload("r-1", gpus=4, owner="job")],
-                 events=[pod_event("r-1", "FailedScheduling", insufficient(1, 1))])
+                 events=[pod_event("r-1", "FailedScheduling", insufficient(1, 1))]), tmp=tmp_path)
     found = findings(report, "SC001")
     assert sorted(found) == ["SC001:ml/r-0", "SC001:ml/r-1"]
     explained = ("asks for 4 nvidia.com/gpu and cannot be placed: it asks for 4 nvidia.com/gpu "

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import bundle, gpu_node, of, remap, smi_gpu, smi_xml, status
-from kit import kube_list, write_dir, write_tar
+from kit import analyse
+from kit import findings as of
+from kit import verdict as status
+from kit.bundles import kube_list, write_dir, write_tar
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node, remap, smi_gpu, smi_xml
 
 from analyzers.engine import analyze
 from analyzers.engine.diff import compare
@@ -22,7 +26,7 @@ BROKEN = "<nvidia_smi_log><gpu id='00000000:3B:00.0'>"  # cut off mid-file
 
 def _smi(tmp_path: Path, **per_node: str) -> Report:
     files = {f"nodes/{name}/nvidia-smi.xml": text for name, text in per_node.items()}
-    return bundle(tmp_path, [gpu_node(name) for name in per_node], files)
+    return analyse(drv_files([gpu_node(name) for name in per_node], files), tmp=tmp_path)
 
 
 def test_clean_inputs_pass(tmp_path: Path) -> None:
@@ -77,7 +81,7 @@ def test_a_damaged_node_list_reaches_every_rule_with_node_inputs(tmp_path: Path)
 def test_optional_inputs_do_not_change_the_status(tmp_path: Path) -> None:
     files = {"nodes/gpu-a/nvidia-smi.xml": HEALTHY, "nodes/gpu-a/host/modules.txt": b"\xff\xfe",
              "nodes/gpu-a/dmesg.txt": "[    1.000000] NVRM: loading NVIDIA UNIX Kernel Module\n"}
-    report = bundle(tmp_path, [gpu_node("gpu-a")], files)
+    report = analyse(drv_files([gpu_node("gpu-a")], files), tmp=tmp_path)
     # DRV003 needs dmesg.txt and only corroborates with host/modules.txt
     assert status(report, "DRV003")[0] == "passed"
 
@@ -132,8 +136,8 @@ def test_a_node_file_the_collector_was_refused_makes_the_rule_partial(tmp_path: 
     refused = [{"path": "nodes/gpu-b/nvidia-smi.xml", "node": "gpu-b",
                 "error": "Error from server (Forbidden): pods \"node-debugger-gpu-b\" is "
                          "forbidden: User \"collector\" cannot create resource \"pods\""}]
-    report = bundle(tmp_path, [gpu_node("gpu-a"), gpu_node("gpu-b")],
-                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}, failed=refused)
+    report = analyse(drv_files([gpu_node("gpu-a"), gpu_node("gpu-b")],
+                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}), tmp=tmp_path, failed=refused)
     state, reason = status(report, "DRV006")
     assert state == "partial"
     assert reason is not None
@@ -145,6 +149,6 @@ def test_a_file_missing_on_the_node_is_no_damage(tmp_path: Path) -> None:
     """An absent directory (no drop-ins) or a log not yet written is nothing lost."""
     absent = [{"path": "nodes/gpu-b/nvidia-smi.xml", "node": "gpu-b",
                "error": "sh: nvidia-smi: not found"}]
-    report = bundle(tmp_path, [gpu_node("gpu-a"), gpu_node("gpu-b")],
-                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}, failed=absent)
+    report = analyse(drv_files([gpu_node("gpu-a"), gpu_node("gpu-b")],
+                    {"nodes/gpu-a/nvidia-smi.xml": HEALTHY}), tmp=tmp_path, failed=absent)
     assert status(report, "DRV006") == ("passed", None)

@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kit import kube_list, write_dir
-from op_kit import Cluster, status
+from kit import analyse, status
+from kit.bundles import kube_list, write_dir
+from kit.cluster import Cluster
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import LoadedRule
@@ -85,7 +86,7 @@ def test_an_alternative_refused_by_rbac_counts_as_lost(tmp_path: Path) -> None:
 def test_log_only_rules_are_skipped_without_logs(tmp_path: Path) -> None:
     """OP014 and OP015 find their cause only in container logs: with none collected,
     "passed" would claim a check that never happened."""
-    report: Report = Cluster().analyze(tmp_path)
+    report: Report = analyse(Cluster(), tmp=tmp_path)
     assert not any(path.startswith("logs/") for path in Cluster().bundle_files())
     for rule_id in ("OP014", "OP015"):
         result = next(r for r in report.rules if r.rule_id == rule_id)
@@ -97,7 +98,7 @@ def test_log_only_rules_run_when_any_log_is_there(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.log("nvidia-device-plugin-daemonset", "gpu-a", "nvidia-device-plugin",
                 ["I1129 13:00:00.000000       1 main.go:1] Starting"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert status(report, "OP014") is RuleStatus.PASSED
     assert status(report, "OP015") is RuleStatus.PASSED
 

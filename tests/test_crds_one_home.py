@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import kube_list, kube_node, write_dir
+from kit.bundles import kube_list, kube_node, write_dir
 
 from analyzers.facts import Facts
 from bundle import open_bundle

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kit import pack_dir
+from kit.bundles import pack_dir
 from markdown_it import MarkdownIt
 
 from analyzers.results.models import Evidence, Report

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kit import kube_list, write_dir
-from scenario import DUMP_WITH_NVIDIA, node
+from kit.bundles import kube_list, write_dir
+from kit.objects import DUMP_WITH_NVIDIA, node
 
 from analyzers.engine import analyze
 from analyzers.engine.diff import compare, finding_changes, number_changes, numbers, rule_changes

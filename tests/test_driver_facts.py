@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from drv_kit import at, gpu_node, journal_kernel
-from kit import write_dir
-from scenario import lists
+from kit.bundles import write_dir
+from kit.driver import at, gpu_node, journal_kernel
+from kit.objects import lists
 
 from analyzers.facts import Facts, driver
 from analyzers.facts.driver import SmiCause

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import write_dir
-from op_kit import Cluster, operand_pod
+from kit.bundles import write_dir
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.facts import Facts
 from analyzers.facts.secureboot import builds_module_on_node

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze, link

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import LoadedRule

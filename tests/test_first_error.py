@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from kit import write_dir
-from op_kit import Cluster, pod_name
-from scenario import pod as pod_dict
+from kit.bundles import write_dir
+from kit.cluster import Cluster, pod_name
+from kit.objects import pod as pod_dict
 
 from analyzers.facts import Facts
 from analyzers.facts.first_error import (

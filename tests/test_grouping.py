@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import write_dir
+from kit.bundles import write_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report_tests"))
 

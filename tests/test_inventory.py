@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
+from kit import lookalikes as kit
 
 from analyzers.facts import Facts
 from bundle import open_bundle

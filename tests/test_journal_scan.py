@@ -21,7 +21,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kit import write_dir
+from kit.bundles import write_dir
 
 from analyzers.engine import timeline
 from analyzers.facts.journals import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from drv_kit import at, gpu_node, journal_kernel, smi_gpu, smi_xml
-from kit import write_dir
-from scenario import lists
+from kit.bundles import write_dir
+from kit.driver import at, gpu_node, journal_kernel, smi_gpu, smi_xml
+from kit.objects import lists
 
 from analyzers.facts import Facts
 from analyzers.facts.kernel_events import in_time_order, merge_lines

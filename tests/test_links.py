@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 from analyzers import refs
 from analyzers.engine import analyze

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import lookalikes_kit as kit
 import pytest
+from kit import lookalikes as kit
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

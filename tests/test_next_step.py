@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, cluster_policy, of_rule, operand_pod, pod_name
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, cluster_policy, operand_pod, pod_name
 
 VALIDATOR = "nvidia-operator-validator"
 
@@ -31,7 +33,7 @@ def test_the_first_error_of_the_stuck_container_is_quoted(tmp_path: Path) -> Non
                             restarts=12))
     cluster.log(EXPORTER, "gpu-a", EXPORTER, ["level=info msg=starting"])
     cluster.log(EXPORTER, "gpu-a", EXPORTER, EXPORTER_LOG, previous=True)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the other operands stage" in op.summary
     # the crash loop's own record (CMP007) is linked; the sentence quotes the first error
     assert op.caused_by == ["CMP007:gpu-operator/nvidia-dcgm-exporter"]
@@ -52,7 +54,7 @@ def test_a_disabled_toolkit_has_no_pod_to_read_the_host_runtime_is_asked_for(
     del cluster.pods[pod_name("nvidia-container-toolkit-daemonset", "gpu-b")]
     cluster.put(operand_pod(VALIDATOR, "gpu-a", inits={"driver-validation": "done",
                                                        "toolkit-validation": "running"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
     assert ("the ClusterPolicy disables the operator's toolkit (spec.toolkit.enabled=false), "
             "so no pod of it exists whose log could say; the host's own container runtime "
@@ -75,7 +77,7 @@ def test_refused_node_data_asks_for_the_command_over_ssh(tmp_path: Path) -> None
     cluster.put(operand_pod(VALIDATOR, "gpu-a", inits={"driver-validation": "running"}))
     cluster.log(VALIDATOR, "gpu-a", "driver-validation",
                 ["running command chroot with args [/run/nvidia/driver nvidia-smi]"])
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the driver stage" in op.summary
     assert ("the collector could not read the node's files (refused by RBAC (the collecting "
             "identity lacks permission)), and the kernel says whether and why the nvidia module "
@@ -92,7 +94,7 @@ def test_without_node_files_and_without_errors_the_node_command_runs_in_a_debug_
     cluster.put(operand_pod(VALIDATOR, "gpu-b", inits={"driver-validation": "running"}))
     cluster.log(VALIDATOR, "gpu-b", "driver-validation",
                 ["running command chroot with args [/run/nvidia/driver nvidia-smi]"])
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-b"]
     assert ("The bundle does not say why the driver stage fails: the bundle holds no files of "
             "the node itself, and the kernel says whether and why the nvidia module did not "
             "load. Ask next for the output of: kubectl debug node/gpu-b -it --image=ubuntu -- "
@@ -105,7 +107,7 @@ def test_a_hostile_pod_name_gives_no_command(tmp_path: Path) -> None:
     pod = operand_pod(VALIDATOR, "gpu-a", inits={"driver-validation": "running"})
     pod["metadata"]["name"] = "validator;rm -rf /"
     cluster.put(pod)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     # the name is not safe in a command line: the sentence says why and offers none
     assert op.summary.split(" Operands:")[0].endswith(
         "validator;rm -rf /: the bundle holds no log of its driver-validation container; its "
@@ -122,7 +124,7 @@ def test_an_oom_killed_container_without_the_kernel_record_asks_for_it(tmp_path:
     pod["spec"]["containers"][0]["resources"] = {"limits": {"memory": "512Mi"}}
     cluster.put(pod)
     cluster.log(EXPORTER, "gpu-b", EXPORTER, EXPORTER_LOG[:3], previous=True)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-b"]
     assert op.caused_by == ["CMP008:gpu-operator/nvidia-dcgm-exporter"]
     assert (f"{pod_name(EXPORTER, 'gpu-b')}: its container nvidia-dcgm-exporter was killed for "
             "memory (OOMKilled, exit code 137) at its memory limit 512Mi, so its log stops "

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kit import kube_list, kube_node, write_dir
+from kit.bundles import kube_list, kube_node, write_dir
 
 from analyzers.facts import Facts
 from analyzers.facts import node as node_module

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from sc_kit import gpu_node
-from scenario import analyze_files, lists
+from kit import analyse
+from kit.bundles import write_dir
+from kit.gate import gpu_node
+from kit.objects import lists
 
 from analyzers.engine.diff import snapshot
 from analyzers.facts import Facts
@@ -53,7 +54,7 @@ def _files(deployments: list[dict[str, Any]], pods: list[dict[str, Any]],
 
 def _analyse(tmp_path: Path, files: dict[str, Any]) -> tuple[str | None, str | None, str]:
     """(glance version, its source, CFG001's summary) of a bundle of ``files``."""
-    report = analyze_files(tmp_path, files)
+    report = analyse(files, tmp=tmp_path)
     assert report.overview is not None
     glance = report.overview.glance.operator
     cfg001 = [f for f in report.findings if f.rule_id == "CFG001"]

@@ -25,7 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from op_kit import Cluster, of_rule, operand_pod
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import Finding
 
@@ -93,7 +95,7 @@ def _op010(tmp_path: Path, log: list[str], secure_boot: str | None = None) -> Fi
     cluster.log("nvidia-driver-daemonset", "gpu-k", "nvidia-driver-ctr", log, previous=True)
     if secure_boot is not None:
         cluster.files["nodes/gpu-k/host/secureboot.txt"] = f"SecureBoot {secure_boot}\n"
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "DRV004") == {}
     found = of_rule(report, "OP010")
     assert sorted(found) == ["OP010:gpu-k"]

@@ -22,7 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from drv_kit import bundle, gpu_node, of, status
+from kit import analyse
+from kit import findings as of
+from kit import verdict as status
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
 
 # open-gpu-kernel-modules#862, as journalctl -k / syslog prints it
 OPEN_REQUIRED_SYSLOG = (
@@ -94,8 +98,9 @@ OPEN_REQUIRED_ISO = OPEN_REQUIRED_SYSLOG.replace("Jul 01 22:55:07 gpu kernel:",
                                   OPEN_REQUIRED_BARE, OPEN_REQUIRED_ISO],
                          ids=["syslog", "dmesg", "dmesg-t", "journalctl-short-iso"])
 def test_open_modules_required_is_the_cause_not_a_lost_gpu(tmp_path: Path, text: str) -> None:
-    report = bundle(tmp_path, [gpu_node("gpu-bw"), gpu_node("gpu-hw")],
-                    {"nodes/gpu-bw/dmesg.txt": text, "nodes/gpu-hw/dmesg.txt": FALLEN})
+    report = analyse(drv_files([gpu_node("gpu-bw"), gpu_node("gpu-hw")],
+                    {"nodes/gpu-bw/dmesg.txt": text, "nodes/gpu-hw/dmesg.txt": FALLEN}),
+                     tmp=tmp_path)
     refused = of(report, "DRV008")
     assert sorted(refused) == ["DRV008:gpu-bw"]
     finding = refused["DRV008:gpu-bw"]
@@ -108,8 +113,8 @@ def test_open_modules_required_is_the_cause_not_a_lost_gpu(tmp_path: Path, text:
 
 
 def test_open_module_refusing_a_consumer_gpu(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("gpu-c")],
-                    {"nodes/gpu-c/dmesg.txt": OPEN_DATACENTER_ONLY})
+    report = analyse(drv_files([gpu_node("gpu-c")],
+                    {"nodes/gpu-c/dmesg.txt": OPEN_DATACENTER_ONLY}), tmp=tmp_path)
     assert sorted(of(report, "DRV008")) == ["DRV008:gpu-c"]
     assert "Data Center GPUs" in of(report, "DRV008")["DRV008:gpu-c"].summary
     assert of(report, "DRV002") == {}
@@ -118,7 +123,7 @@ def test_open_module_refusing_a_consumer_gpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text,node,branch", [(LEGACY_TALOS, "talos-1", "470.xx"),
                                               (LEGACY_DMESG_T, "nix-1", "580.xx")])
 def test_legacy_branch_wording(tmp_path: Path, text: str, node: str, branch: str) -> None:
-    report = bundle(tmp_path, [gpu_node(node)], {f"nodes/{node}/dmesg.txt": text})
+    report = analyse(drv_files([gpu_node(node)], {f"nodes/{node}/dmesg.txt": text}), tmp=tmp_path)
     finding = of(report, "DRV008")[f"DRV008:{node}"]
     assert f"{branch} legacy branch" in finding.summary
     assert of(report, "DRV002") == {}
@@ -128,7 +133,7 @@ def test_a_refusal_on_another_address_does_not_hide_a_loss(tmp_path: Path) -> No
     """Deferring is per PCI address: a GPU refused at 02:00.0 says nothing about the one
     that fell off the bus at 3b:00.0 on the same node."""
     text = OPEN_REQUIRED_DMESG + FALLEN
-    report = bundle(tmp_path, [gpu_node("gpu-m")], {"nodes/gpu-m/dmesg.txt": text})
+    report = analyse(drv_files([gpu_node("gpu-m")], {"nodes/gpu-m/dmesg.txt": text}), tmp=tmp_path)
     assert sorted(of(report, "DRV002")) == ["DRV002:gpu-m/0000:3b:00.0"]
     assert sorted(of(report, "DRV008")) == ["DRV008:gpu-m"]
     assert status(report, "DRV002")[0] == "failed"
@@ -137,7 +142,7 @@ def test_a_refusal_on_another_address_does_not_hide_a_loss(tmp_path: Path) -> No
 def test_the_driver_container_log_alone_names_the_flavour(tmp_path: Path) -> None:
     """The installer repeats the kernel's lines under 'Kernel messages:' (as in
     tests/rules/test_drv008.py); an empty dmesg still lets the container's log speak."""
-    from scenario import pod
+    from kit.objects import pod
 
     driver = pod("nvidia-driver-daemonset-bw1", "gpu-l", app="nvidia-driver-daemonset")
     log = ("Kernel messages:\n"
@@ -145,8 +150,8 @@ def test_the_driver_container_log_alone_names_the_flavour(tmp_path: Path) -> Non
            "               NVRM: installed in this system requires use of the NVIDIA open "
            "kernel modules.\n")
     path = "logs/gpu-operator/nvidia-driver-daemonset-bw1/nvidia-driver-ctr.log"
-    report = bundle(tmp_path, [gpu_node("gpu-l")],
-                    {"nodes/gpu-l/dmesg.txt": "", path: log}, pods=[driver])
+    report = analyse(drv_files([gpu_node("gpu-l")],
+                    {"nodes/gpu-l/dmesg.txt": "", path: log}, pods=[driver]), tmp=tmp_path)
     finding = of(report, "DRV008")["DRV008:gpu-l"]
     assert "requires the open kernel modules" in finding.summary
     assert [(e.path, e.line) for e in finding.evidence] == [(path, 3)]

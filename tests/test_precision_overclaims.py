@@ -18,7 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from op_kit import Cluster, gpu_node, of_rule, operand_pod
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, gpu_node, operand_pod
 
 from analyzers.results.models import Severity
 
@@ -63,7 +65,7 @@ def test_op001_a_failing_peermem_sidecar_is_not_an_unusable_driver(tmp_path: Pat
     cluster.put(_driver_pod("gpu-r", "crash"))
     cluster.log("nvidia-driver-daemonset", "gpu-r", "nvidia-peermem-ctr", PEERMEM,
                 previous=True)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op001 = of_rule(report, "OP001")
     assert sorted(op001) == ["OP001:gpu-r"]
     finding = op001["OP001:gpu-r"]
@@ -74,7 +76,7 @@ def test_op001_a_failing_peermem_sidecar_is_not_an_unusable_driver(tmp_path: Pat
     # the same pod with its sidecar running is healthy
     cluster = Cluster(gpu_nodes=("gpu-ok",))
     cluster.put(_driver_pod("gpu-ok", "running"))
-    assert of_rule(cluster.analyze(tmp_path / "ok"), "OP001") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path / "ok"), "OP001") == {}
 
 
 def test_op008_names_the_driver_when_it_cannot_drive_the_gpu(tmp_path: Path) -> None:
@@ -86,7 +88,7 @@ def test_op008_names_the_driver_when_it_cannot_drive_the_gpu(tmp_path: Path) -> 
                 previous=True)
     cluster.nodes["gpu-d"] = gpu_node("gpu-d", gpus=0)
     cluster.files["nodes/gpu-d/dmesg.txt"] = OPEN_REQUIRED_DMESG
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP008")["OP008:gpu-d"]
     assert "did not inject" not in op.summary
     assert "the driver on the node cannot serve the GPU (see DRV008)" in op.summary
@@ -102,7 +104,7 @@ def test_op008_still_blames_injection_when_the_driver_is_fine(tmp_path: Path) ->
     cluster.log("nvidia-device-plugin-daemonset", "gpu-e", "nvidia-device-plugin", NVML_V014,
                 previous=True)
     cluster.nodes["gpu-e"] = gpu_node("gpu-e", gpus=0)
-    op = of_rule(cluster.analyze(tmp_path), "OP008")["OP008:gpu-e"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP008")["OP008:gpu-e"]
     assert "the runtime did not inject the driver libraries" in op.summary
     assert op.confidence.value == "likely"
 
@@ -118,7 +120,7 @@ def test_drv009_does_not_deny_a_module_modules_txt_lists(tmp_path: Path) -> None
     cluster.files["nodes/gpu-m/host/modules.txt"] = MODULES
     cluster.failed.append(_smi_item("gpu-n"))
     cluster.files["nodes/gpu-n/host/modules.txt"] = "i2c_core 106496 0 - Live 0x0\n"
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "DRV009")
     loaded = found["DRV009:gpu-m"]
     assert "no NVIDIA kernel module is loaded" not in loaded.summary

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kit import analyse
 from layouts_kit import troubleshoot_files, write
 
 from analyzers.engine import analyze
@@ -76,12 +77,12 @@ LOST = ("2025-07-14T16:20:01Z GPU 0: NVIDIA A10 (UUID: GPU-f15ae561-21b1-6003-c7
 
 
 def _rt014(tmp_path: Path, cgroup: str, dev: str) -> Report:
-    from rt_gate_kit import dump, files, gpu_pod, run
+    from kit.runtime import dump, files, gpu_pod
 
     node = {"containerd/config-dump.toml": dump(), "host/cgroup.txt": cgroup,
             "host/dev-nvidia.txt": dev}
-    return run(tmp_path, files({"gpu-a": node}, [gpu_pod("train-0", "gpu-a")],
-                               logs={"ml/train-0/main": LOST}))
+    return analyse(files({"gpu-a": node}, [gpu_pod("train-0", "gpu-a")],
+                               logs={"ml/train-0/main": LOST}), tmp=tmp_path)
 
 
 def test_rt014_reads_plain_command_output(tmp_path: Path) -> None:
@@ -115,9 +116,9 @@ def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
     """The collector keeps the items of a kubectl List that fit --max-file-bytes and
     records how many it kept (collectors/collect.py ``write_json``); the file is valid
     JSON. Rules judging it must not say passed, and the counts are lower bounds."""
-    from kit import kube_list, kube_node, manifest
-    from op_kit import plain_node
-    from scenario import analyze_files
+    from kit.bundles import kube_list, kube_node, manifest
+    from kit.cluster import plain_node
+    pass
 
     from analyzers.engine.coverage import required_inputs
     from collectors.collect import Bundle as Collected
@@ -134,7 +135,7 @@ def test_a_shortened_list_makes_its_rules_partial_and_counts_lower_bounds(
     for item in data["items"]:
         if item["path"] == "cluster/nodes.json":
             item.update(truncated=True, **extra)
-    report = analyze_files(tmp_path, {"manifest.json": json.dumps(data), **files})
+    report = analyse({"manifest.json": json.dumps(data), **files}, tmp=tmp_path)
     assert [(n.path, n.note) for n in report.bundle.shortened] == [
         ("cluster/nodes.json", "shortened by the collector to fit --max-file-bytes: 1 of 40 "
                                "items kept")]
@@ -186,11 +187,11 @@ def test_rules_say_what_they_fell_back_on_when_runtime_json_is_unreadable(
     """runtime.json (bundle format 1.1, what the node script detected) damaged on every
     node: the runtime facts fall back on the Node objects, and the rules that use them
     were passed as if they had read it."""
-    from rt_gate_kit import dump, files, gpu_pod, run
+    from kit.runtime import dump, files, gpu_pod
 
     node = {"containerd/config-dump.toml": dump(), "runtime.json": "{\"runtime\": \"contai"}
-    report = run(tmp_path, files({"gpu-a": dict(node), "gpu-b": dict(node)},
-                                 [gpu_pod("train-0", "gpu-a")]))
+    report = analyse(files({"gpu-a": dict(node), "gpu-b": dict(node)},
+                                 [gpu_pod("train-0", "gpu-a")]), tmp=tmp_path)
     results = {r.rule_id: r for r in report.rules}
     assert results["RT008"].status.value == "partial", results["RT008"]
     rules = {loaded.rule.id: loaded.rule for loaded in discover().rules}
@@ -206,8 +207,8 @@ def test_rules_say_what_they_fell_back_on_when_runtime_json_is_unreadable(
         assert "judged with the runtime and distribution the Node objects report" in (
             result.reason or ""), (rid, result.reason)
         assert "nodes/gpu-a/runtime.json" in (result.reason or "")
-    healthy = run(tmp_path / "ok", files(
+    healthy = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(),
                    "runtime.json": '{"runtime": "containerd", "distribution": "kubeadm"}'}},
-        [gpu_pod("train-0", "gpu-a")]))
+        [gpu_pod("train-0", "gpu-a")]), tmp=tmp_path / "ok")
     assert {r.rule_id: r.status.value for r in healthy.rules}["RT008"] == "passed"

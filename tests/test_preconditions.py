@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
+from kit import lookalikes as kit
 
 from analyzers.facts import Facts
 from analyzers.facts.preconditions import Need

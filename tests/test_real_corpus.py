@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from drv_kit import bundle, gpu_node
+from kit import analyse
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
 from layouts_kit import tar
 
 from analyzers.engine import analyze
@@ -58,8 +60,8 @@ def extra_findings(tmp_path: Path, path: str, data: bytes, gpus: int) -> tuple[
     """Findings of a one-node bundle holding ``data`` at ``path`` that the same bundle
     without it does not have, and the report."""
     node = [gpu_node("gpu-a", capacity=gpus)]
-    with_file = bundle(tmp_path / "with", node, {path: data})
-    without = bundle(tmp_path / "without", node, {})
+    with_file = analyse(drv_files(node, {path: data}), tmp=tmp_path / "with")
+    without = analyse(drv_files(node, {}), tmp=tmp_path / "without")
     return ({f.id for f in with_file.findings} - {f.id for f in without.findings}, with_file)
 
 
@@ -210,8 +212,8 @@ def test_every_text_output_of_the_corpus_is_listed() -> None:
 def test_text_output_saved_as_the_xml_is_read_as_text(tmp_path: Path, name: str) -> None:
     data = (TEXT / name).read_bytes()
     path = tmp_path / "b"
-    bundle(path, [gpu_node("gpu-a", capacity=TEXT_GPUS[name])],
-           {"nodes/gpu-a/nvidia-smi.xml": data})
+    analyse(drv_files([gpu_node("gpu-a", capacity=TEXT_GPUS[name])],
+           {"nodes/gpu-a/nvidia-smi.xml": data}), tmp=path)
     with open_bundle(path / "bundle") as opened:
         smi = opened.node("gpu-a").nvidia_smi
         assert smi is not None and len(smi.gpus) == TEXT_GPUS[name]

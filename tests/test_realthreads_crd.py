@@ -17,7 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from op_kit import Cluster, of_rule
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster
 
 CRD = "clusterpolicies.nvidia.com"
 
@@ -33,7 +35,7 @@ def _history(*revisions: tuple[int, str, str]) -> str:
 def _op016(tmp_path: Path, history: str) -> tuple[list[str], str, list[str]]:
     cluster = Cluster()
     cluster.files["cluster/helm/gpu-operator.json"] = history
-    found = of_rule(cluster.analyze(tmp_path), "OP016")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP016")
     finding = found.get(f"OP016:{CRD}")
     return sorted(found), finding.summary if finding else "", finding.causes if finding else []
 

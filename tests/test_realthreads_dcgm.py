@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod, paths
+from kit import analyse, paths
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import Finding
 
@@ -29,7 +31,7 @@ def _crashing(tmp_path: Path, node: str, product: str | None, lines: list[str]
     cluster.put(operand_pod(EXPORTER, node, mains={EXPORTER: "waiting:CrashLoopBackOff"},
                             restarts=9))
     log = cluster.log(EXPORTER, node, EXPORTER, lines, previous=True)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     return of_rule(report, "OP013"), log, of_rule(report, "OP001")
 
 

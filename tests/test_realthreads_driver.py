@@ -23,8 +23,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import bundle, gpu_node, of
-from op_kit import Cluster, of_rule, operand_pod
+from kit import analyse
+from kit import findings as of
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
 
 from analyzers.results.models import Finding
 
@@ -52,7 +56,7 @@ def test_drv004_installer_operation_not_permitted(tmp_path: Path) -> None:
         "kernel module? (Answer: Install without signing)",
         "Kernel module load error: Operation not permitted",
     ])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     drv004 = of_rule(report, "DRV004")
     assert sorted(drv004) == ["DRV004:gpu-a"]
     assert drv004["DRV004:gpu-a"].caused_by == []
@@ -69,7 +73,7 @@ def test_drv004_installer_cannot_load_on_rke2_ubuntu(tmp_path: Path) -> None:
         "6.8.0-36-generic",
         "ERROR: Unable to load the kernel module 'nvidia.ko'.",
     ])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     drv004 = of_rule(report, "DRV004")
     assert sorted(drv004) == ["DRV004:gpu-b"]
     assert drv004["DRV004:gpu-b"].caused_by == []
@@ -81,7 +85,7 @@ def test_drv004_quiet_without_secure_boot(tmp_path: Path) -> None:
     _secure_boot_node(cluster, "gpu-c", [
         "Kernel module load error: Operation not permitted"])
     cluster.files["nodes/gpu-c/host/secureboot.txt"] = "SecureBoot disabled\n"
-    assert of_rule(cluster.analyze(tmp_path), "DRV004") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "DRV004") == {}
 
 
 # siderolabs/extensions#227: the P40 vGPU in a Talos VM, refused by the 535.54.03 branch.
@@ -101,7 +105,8 @@ P40_TAIL = ("2023-09-14T03:08:37,433482+00:00 nvidia: probe of 0000:00:10.0 fail
 
 
 def _p40(tmp_path: Path, dmesg: str) -> dict[str, Finding]:
-    report = bundle(tmp_path, [gpu_node("talos-gpu")], {"nodes/talos-gpu/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("talos-gpu")], {"nodes/talos-gpu/dmesg.txt": dmesg}),
+                     tmp=tmp_path)
     return dict(of(report, "DRV008"))
 
 
@@ -130,8 +135,8 @@ T4_VFIO = (
 
 
 def test_drv010_t4s_bound_to_vfio_for_kubevirt(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("kv-gpu-1")],
-                    {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO})
+    report = analyse(drv_files([gpu_node("kv-gpu-1")],
+                    {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO}), tmp=tmp_path)
     found = of(report, "DRV010")
     assert sorted(found) == ["DRV010:kv-gpu-1"]
     assert ("2 NVIDIA GPU(s) are bound to vfio-pci instead of nvidia: 18:00.0 (vfio-pci), "
@@ -141,7 +146,7 @@ def test_drv010_t4s_bound_to_vfio_for_kubevirt(tmp_path: Path) -> None:
 def test_drv010_quiet_when_the_node_is_meant_for_passthrough(tmp_path: Path) -> None:
     node = gpu_node("kv-gpu-1")
     node["metadata"]["labels"]["nvidia.com/gpu.workload.config"] = "vm-passthrough"
-    report = bundle(tmp_path, [node], {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO})
+    report = analyse(drv_files([node], {"nodes/kv-gpu-1/host/lspci.txt": T4_VFIO}), tmp=tmp_path)
     assert of(report, "DRV010") == {}
 
 
@@ -160,7 +165,7 @@ def test_drv009_driver_container_finds_no_device(tmp_path: Path) -> None:
     cluster.failed.append({"path": "nodes/gpu-a/nvidia-smi.xml", "node": "gpu-a",
                            "command": ["nvidia-smi", "-q", "-x"], "exit_code": 6,
                            "error": "No devices were found"})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     smi = of_rule(report, "DRV009")["DRV009:gpu-a"]
     assert "the driver is loaded but found no GPU" in smi.summary
     assert smi.caused_by == [] and smi.severity.value == "high"
@@ -178,7 +183,7 @@ def test_drv009_under_a_crashing_driver_container(tmp_path: Path) -> None:
     cluster.failed.append({"path": "nodes/gpu-a/nvidia-smi.xml", "node": "gpu-a",
                            "command": ["nvidia-smi", "-q", "-x"], "exit_code": 6,
                            "error": "No devices were found"})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     smi = of_rule(report, "DRV009")["DRV009:gpu-a"]
     assert smi.caused_by == ["OP001:gpu-a"] and smi.severity.value == "low"
     assert of_rule(report, "OP001")["OP001:gpu-a"].caused_by == []

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod, paths
+from kit import analyse, paths
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import Finding
 
@@ -29,7 +31,7 @@ def _broken(tmp_path: Path, node: str, kernel: str, os_image: str, lines: list[s
     cluster.put(operand_pod(DRIVER, node, mains={CTR: "waiting:CrashLoopBackOff"},
                             restarts=11))
     log = cluster.log(DRIVER, node, CTR, lines)
-    return of_rule(cluster.analyze(tmp_path), "OP015"), log
+    return of_rule(analyse(cluster, tmp=tmp_path), "OP015"), log
 
 
 def test_ocp_update_without_headers(tmp_path: Path) -> None:
@@ -79,4 +81,4 @@ def test_quiet_on_a_driver_that_built(tmp_path: Path) -> None:
     cluster.log(DRIVER, "gpu-a", CTR, ["Installing Linux kernel headers...",
                                        "Compiling NVIDIA driver kernel modules...",
                                        "Done, now waiting for signal"])
-    assert of_rule(cluster.analyze(tmp_path), "OP015") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP015") == {}

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import Report
 
@@ -47,7 +49,7 @@ def _analyze(tmp_path: Path, node: str, lines: list[str]) -> tuple[Report, str]:
     cluster.put(operand_pod(DRIVER, node, mains={CTR: "waiting:CrashLoopBackOff"},
                             restarts=14))
     log = cluster.log(DRIVER, node, CTR, lines)
-    return cluster.analyze(tmp_path), log
+    return analyse(cluster, tmp=tmp_path), log
 
 
 def test_microk8s_host_with_its_own_driver(tmp_path: Path) -> None:
@@ -74,4 +76,4 @@ def test_quiet_when_the_host_has_no_driver_loaded(tmp_path: Path) -> None:
     cluster.files["nodes/gpu-a/host/modules.txt"] = "i2c_core 106496 0 - Live 0x0\n"
     cluster.put(operand_pod(DRIVER, "gpu-a", mains={CTR: "waiting:CrashLoopBackOff"}))
     cluster.log(DRIVER, "gpu-a", CTR, _in_use("450.80.02", "5.4.0-1034-aws"))
-    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP012") == {}

@@ -31,7 +31,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from kit import kube_list, kube_node, write_dir
+from kit.bundles import kube_list, kube_node, write_dir
 
 from analyzers.engine import run_rule
 from analyzers.engine.coverage import required_inputs

@@ -13,9 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from rt_gate_kit import dump, files, of, pod, run
-from scenario import cluster_policy
+from kit import analyse
+from kit import findings as of
+from kit.bundles import write_dir
+from kit.objects import cluster_policy
+from kit.runtime import dump, files, pod
 
 from analyzers.facts import Facts
 from bundle import open_bundle
@@ -86,16 +88,16 @@ def test_the_policy_wins_and_unmounted_paths_are_not_host_paths(tmp_path: Path) 
 
 def test_rt008_names_the_pods_stock_hostpaths_on_k3s(tmp_path: Path) -> None:
     no_nvidia = dump(nvidia=None)
-    wrong = run(tmp_path / "a", k3s(files(
+    wrong = analyse(k3s(files(
         {"gpu-a": {"containerd/config-dump.toml": no_nvidia}},
-        [toolkit_pod("gpu-a", "/etc/containerd", "/run/containerd")])))
+        [toolkit_pod("gpu-a", "/etc/containerd", "/run/containerd")])), tmp=tmp_path / "a")
     finding = of(wrong, "RT008")["RT008:gpu-a"]
     assert ("toolkit pod gpu-operator/nvidia-container-toolkit-daemonset-t1 (hostPath volume "
             "containerd-config) sets RUNTIME_CONFIG=/etc/containerd/config.toml") in \
         finding.summary
     assert finding.evidence[0].pointer == "/items/0/spec/volumes/1/hostPath/path"
-    right = run(tmp_path / "b", k3s(files(
+    right = analyse(k3s(files(
         {"gpu-a": {"containerd/config-dump.toml": no_nvidia}},
         [toolkit_pod("gpu-a", K3S_DIR, "/run/k3s/containerd",
-                     "/runtime/config-dir/config.toml.tmpl")])))
+                     "/runtime/config-dir/config.toml.tmpl")])), tmp=tmp_path / "b")
     assert of(right, "RT008") == {}

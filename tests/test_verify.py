@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from click.testing import CliRunner
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 from bundle import open_bundle
 from bundle.verify import verify

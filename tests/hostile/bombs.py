@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit import encode, kube_list, kube_node
+from kit.bundles import encode, kube_list, kube_node
 from layouts_kit import SEP, must_gather_files
 
 _GPU_NODE = kube_node("gpu-a", 8, other={}, hostname=False)

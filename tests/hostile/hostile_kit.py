@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
-from kit import encode, kube_list, kube_node
-from scenario import DUMP_WITH_NVIDIA
+from kit.bundles import encode, kube_list, kube_node
+from kit.objects import DUMP_WITH_NVIDIA
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

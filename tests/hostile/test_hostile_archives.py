@@ -30,7 +30,7 @@ from hostile_kit import (
     write,
     zero_bomb,
 )
-from kit import write_tar
+from kit.bundles import write_tar
 
 from bundle import BundleError, Limits, open_bundle
 from bundle.archive import NOT_AN_ARCHIVE

@@ -27,7 +27,7 @@ from hostile_kit import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 import bundle.jsonsafe
 import bundle.reader

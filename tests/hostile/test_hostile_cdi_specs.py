@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rt_gate_kit import dump, event, files, gpu_pod, of, run, status
+from kit import analyse, status
+from kit import findings as of
+from kit.runtime import dump, event, files, gpu_pod
 
 from analyzers.facts.cdi import MAX_DEVICES, requested
 from bundle.yamldoc import MAX_NODES, YamlOverBudget, load_yaml
@@ -50,9 +52,9 @@ def test_rt013_explains_the_first_four_names_of_many_events(tmp_path: Path) -> N
         namespace="ml") for e in range(400)]
     for index, item in enumerate(events):
         item["metadata"]["name"] = f"train-0.{index}"
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(cdi=True), "cdi/spec.yaml": SPEC}},
-        [gpu_pod("train-0", "gpu-a")], events))
+        [gpu_pod("train-0", "gpu-a")], events), tmp=tmp_path)
     summary = of(report, "RT013")["RT013:gpu-a"].summary
     explained = [f"management.nvidia.com/gpu=GPU-0000{i:04x}-0000:" for i in range(4)]
     assert all(name in summary for name in explained), summary
@@ -61,10 +63,11 @@ def test_rt013_explains_the_first_four_names_of_many_events(tmp_path: Path) -> N
 
 def test_a_spec_of_too_many_nodes_is_refused_and_named(tmp_path: Path) -> None:
     flood = "kind: management.nvidia.com/gpu\ndevices: [" + "1," * 2_000_000 + "1]\n"
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(cdi=True), "cdi/flood.yaml": flood}},
         [gpu_pod("train-0", "gpu-a")],
-        [event("train-0", "Failed", PREFIX + "management.nvidia.com/gpu=all", namespace="ml")]))
+        [event("train-0", "Failed", PREFIX + "management.nvidia.com/gpu=all", namespace="ml")]),
+                     tmp=tmp_path)
     assert [(p.path, p.kind, p.message) for p in report.problems] == [
         ("nodes/gpu-a/cdi/flood.yaml", "refused",
          f"CDI spec refused: more than {MAX_NODES:,} YAML nodes, over the cap on one "
@@ -91,10 +94,11 @@ def test_the_node_budget_from_both_sides() -> None:
 def test_a_device_name_no_text_can_hold_is_no_device(tmp_path: Path) -> None:
     """``0x`` and 4,000 hex digits: an integer of about 4,800 decimal digits."""
     spec = SPEC.replace("- name: all", "- name: 0x" + "f" * 4000 + "\n- name: 7\n- name: all")
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(cdi=True), "cdi/spec.yaml": spec}},
         [gpu_pod("train-0", "gpu-a")],
-        [event("train-0", "Failed", PREFIX + "management.nvidia.com/gpu=3", namespace="ml")]))
+        [event("train-0", "Failed", PREFIX + "management.nvidia.com/gpu=3", namespace="ml")]),
+                     tmp=tmp_path)
     assert [r.rule_id for r in report.rules if r.status.value == "error"] == []
     summary = of(report, "RT013")["RT013:gpu-a"].summary
     assert "management.nvidia.com/gpu=3: the management.nvidia.com/gpu spec defines only " \

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from hostile_kit import valid_files
-from kit import write_dir
+from kit.bundles import write_dir
 
 import analyzers.engine
 import analyzers.engine.plugins

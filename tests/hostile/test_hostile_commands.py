@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from hostile_kit import ROOT, analyze_path, valid_files
-from kit import write_dir
+from kit.bundles import write_dir
 
 from analyzers import commands as sh
 from analyzers.results.models import Report, RuleStatus

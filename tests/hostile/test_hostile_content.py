@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from hostile_kit import SMI, valid_files
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 
 from analyzers.engine import analyze
 from analyzers.engine.coverage import required_inputs

@@ -15,7 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rules"))
 
-from op_kit import Cluster, of_rule, status  # noqa: E402
+from kit import analyse, status
+from kit import findings as of_rule  # noqa: E402
+from kit.cluster import Cluster
 from test_op016_crd import _operator  # noqa: E402
 
 from analyzers.results.models import RuleStatus  # noqa: E402
@@ -28,7 +30,7 @@ def test_unreadable_crds_call_no_crd_missing(tmp_path: Path, text: str) -> None:
     cluster = Cluster()
     _operator(cluster, "v23.9.0")
     cluster.files["cluster/crds.json"] = text
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PARTIAL
     reason = next(r.reason or "" for r in report.rules if r.rule_id == "OP016")

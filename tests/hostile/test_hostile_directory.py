@@ -18,7 +18,7 @@ import orjson
 import pytest
 from bombs import SPARSE_PATHS, sparse_directory
 from hostile_kit import analyze_path, valid_files
-from kit import encode, pack_dir, write_dir
+from kit.bundles import encode, pack_dir, write_dir
 
 import bundle.directory
 from bundle import BundleError, Limits, open_bundle

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from kit import encode
+from kit.bundles import encode
 
 from bundle import BundleError, Limits, open_bundle
 

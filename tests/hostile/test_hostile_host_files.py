@@ -15,7 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rt_gate_kit import files, gpu_pod, of, run, status
+from kit import analyse, status
+from kit import findings as of
+from kit.runtime import files, gpu_pod
 
 from analyzers.results.models import Report
 from bundle.devnodes import MAX_LINES
@@ -28,8 +30,9 @@ CAP = f"more than {MAX_LINES:,} lines, over the cap for this host file; not read
 
 
 def _report(tmp_path: Path, cgroup: str = CGROUP_SYSTEMD, devices: str = DEVICES) -> Report:
-    return run(tmp_path, files({"gpu-a": node_files(cgroup=cgroup, devices=devices)},
-                               [gpu_pod("train-0", "gpu-a")], logs={"ml/train-0/main": LOST}))
+    return analyse(files({"gpu-a": node_files(cgroup=cgroup, devices=devices)},
+                               [gpu_pod("train-0", "gpu-a")], logs={"ml/train-0/main": LOST}),
+                   tmp=tmp_path)
 
 
 def test_a_device_listing_over_the_cap_is_refused_and_named(tmp_path: Path) -> None:

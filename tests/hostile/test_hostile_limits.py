@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from hostile_kit import many_members, measure_open, zero_bomb
-from kit import write_dir
+from kit.bundles import write_dir
 
 import analyzers.facts.collected
 from analyzers.engine import analyze

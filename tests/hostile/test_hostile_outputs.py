@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from hostile_kit import valid_files
-from kit import pack_dir, write_dir
+from kit.bundles import pack_dir, write_dir
 
 from analyzers.results.batch_models import IndexRecord
 from collectors.collect import main as collect_main

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from hostile_kit import analyze_path
-from kit import pack_dir
+from kit.bundles import pack_dir
 from test_hostile_archives import (  # noqa: F401 - collected again here, without POSIX calls
     test_directory_bundle_refusals,
     test_directory_file_swapped_for_a_fifo_does_not_block,
@@ -136,7 +136,7 @@ def test_cli_exit_code_without_posix_calls(reference: tuple[Path, bytes, bytes],
 
 def test_a_link_at_the_last_component_is_refused_on_read(tmp_path: Path) -> None:
     """A file swapped for a link after the listing is not read through it."""
-    from kit import write_dir
+    from kit.bundles import write_dir
 
     outside = tmp_path / "secret"
     outside.write_bytes(b"do not read")

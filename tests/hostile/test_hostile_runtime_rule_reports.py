@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rt_gate_kit import dump, event, files, gpu_pod, of, pod, run
+from kit import analyse
+from kit import findings as of
+from kit.runtime import dump, event, files, gpu_pod, pod
 from test_hostile_commands import MARK, _check_block, _offered
 
 from analyzers.results.models import Report, RuleStatus
@@ -56,35 +58,36 @@ def _rt011(tmp_path: Path) -> Report:
                  phase="Pending", init=1)
     fork = ("failed to create shim task: OCI runtime create failed: fork/exec "
             f"{PATH}: no such file or directory: unknown")
-    return run(tmp_path, files(
+    return analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(binary=PATH) + untyped}}, [plugin],
         [event(plugin["metadata"]["name"], "FailedCreatePodSandBox", NAME_UNSET, namespace=NS),
-         event(plugin["metadata"]["name"], "FailedCreatePodSandBox", fork, namespace=NS)]))
+         event(plugin["metadata"]["name"], "FailedCreatePodSandBox", fork, namespace=NS)]),
+                   tmp=tmp_path)
 
 
 def _rt012(tmp_path: Path) -> Report:
     name = "train" + PAYLOAD
-    return run(tmp_path, files(
+    return analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(default="runc" + TOML_NAME[6:],
                                                        nvidia=None)}},
         [gpu_pod(name, "gpu-a", namespace=NS)], logs={f"{NS}/{name}/main": SMI_LOG},
-        policy=None))
+        policy=None), tmp=tmp_path)
 
 
 def _rt013(tmp_path: Path) -> Report:
     name = "train" + PAYLOAD
-    return run(tmp_path, files(
+    return analyse(files(
         {"gpu-a": cdi_node_files("GPU-466be1f8-6148-1a27-a450-592604f3df54")},
         [gpu_pod(name, "gpu-a", namespace=NS)],
-        [event(name, "Failed", UNRESOLVED + f" {XSS}", namespace=NS)]))
+        [event(name, "Failed", UNRESOLVED + f" {XSS}", namespace=NS)]), tmp=tmp_path)
 
 
 def _rt014(tmp_path: Path) -> Report:
     name = "train" + PAYLOAD
     cgroup = node_files()["host/cgroup.txt"] + f"containerd: {PAYLOAD} SystemdCgroup = true\n"
-    return run(tmp_path, files(
+    return analyse(files(
         {"gpu-a": node_files(cgroup=cgroup)}, [_owned(name, "gpu-a")],
-        logs={f"{NS}/{name}/main": LOST}))
+        logs={f"{NS}/{name}/main": LOST}), tmp=tmp_path)
 
 
 class _Tags(HTMLParser):

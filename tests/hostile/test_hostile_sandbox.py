@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hostile_kit import ROOT, gz, tar_bytes, valid_files
 from hostile_kit import Member as TarMember
-from kit import encode, write_dir
+from kit.bundles import encode, write_dir
 
 RUNNER = r"""
 import json, os, sys

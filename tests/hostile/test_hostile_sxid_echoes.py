@@ -16,10 +16,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from drv_kit import bundle, gpu_node, of
 from hostile_kit import HOSTILE
 from hypothesis import given
 from hypothesis import strategies as st
+from kit import analyse
+from kit import findings as of
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
 
 from analyzers.knowledge import sxid as catalog
 from analyzers.rules.drv._sxid import NEAR_S, _Clocks
@@ -77,10 +80,12 @@ def test_many_fatal_sxids_and_xid74s_far_apart(tmp_path: Path) -> None:
            "fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)\n")
     far = "".join(sxid.format(1000 + i / 1000) for i in range(many)) + \
         "".join(xid.format(900_000 + i / 1000) for i in range(many))
-    report = bundle(tmp_path / "far", [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": far})
+    report = analyse(drv_files([gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": far}),
+                     tmp=tmp_path / "far")
     assert of(report, "DRV011")["DRV011:hgx-1/0000:05:00.0"].causes == []
     near = far + xid.format(1100.0)
-    report = bundle(tmp_path / "near", [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": near})
+    report = analyse(drv_files([gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": near}),
+                     tmp=tmp_path / "near")
     assert of(report, "DRV011")["DRV011:hgx-1/0000:05:00.0"].causes == [
         "DRV001:hgx-1/0000:18:00.0"]
 
@@ -91,7 +96,7 @@ def test_many_distinct_sxid_numbers_are_counted_not_listed(tmp_path: Path) -> No
     each, for the life of the process (batch mode too)."""
     log = "".join(f"[{1000 + i / 1000:.6f}] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): {i}, "
                   "Non-fatal, Link 30 x\n" for i in range(20_000))
-    report = bundle(tmp_path, [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": log})
+    report = analyse(drv_files([gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": log}), tmp=tmp_path)
     summary = of(report, "DRV011")["DRV011:hgx-1/0000:05:00.0"].summary
     listed = ", ".join(f"SXid {n} (not in the SXid catalog, non-fatal) x1" for n in range(8))
     assert f"reported 20000 SXid error(s) (1000 s after boot to 1020 s after boot) on link(s) " \

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hostile_kit import analyze_path, valid_files
-from kit import manifest as make_manifest
-from kit import write_dir
+from kit.bundles import manifest as make_manifest
+from kit.bundles import write_dir
 
 from reports import render
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from hostile_kit import Member, analyze_path, tar_bytes, valid_files, valid_members, write
-from kit import write_dir
+from kit.bundles import write_dir
 
 from analyzers.engine.diff import compare
 from analyzers.facts import Facts

@@ -21,7 +21,7 @@ from bombs import deep_json, kernel_continuations, malformed_journal
 from hostile_kit import HOSTILE, analyse_json, assert_no_rule_errors, problems_of
 from hypothesis import given
 from hypothesis import strategies as st
-from kit import write_dir
+from kit.bundles import write_dir
 from layouts_kit import SEP, must_gather_files, write
 
 from analyzers.facts.journals import journal_scan, scan_records

@@ -18,8 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from rt_gate_kit import dump, event, files, of, pod, run
+from kit import analyse
+from kit import findings as of
+from kit.bundles import write_dir
+from kit.runtime import dump, event, files, pod
 
 from analyzers.facts import Facts
 from bundle import open_bundle
@@ -65,10 +67,10 @@ def test_toolkit_settings_of_a_flooded_pod(tmp_path: Path) -> None:
 def test_rt011_driver_root_of_a_flooded_pod(tmp_path: Path) -> None:
     validator = pod("nvidia-operator-validator-v1", "gpu-a", app="nvidia-operator-validator",
                     runtime_class="nvidia", phase="Pending", init=1)
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump()}},
         [validator, _flooded_toolkit("gpu-a")],
-        [event("nvidia-operator-validator-v1", "Failed", NVML_LOAD)]))
+        [event("nvidia-operator-validator-v1", "Failed", NVML_LOAD)]), tmp=tmp_path)
     finding = of(report, "RT011")["RT011:gpu-a"]
     assert ("cannot load libnvidia-ml.so.1 from the driver root /run/nvidia/driver (hostPath "
             "of the toolkit pod nvidia-container-toolkit-daemonset-t1)") in finding.summary
@@ -78,10 +80,10 @@ def test_rt011_driver_root_of_a_flooded_pod(tmp_path: Path) -> None:
 def test_rt011_names_four_untyped_runtimes_and_counts_the_rest(tmp_path: Path) -> None:
     untyped = "".join(f'\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.'
                       f'nvidia-{i:05d}]\n  runtime_type = ""\n' for i in range(2_000))
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""') + untyped}},
         [plugin("gpu-a")], [event(plugin("gpu-a")["metadata"]["name"],
-                                  "FailedCreatePodSandBox", NAME_UNSET)]))
+                                  "FailedCreatePodSandBox", NAME_UNSET)]), tmp=tmp_path)
     summary = of(report, "RT011")["RT011:gpu-a"].summary
     assert ("the runtime table(s) nvidia, nvidia-00000, nvidia-00001, nvidia-00002 and 1997 "
             "more have no runtime_type") in summary
@@ -95,9 +97,9 @@ def test_rt011_many_failing_pods_are_found_once_each(tmp_path: Path) -> None:
     plugins = [plugin("gpu-a", f"nvidia-device-plugin-daemonset-{i:05d}") for i in range(many)]
     events = [event(p["metadata"]["name"], "FailedCreatePodSandBox", NAME_UNSET)
               for p in plugins]
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""')}},
-        plugins, events))
+        plugins, events), tmp=tmp_path)
     finding = of(report, "RT011")["RT011:gpu-a"]
     assert finding.summary.endswith(
         " Affected pods: nvidia-device-plugin-daemonset-00000, "

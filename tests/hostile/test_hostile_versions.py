@@ -19,7 +19,7 @@ from pathlib import Path
 from hostile_kit import HOSTILE, analyze_path, valid_files
 from hypothesis import given
 from hypothesis import strategies as st
-from kit import write_dir
+from kit.bundles import write_dir
 
 from analyzers.results.models import RuleStatus
 from bundle.versions import containerd_major, image

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report_bundles as bundles  # noqa: E402
-from kit import write_dir  # noqa: E402
+from kit.bundles import write_dir  # noqa: E402
 from report_support import analyse_dir  # noqa: E402
 
 from analyzers.results.models import Report  # noqa: E402

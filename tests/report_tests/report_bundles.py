@@ -13,8 +13,8 @@ import datetime as dt
 from typing import Any
 
 import orjson
-from kit import kube_list, kube_node, smi_log
-from scenario import DUMP_WITH_NVIDIA, SANDBOX
+from kit.bundles import kube_list, kube_node, smi_log
+from kit.objects import DUMP_WITH_NVIDIA, SANDBOX
 
 CREATED = dt.datetime(2026, 11, 29, 14, 0, 0, tzinfo=dt.UTC)
 NS = "gpu-operator"

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from kit import kube_list, write_dir
+from kit.bundles import kube_list, write_dir
 from report_findings import golden_report
 from report_support import dump
 

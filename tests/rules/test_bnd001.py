@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import gpu_node, of
-from scenario import analyze_files, lists
+from kit import analyse
+from kit import findings as of
+from kit.driver import gpu_node
+from kit.objects import lists
 
 from analyzers.results.models import Finding
 from analyzers.rules.bnd._base import _REMEDIATION
@@ -25,7 +27,7 @@ GAPS = [
 
 def test_each_kind_of_gap_is_one_finding_with_its_own_first_step(tmp_path: Path) -> None:
     files = lists(nodes=[gpu_node("gpu-a"), gpu_node("gpu-b")], pods=[], events=[])
-    report = analyze_files(tmp_path, files, GAPS)
+    report = analyse(files, tmp=tmp_path, failed=GAPS)
     found = of(report, "BND001")
     assert sorted(found) == ["BND001:forbidden", "BND001:missing-command",
                              "BND001:not-started", "BND001:timeout"]
@@ -47,7 +49,7 @@ def test_each_kind_of_gap_is_one_finding_with_its_own_first_step(tmp_path: Path)
 
 def test_other_failures_keep_the_rules_general_advice(tmp_path: Path) -> None:
     files = lists(nodes=[gpu_node("gpu-a")], pods=[], events=[])
-    report = analyze_files(tmp_path, files, [{"path": "nodes/gpu-a/host/uname.txt",
+    report = analyse(files, tmp=tmp_path, failed=[{"path": "nodes/gpu-a/host/uname.txt",
                                               "error": "exit status 3"}])
     (finding,) = of(report, "BND001").values()
     assert finding.id == "BND001:other"
@@ -70,7 +72,7 @@ PREVIOUS_PATH = "logs/gpu-operator/nvidia-dcgm-exporter-5kq2n/nvidia-dcgm-export
 
 def _gaps(tmp_path: Path, failed: list[dict[str, object]]) -> dict[str, Finding]:
     files = lists(nodes=[gpu_node("gpu-a")], events=[])
-    return of(analyze_files(tmp_path, files, failed), "BND001")
+    return of(analyse(files, tmp=tmp_path, failed=failed), "BND001")
 
 
 def test_the_collectors_error_kind_decides(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sc_kit import container, findings, gpu_node, run, smi_gpu, smi_xml, workload
+from kit import analyse, findings
+from kit.gate import bundle_files as gate_files
+from kit.gate import container, gpu_node, smi_gpu, smi_xml, workload
 
 from analyzers.results.models import Severity
 
@@ -31,8 +33,8 @@ def _operand(name: str, image: str, init: str | None = None) -> dict[str, Any]:
 def _cfg001(tmp_path: Path, tag: str, pods: list[dict[str, Any]] | None = None,
             **kinds: Any) -> dict[str, Any]:
     deployments = kinds.pop("deployments", [_deployment(tag)])
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1)], pods=pods or [],
-                 deployments=deployments, **kinds)
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1)], pods=pods or [],
+                 deployments=deployments, **kinds), tmp=tmp_path)
     return findings(report, "CFG001")
 
 
@@ -99,10 +101,10 @@ def test_cfg001_helm_fallback(tmp_path: Path) -> None:
 def test_cfg002_geforce_label_with_mig_wish(tmp_path: Path) -> None:
     labels = {"nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-4090",
               "nvidia.com/mig.config": "all-1g.5gb"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1, labels=labels),
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1, labels=labels),
                                   gpu_node("gpu-b", 1, 1, labels={
                                       "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"})],
-                 pods=[])
+                 pods=[]), tmp=tmp_path)
     found = findings(report, "CFG002")
     assert list(found) == ["CFG002:gpu-a"]
     finding = found["CFG002:gpu-a"]
@@ -117,8 +119,8 @@ def test_cfg002_geforce_label_with_mig_wish(tmp_path: Path) -> None:
 
 def test_cfg002_geforce_from_nvidia_smi_brand(tmp_path: Path) -> None:
     xml = smi_xml(smi_gpu(product="NVIDIA GeForce RTX 3090", brand="GeForce"))
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1)], pods=[],
-                 files={"nodes/gpu-a/nvidia-smi.xml": xml})
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1)], pods=[],
+                 files={"nodes/gpu-a/nvidia-smi.xml": xml}), tmp=tmp_path)
     finding = findings(report, "CFG002")["CFG002:gpu-a"]
     assert finding.evidence[0].path == "nodes/gpu-a/nvidia-smi.xml"
     assert finding.evidence[0].line == 9  # <product_name>
@@ -128,7 +130,8 @@ def test_cfg002_geforce_from_nvidia_smi_brand(tmp_path: Path) -> None:
 
 def test_cfg002_unlisted_professional_card_is_info(tmp_path: Path) -> None:
     labels = {"nvidia.com/gpu.product": "NVIDIA-RTX-6000-Ada-Generation"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1, labels=labels)], pods=[])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1, labels=labels)], pods=[]),
+                     tmp=tmp_path)
     finding = findings(report, "CFG002")["CFG002:gpu-a"]
     assert finding.severity is Severity.INFO
     assert "not in NVIDIA's support matrix" in finding.summary
@@ -140,7 +143,8 @@ def test_cfg002_unlisted_professional_card_is_info(tmp_path: Path) -> None:
                                      "NVIDIA-A10G"])
 def test_cfg002_supported_products_are_quiet(tmp_path: Path, product: str) -> None:
     labels = {"nvidia.com/gpu.product": product}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1, labels=labels)], pods=[])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1, labels=labels)], pods=[]),
+                     tmp=tmp_path)
     assert findings(report, "CFG002") == {}
 
 
@@ -183,9 +187,9 @@ def _plugin_pod(started: str) -> dict[str, Any]:
 def test_cfg003_time_slicing_with_the_nodes_numbers(tmp_path: Path) -> None:
     xml = smi_xml(smi_gpu(product="NVIDIA GeForce RTX 4090", brand="GeForce",
                           total_mib=24576, used_mib=2000, util="40 %"))
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[],
                  configmaps=[_configmap()], clusterpolicies=[_policy()],
-                 files={"nodes/gpu-a/nvidia-smi.xml": xml})
+                 files={"nodes/gpu-a/nvidia-smi.xml": xml}), tmp=tmp_path)
     found = findings(report, "CFG003")
     assert list(found) == ["CFG003:gpu-a"]
     finding = found["CFG003:gpu-a"]
@@ -202,7 +206,8 @@ def test_cfg003_time_slicing_with_the_nodes_numbers(tmp_path: Path) -> None:
 def test_cfg003_from_gfd_labels_only(tmp_path: Path) -> None:
     labels = {"nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.replicas": "4",
               "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "24576"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 8, 8, labels=labels)], pods=[])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 8, 8, labels=labels)], pods=[]),
+                     tmp=tmp_path)
     finding = findings(report, "CFG003")["CFG003:gpu-a"]
     assert finding.summary.startswith(
         "gpu-a advertises 8 nvidia.com/gpu slots on 2 physical GPU(s) (label "
@@ -212,19 +217,20 @@ def test_cfg003_from_gfd_labels_only(tmp_path: Path) -> None:
 
 def test_cfg003_advertised_count_from_another_config_links_sc006(tmp_path: Path) -> None:
     labels = {"nvidia.com/gpu.count": "1"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 2, 2, labels=labels)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 2, 2, labels=labels)],
                  pods=[_plugin_pod("2026-11-29T10:00:00Z")],
                  configmaps=[_configmap(changed="2026-11-29T11:00:00Z")],
-                 clusterpolicies=[_policy()])
+                 clusterpolicies=[_policy()]), tmp=tmp_path)
     finding = findings(report, "CFG003")["CFG003:gpu-a"]
     assert "1 × 4 would be 4: the plugin there runs another config" in finding.summary
     assert finding.caused_by == ["SC006:gpu-operator/time-slicing-config"]
 
 
 def test_cfg003_quiet_without_sharing(tmp_path: Path) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[],
                  clusterpolicies=[{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-                                   "metadata": {"name": "cluster-policy"}, "spec": {}}])
+                                   "metadata": {"name": "cluster-policy"}, "spec": {}}]),
+                     tmp=tmp_path)
     assert findings(report, "CFG003") == {}
 
 
@@ -233,12 +239,7 @@ def test_cfg003_quiet_without_sharing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["incident-toolkit-disabled", "healthy-toolkit-enabled"])
 def test_lab_samples_operator_and_geforce_caveats(samples: Path, name: str) -> None:
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-
-    with open_bundle(samples / name) as bundle:
-        found = analyze(bundle, discover().rules).by_id()
+    found = analyse(samples / name).by_id()
     cfg001 = found["CFG001:gpu-operator/gpu-operator"]
     assert cfg001.severity is Severity.LOW
     assert cfg001.summary.startswith("The GPU Operator runs 26.3.3 (from the operator "

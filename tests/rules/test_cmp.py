@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
 import pytest
+from kit import lookalikes as kit
 
 from analyzers.engine import analyze
 from analyzers.engine.plugins import discover

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from op_kit import Cluster, of_rule, operand_pod, pod_name, status
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod, pod_name
 
 from analyzers.results.models import RuleStatus
 
@@ -42,7 +44,7 @@ def _failing(lines: list[str], node: str = "gpu-a", *, state: str = "waiting:Cra
 
 def test_a_compile_error_is_quoted_with_its_step_and_explains_the_driver_stage(
         tmp_path: Path) -> None:
-    report = _failing(COMPILE_LOG).analyze(tmp_path)
+    report = analyse(_failing(COMPILE_LOG), tmp=tmp_path)
     found = of_rule(report, "CMP020")
     assert sorted(found) == ["CMP020:gpu-a"]
     cmp = found["CMP020:gpu-a"]
@@ -70,7 +72,7 @@ def test_a_compile_error_is_quoted_with_its_step_and_explains_the_driver_stage(
     (HEADERS_LOG, "the headers or build tree of the node's running kernel cannot be installed"),
 ])
 def test_the_kind_of_step_is_named(tmp_path: Path, lines: list[str], meaning: str) -> None:
-    cmp = of_rule(_failing(lines).analyze(tmp_path), "CMP020")["CMP020:gpu-a"]
+    cmp = of_rule(analyse(_failing(lines), tmp=tmp_path), "CMP020")["CMP020:gpu-a"]
     assert f"That means {meaning}" in cmp.summary
 
 
@@ -79,7 +81,7 @@ def test_silent_where_a_specific_rule_names_the_failure(tmp_path: Path) -> None:
     # (https://github.com/NVIDIA/gpu-driver-container/blob/06a208ca9747c82b1ba99b76ecdcf2469b0a0207/ubuntu22.04/nvidia-driver#L43)
     lines = [*FETCH_LOG, "ERROR: Failed to update package cache.  Ensure that the cluster can "
                          "access the proper networks."]
-    report = _failing(lines).analyze(tmp_path)
+    report = analyse(_failing(lines), tmp=tmp_path)
     assert of_rule(report, "CMP020") == {}
     assert status(report, "CMP020") is RuleStatus.PASSED
     assert "OP010:gpu-a" in of_rule(report, "OP010")
@@ -89,14 +91,14 @@ def test_silent_where_a_specific_rule_names_the_failure(tmp_path: Path) -> None:
 def test_silent_on_a_healthy_driver_pod_whatever_its_log_says(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.log(DRIVER, "gpu-a", CTR, COMPILE_LOG)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "CMP020") == {}
     assert of_rule(report, "OP001") == {}
 
 
 def test_a_failing_driver_pod_without_an_error_line_is_left_to_op001(tmp_path: Path) -> None:
-    report = _failing(["Stopping NVIDIA persistence daemon...",
-                       "Unloading NVIDIA driver kernel modules..."]).analyze(tmp_path)
+    report = analyse(_failing(["Stopping NVIDIA persistence daemon...",
+                       "Unloading NVIDIA driver kernel modules..."]), tmp=tmp_path)
     assert of_rule(report, "CMP020") == {}
     op = of_rule(report, "OP001")["OP001:gpu-a"]
     assert op.caused_by == []

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import (
-    A100,
-    at,
-    bundle,
-    device_plugin,
-    dp_log,
-    gpu_node,
-    journal_kernel,
-    of,
-    smi_gpu,
-    smi_xml,
-)
+from kit import analyse
+from kit import findings as of
+from kit.driver import A100, at, device_plugin, dp_log, gpu_node, journal_kernel, smi_gpu, smi_xml
+from kit.driver import bundle_files as drv_files
 
 UUID_3B = "GPU-3b6ec030-5adc-1847-e155-79f635584b4e"
 UUID_5E = "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
@@ -40,11 +32,10 @@ DP_MARK = (
 
 
 def test_xid79_with_allocatable_drop_flags_only_that_gpu(tmp_path: Path) -> None:
-    report = bundle(
-        tmp_path, [gpu_node("gpu-a", 8, 7)],
+    report = analyse(drv_files([gpu_node("gpu-a", 8, 7)],
         {"nodes/gpu-a/dmesg.txt": DMESG_79, "nodes/gpu-a/nvidia-smi.xml": SMI_TWO,
          dp_log("gpu-a"): DP_MARK},
-        pods=[device_plugin("gpu-a")])
+        pods=[device_plugin("gpu-a")]), tmp=tmp_path)
     xid = of(report, "DRV001")
     lost = of(report, "DRV002")
     assert list(xid) == ["DRV001:gpu-a/0000:3b:00.0"]
@@ -72,8 +63,9 @@ def test_xid79_with_allocatable_drop_flags_only_that_gpu(tmp_path: Path) -> None
 def test_plain_dmesg_xid79_pid0_and_bus_padding(tmp_path: Path) -> None:
     dmesg = ("[1084456.074562] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the "
              "bus.\n")
-    report = bundle(tmp_path, [gpu_node("gpu-a")],
-                    {"nodes/gpu-a/dmesg.txt": dmesg, "nodes/gpu-a/nvidia-smi.xml": SMI_TWO})
+    report = analyse(drv_files([gpu_node("gpu-a")],
+                    {"nodes/gpu-a/dmesg.txt": dmesg, "nodes/gpu-a/nvidia-smi.xml": SMI_TWO}),
+                     tmp=tmp_path)
     finding = of(report, "DRV001")["DRV001:gpu-a/0000:3b:00.0"]
     assert f"GPU 0 ({A100}, {UUID_3B}) at 0000:3b:00.0" in finding.summary
     assert "1084456 s after boot" in finding.summary
@@ -91,7 +83,8 @@ def test_application_xids_alone_on_a_healthy_node_are_info(tmp_path: Path) -> No
         "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:cb:00): 43, pid=1045242, "
         "name=pt_main_thread, Ch 00000008\n"
     )
-    report = bundle(tmp_path, [gpu_node("gpu-b", 8, 8)], {"nodes/gpu-b/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("gpu-b", 8, 8)], {"nodes/gpu-b/dmesg.txt": dmesg}),
+                     tmp=tmp_path)
     assert list(of(report, "DRV001")) == ["DRV001:gpu-b/0000:cb:00.0"]
     finding = of(report, "DRV001")["DRV001:gpu-b/0000:cb:00.0"]
     assert finding.severity.value == "info"
@@ -105,7 +98,8 @@ def test_application_xids_alone_on_a_healthy_node_are_info(tmp_path: Path) -> No
 
 def test_application_xids_on_a_degraded_node_stay_low(tmp_path: Path) -> None:
     dmesg = "[Wed Jul 31 23:14:18 2024] NVRM: Xid (PCI:0000:cb:00): 43, pid=1, name=x, Ch 08\n"
-    report = bundle(tmp_path, [gpu_node("gpu-b", 8, 7)], {"nodes/gpu-b/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("gpu-b", 8, 7)], {"nodes/gpu-b/dmesg.txt": dmesg}),
+                     tmp=tmp_path)
     assert of(report, "DRV001")["DRV001:gpu-b/0000:cb:00.0"].severity.value == "low"
 
 
@@ -119,9 +113,9 @@ def test_caused_by_previous_xid_is_followed_and_journal_repeats_counted_once(
         (line_79, at("2026-11-29T10:00:01"), 5000.0),
         (line_45, at("2026-11-29T10:00:03"), 5002.0),
     )
-    report = bundle(tmp_path, [gpu_node("gpu-c")],
+    report = analyse(drv_files([gpu_node("gpu-c")],
                     {"nodes/gpu-c/dmesg.txt": dmesg,
-                     "nodes/gpu-c/journal/kernel.jsonl": journal})
+                     "nodes/gpu-c/journal/kernel.jsonl": journal}), tmp=tmp_path)
     finding = of(report, "DRV001")["DRV001:gpu-c/0000:97:00.0"]
     assert finding.severity.value == "critical"
     assert "reported 2 Xid event(s)" in finding.summary
@@ -137,8 +131,9 @@ def test_cause_missing_from_the_log_still_counts(tmp_path: Path) -> None:
     journal = journal_kernel((
         "NVRM: Xid (PCI:0000:97:00): 45, pid=1818987, name=python3, Ch 00000003 caused by "
         "previous Xid 145", at("2026-11-29T10:00:03"), 12.0))
-    report = bundle(tmp_path, [gpu_node("gpu-c")],
-                    {"nodes/gpu-c/dmesg.txt": "", "nodes/gpu-c/journal/kernel.jsonl": journal})
+    report = analyse(drv_files([gpu_node("gpu-c")],
+                    {"nodes/gpu-c/dmesg.txt": "", "nodes/gpu-c/journal/kernel.jsonl": journal}),
+                     tmp=tmp_path)
     finding = of(report, "DRV001")["DRV001:gpu-c/0000:97:00.0"]
     assert "that Xid is no longer in the collected log" in finding.summary
     assert finding.severity.value == "high"
@@ -146,7 +141,7 @@ def test_cause_missing_from_the_log_still_counts(tmp_path: Path) -> None:
 
 def test_unknown_xid_is_reported_as_unknown(tmp_path: Path) -> None:
     dmesg = "[  12.5] NVRM: Xid (PCI:0000:3b:00): 250, pid=77, name=python3, something new\n"
-    report = bundle(tmp_path, [gpu_node("gpu-a")], {"nodes/gpu-a/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("gpu-a")], {"nodes/gpu-a/dmesg.txt": dmesg}), tmp=tmp_path)
     finding = of(report, "DRV001")["DRV001:gpu-a/0000:3b:00.0"]
     assert "Xid 250 (unknown to the catalog)" in finding.summary
     assert finding.severity.value == "medium"
@@ -163,7 +158,8 @@ def test_syslog_dbe_and_rminitadapter_on_two_gpus(tmp_path: Path) -> None:
         "Dec  2 12:36:17 worker4 kernel: [ 3669.299196] NVRM: GPU 0000:0a:00.0: "
         "rm_init_adapter failed, device minor number 5\n"
     )
-    report = bundle(tmp_path, [gpu_node("worker4")], {"nodes/worker4/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("worker4")], {"nodes/worker4/dmesg.txt": dmesg}),
+                     tmp=tmp_path)
     assert list(of(report, "DRV001")) == ["DRV001:worker4/0000:07:00.0"]
     assert of(report, "DRV001")["DRV001:worker4/0000:07:00.0"].severity.value == "high"
     lost = of(report, "DRV002")
@@ -180,11 +176,10 @@ def test_aer_on_the_gpu_address_and_device_handle_in_logs(tmp_path: Path) -> Non
     )
     log = ("2026-11-29T09:00:05Z Unable to determine the device handle for GPU0000:5E:00.0: "
            "GPU is lost.  Reboot the system to recover this GPU\n")
-    report = bundle(
-        tmp_path, [gpu_node("gpu-a")],
+    report = analyse(drv_files([gpu_node("gpu-a")],
         {"nodes/gpu-a/dmesg.txt": dmesg, "nodes/gpu-a/nvidia-smi.xml": SMI_TWO,
          dp_log("gpu-a"): log},
-        pods=[device_plugin("gpu-a")])
+        pods=[device_plugin("gpu-a")]), tmp=tmp_path)
     lost = of(report, "DRV002")
     assert sorted(lost) == ["DRV002:gpu-a/0000:3b:00.0", "DRV002:gpu-a/0000:5e:00.0"]
     assert "PCIe AER error" in lost["DRV002:gpu-a/0000:3b:00.0"].summary

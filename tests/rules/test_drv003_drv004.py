@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from drv_kit import DRIVER_APP, bundle, gpu_node, of, smi_gpu, smi_xml
-from scenario import event, kube_list, pod
+from kit import analyse
+from kit import findings as of
+from kit.driver import DRIVER_APP, gpu_node, smi_gpu, smi_xml
+from kit.driver import bundle_files as drv_files
+from kit.objects import event, kube_list, pod
 
 SMI = smi_xml(smi_gpu("00000000:01:00.0", "GPU-509665ad-b600-ac93-3616-d754b23d636d"))
 NVIDIA_MODULES = (
@@ -34,13 +37,12 @@ def test_nouveau_loaded_and_nvidia_missing(tmp_path: Path) -> None:
         "Jul 04 20:18:16 gpu-n kernel: NVRM: This can occur when a driver such as: \n"
         "                              NVRM: nouveau, rivafb, nvidiafb or rivatv \n"
     )
-    report = bundle(tmp_path, [gpu_node("gpu-n"), gpu_node("gpu-ok")],
+    report = analyse(drv_files([gpu_node("gpu-n"), gpu_node("gpu-ok")],
                     {"nodes/gpu-n/dmesg.txt": dmesg,
                      "nodes/gpu-n/host/modules.txt": NOUVEAU_MODULES,
                      "nodes/gpu-ok/dmesg.txt": "",
                      "nodes/gpu-ok/host/modules.txt": NVIDIA_MODULES,
-                     "nodes/gpu-ok/nvidia-smi.xml": SMI},
-                    failed=[SMI_FAILED])
+                     "nodes/gpu-ok/nvidia-smi.xml": SMI}), tmp=tmp_path, failed=[SMI_FAILED])
     assert list(of(report, "DRV003")) == ["DRV003:gpu-n"]
     finding = of(report, "DRV003")["DRV003:gpu-n"]
     assert finding.severity.value == "critical"
@@ -62,12 +64,11 @@ def test_api_mismatch_in_syslog_and_nvml_mismatch_in_a_log(tmp_path: Path) -> No
         "same version.\n"
     )
     log = "Failed to initialize NVML: Driver/library version mismatch\n"
-    report = bundle(
-        tmp_path, [gpu_node("gpu-n")],
+    report = analyse(drv_files([gpu_node("gpu-n")],
         {"nodes/gpu-n/dmesg.txt": dmesg, "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES,
          "logs/gpu-operator/nvidia-operator-validator-x1/driver-validation.log": log},
-        pods=[pod("nvidia-operator-validator-x1", "gpu-n", app="nvidia-operator-validator")],
-        failed=[SMI_FAILED])
+        pods=[pod("nvidia-operator-validator-x1", "gpu-n", app="nvidia-operator-validator")]),
+                     tmp=tmp_path, failed=[SMI_FAILED])
     finding = of(report, "DRV003")["DRV003:gpu-n"]
     assert finding.severity.value == "critical"
     assert "(client 535.54.03, kernel module 530.30.02)" in finding.summary
@@ -84,14 +85,14 @@ def test_nvml_mismatch_in_events_is_evidence_on_the_pods_node(tmp_path: Path) ->
     events = kube_list(event("cuda-a", "Failed", message, namespace="ml"),
                        event("cuda-b", "Failed", message, namespace="ml"),
                        event("cuda-c", "Failed", message, namespace="ml"))
-    report = bundle(tmp_path, [gpu_node("gpu-n"), gpu_node("gpu-m"), gpu_node("gpu-ok")],
+    report = analyse(drv_files([gpu_node("gpu-n"), gpu_node("gpu-m"), gpu_node("gpu-ok")],
                     {"nodes/gpu-n/dmesg.txt": "", "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES,
                      "nodes/gpu-m/nvidia-smi.xml": SMI, "nodes/gpu-ok/nvidia-smi.xml": SMI,
                      "cluster/events.json": events},
                     pods=[pod("cuda-a", "gpu-n", namespace="ml", gpus=1),
                           pod("cuda-b", "gpu-m", namespace="ml", gpus=1),
-                          pod("cuda-c", None, namespace="ml", gpus=1)],
-                    failed=[SMI_FAILED])
+                          pod("cuda-c", None, namespace="ml", gpus=1)]),
+                     tmp=tmp_path, failed=[SMI_FAILED])
     found = of(report, "DRV003")
     assert sorted(found) == ["DRV003:gpu-m", "DRV003:gpu-n"]
     for node, pointer in (("gpu-n", "/items/0/message"), ("gpu-m", "/items/1/message")):
@@ -101,18 +102,18 @@ def test_nvml_mismatch_in_events_is_evidence_on_the_pods_node(tmp_path: Path) ->
 
 def test_new_api_mismatch_wording_with_working_nvidia_smi_is_high(tmp_path: Path) -> None:
     dmesg = "[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)\n"
-    report = bundle(tmp_path, [gpu_node("gpu-n")],
-                    {"nodes/gpu-n/dmesg.txt": dmesg, "nodes/gpu-n/nvidia-smi.xml": SMI})
+    report = analyse(drv_files([gpu_node("gpu-n")],
+                    {"nodes/gpu-n/dmesg.txt": dmesg, "nodes/gpu-n/nvidia-smi.xml": SMI}),
+                     tmp=tmp_path)
     assert of(report, "DRV003")["DRV003:gpu-n"].severity.value == "high"
 
 
 def _secure_boot_bundle(tmp_path: Path, state: str, dmesg: str, modules: str) -> Any:
-    return bundle(
-        tmp_path, [gpu_node("gpu-n")],
+    return analyse(drv_files([gpu_node("gpu-n")],
         {"nodes/gpu-n/host/secureboot.txt": f"SecureBoot {state}\n",
          "nodes/gpu-n/dmesg.txt": dmesg, "nodes/gpu-n/host/modules.txt": modules},
         pods=[pod("nvidia-driver-daemonset-x1", "gpu-n", app=DRIVER_APP)],
-        policies=[_policy()], failed=[SMI_FAILED])
+        policies=[_policy()]), tmp=tmp_path, failed=[SMI_FAILED])
 
 
 UNSIGNED = ("[    4.201102] nvidia: module verification failed: signature and/or required key "
@@ -150,9 +151,9 @@ def test_driver_container_modprobe_refusal_in_its_log(tmp_path: Path) -> None:
     files = {"nodes/gpu-n/host/secureboot.txt": "SecureBoot enabled\n",
              "nodes/gpu-n/dmesg.txt": "", "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES,
              "logs/gpu-operator/nvidia-driver-daemonset-x1/nvidia-driver-ctr.log": log}
-    report = bundle(tmp_path / "b", [gpu_node("gpu-n")], files,
+    report = analyse(drv_files([gpu_node("gpu-n")], files,
                     pods=[pod("nvidia-driver-daemonset-x1", "gpu-n", app=DRIVER_APP)],
-                    policies=[_policy(usePrecompiled=True)])
+                    policies=[_policy(usePrecompiled=True)]), tmp=tmp_path / "b")
     finding = of(report, "DRV004")["DRV004:gpu-n"]
     assert finding.severity.value == "critical"
     assert finding.evidence[1].path.endswith("nvidia-driver-ctr.log")
@@ -165,10 +166,10 @@ def test_secure_boot_disabled_is_quiet(tmp_path: Path) -> None:
 
 def test_nova_core_bound_to_the_gpu(tmp_path: Path) -> None:
     dmesg = "[    6.100000] NVRM: GPU 0000:01:00.0 is already bound to NovaCore.\n"
-    report = bundle(tmp_path, [gpu_node("gpu-n")],
+    report = analyse(drv_files([gpu_node("gpu-n")],
                     {"nodes/gpu-n/dmesg.txt": dmesg,
-                     "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES},
-                    failed=[SMI_FAILED])
+                     "nodes/gpu-n/host/modules.txt": NVIDIA_MODULES}),
+                     tmp=tmp_path, failed=[SMI_FAILED])
     finding = of(report, "DRV003")["DRV003:gpu-n"]
     assert "nova_core holds the GPU" in finding.summary
     assert finding.severity.value == "critical"

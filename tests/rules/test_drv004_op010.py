@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 # Lines as the driver container prints them when Secure Boot refuses the module it built
 # (installer: https://github.com/NVIDIA/gpu-operator/issues/206; modprobe refusal wording:
@@ -32,7 +34,7 @@ def _refused(cluster: Cluster, node: str, *, secure_boot: bool) -> None:
 def test_refused_module_makes_drv004_the_root_of_op010(tmp_path: Path) -> None:
     cluster = Cluster()
     _refused(cluster, "gpu-a", secure_boot=True)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     ids = report.by_id()
     root = ids["DRV004:gpu-a"]
     symptom = ids["OP010:gpu-a"]
@@ -46,7 +48,7 @@ def test_refused_module_makes_drv004_the_root_of_op010(tmp_path: Path) -> None:
 def test_without_secure_boot_op010_stands_alone(tmp_path: Path) -> None:
     cluster = Cluster()
     _refused(cluster, "gpu-b", secure_boot=False)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "DRV004") == {}
     symptom = of_rule(report, "OP010")["OP010:gpu-b"]
     assert symptom.caused_by == []

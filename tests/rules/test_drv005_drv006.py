@@ -6,19 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from drv_kit import (
-    H100,
-    bundle,
-    ecc_legacy,
-    ecc_new,
-    gpu_node,
-    of,
-    remap,
-    smi_gpu,
-    smi_xml,
-    status,
-    throttle,
-)
+from kit import analyse
+from kit import findings as of
+from kit import verdict as status
+from kit.driver import H100, ecc_legacy, ecc_new, gpu_node, remap, smi_gpu, smi_xml, throttle
+from kit.driver import bundle_files as drv_files
 
 AUTO = ('==> /etc/apt/apt.conf.d/20auto-upgrades <==\n'
         'APT::Periodic::Update-Package-Lists "1";\n'
@@ -54,8 +46,8 @@ def test_unattended_upgrades_and_kernel_drift_in_the_driver_pool(tmp_path: Path)
     kernels = {"gpu-a": "6.8.0-88-generic", "gpu-b": "6.8.0-88-generic",
                "gpu-c": "6.8.0-90-generic"}
     apt = {"gpu-a": AUTO, "gpu-b": AUTO + BLACKLIST, "gpu-c": AUTO}
-    report = bundle(tmp_path, [gpu_node(n) for n in kernels], _hosts(kernels, apt),
-                    policies=[_policy(True)])
+    report = analyse(drv_files([gpu_node(n) for n in kernels], _hosts(kernels, apt),
+                    policies=[_policy(True)]), tmp=tmp_path)
     found = of(report, "DRV005")
     assert sorted(found) == ["DRV005:gpu-a", "DRV005:gpu-c", "DRV005:kernels/ubuntu22.04"]
     node_a = found["DRV005:gpu-a"]
@@ -84,8 +76,9 @@ def test_h100_with_xid_94_95_and_pending_row_remap(tmp_path: Path) -> None:
         "[ 5001.200000] NVRM: Xid (PCI:0000:01:00): 95, pid=7062, Uncontained: LTC TAG "
         "(0x2,0x0). RST: Yes, D-RST: No\n"
     )
-    report = bundle(tmp_path, [gpu_node("gpu-h", 8, 7)],
-                    {"nodes/gpu-h/nvidia-smi.xml": smi, "nodes/gpu-h/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("gpu-h", 8, 7)],
+                    {"nodes/gpu-h/nvidia-smi.xml": smi, "nodes/gpu-h/dmesg.txt": dmesg}),
+                     tmp=tmp_path)
     xid = of(report, "DRV001")
     assert list(xid) == ["DRV001:gpu-h/0000:01:00.0"]
     assert xid["DRV001:gpu-h/0000:01:00.0"].severity.value == "high"
@@ -130,7 +123,8 @@ def test_h100_with_xid_94_95_and_pending_row_remap(tmp_path: Path) -> None:
 def test_each_health_reading_in_every_schema(tmp_path: Path, extra: str, severity: str,
                                              text: str) -> None:
     smi = smi_xml(smi_gpu("00000000:3B:00.0", H100_A, H100, extra))
-    report = bundle(tmp_path, [gpu_node("gpu-h")], {"nodes/gpu-h/nvidia-smi.xml": smi})
+    report = analyse(drv_files([gpu_node("gpu-h")], {"nodes/gpu-h/nvidia-smi.xml": smi}),
+                     tmp=tmp_path)
     finding = of(report, "DRV006")["DRV006:gpu-h/0000:3b:00.0"]
     assert finding.severity.value == severity
     assert text in finding.summary
@@ -143,6 +137,7 @@ def test_healthy_gpus_and_normal_clock_reasons_are_quiet(tmp_path: Path) -> None
                + "\t\t<fabric>\n\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>\n"
                + "\t\t</fabric>\n" + throttle("event", gpu_idle=True, sw_power_cap=True))
     smi = smi_xml(smi_gpu("00000000:3B:00.0", H100_A, H100, healthy))
-    report = bundle(tmp_path, [gpu_node("gpu-h")], {"nodes/gpu-h/nvidia-smi.xml": smi})
+    report = analyse(drv_files([gpu_node("gpu-h")], {"nodes/gpu-h/nvidia-smi.xml": smi}),
+                     tmp=tmp_path)
     assert not of(report, "DRV006")
     assert status(report, "DRV006") == ("passed", None)

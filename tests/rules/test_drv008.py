@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import bundle, gpu_node, of
-from scenario import pod
+from kit import analyse
+from kit import findings as of
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
+from kit.objects import pod
 
 BRANCH_DMESG = (
     "[  422.450961] NVRM: The NVIDIA GPU 0000:8a:00.0 (PCI ID: 10de:26b9)\n"
@@ -49,9 +52,9 @@ HEALTHY_DMESG = (
 
 
 def test_branch_does_not_list_the_gpu(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("gpu-b"), gpu_node("gpu-ok")],
+    report = analyse(drv_files([gpu_node("gpu-b"), gpu_node("gpu-ok")],
                     {"nodes/gpu-b/dmesg.txt": BRANCH_DMESG,
-                     "nodes/gpu-ok/dmesg.txt": HEALTHY_DMESG})
+                     "nodes/gpu-ok/dmesg.txt": HEALTHY_DMESG}), tmp=tmp_path)
     found = of(report, "DRV008")
     assert sorted(found) == ["DRV008:gpu-b"]
     finding = found["DRV008:gpu-b"]
@@ -65,9 +68,9 @@ def test_branch_does_not_list_the_gpu(tmp_path: Path) -> None:
 
 
 def test_open_modules_on_a_pre_turing_gpu(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("gpu-o")],
+    report = analyse(drv_files([gpu_node("gpu-o")],
                     {"nodes/gpu-o/dmesg.txt": OPEN_DMESG,
-                     "nodes/gpu-o/host/lspci.txt": OPEN_LSPCI})
+                     "nodes/gpu-o/host/lspci.txt": OPEN_LSPCI}), tmp=tmp_path)
     finding = of(report, "DRV008")["DRV008:gpu-o"]
     assert "refused NVIDIA Corporation GP108 [GeForce GT 1030]" in finding.summary
     assert "the open kernel modules were loaded" in finding.summary
@@ -84,8 +87,8 @@ def test_driver_container_log_alone(tmp_path: Path) -> None:
            "[   73.757880] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:13b0)\n"
            "               NVRM: installed in this system is not supported by the\n")
     path = "logs/gpu-operator/nvidia-driver-daemonset-x1/nvidia-driver-ctr.log"
-    report = bundle(tmp_path, [gpu_node("gpu-l")],
-                    {"nodes/gpu-l/dmesg.txt": "", path: log}, pods=[driver])
+    report = analyse(drv_files([gpu_node("gpu-l")],
+                    {"nodes/gpu-l/dmesg.txt": "", path: log}, pods=[driver]), tmp=tmp_path)
     finding = of(report, "DRV008")["DRV008:gpu-l"]
     assert [(e.path, e.line) for e in finding.evidence] == [(path, 3)]
     assert "driver branch does not list this GPU" in finding.summary

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from op_kit import Cluster, of_rule, operand_pod, status
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import RuleStatus, Severity
 
@@ -23,7 +25,7 @@ def _smi_item(node: str, error: str, exit_code: int | None) -> dict[str, Any]:
 def test_unexplained_failure_is_high_and_says_so(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.failed.append(_smi_item("gpu-a", NO_DRIVER, 9))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "DRV009")
     assert sorted(found) == ["DRV009:gpu-a"]
     smi = found["DRV009:gpu-a"]
@@ -55,7 +57,7 @@ def test_explained_by_the_driver_stage_is_low_and_linked(tmp_path: Path) -> None
     cluster.failed.append(_smi_item("gpu-b", NO_DRIVER, 9))
     cluster.put(operand_pod("nvidia-driver-daemonset", "gpu-b",
                             mains={"nvidia-driver-ctr": "waiting:CrashLoopBackOff"}))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     smi = of_rule(report, "DRV009")["DRV009:gpu-b"]
     assert smi.caused_by == ["OP001:gpu-b"]
     assert smi.severity is Severity.LOW
@@ -69,7 +71,7 @@ def test_words_left_in_the_file_are_read(tmp_path: Path) -> None:
     cluster.files["nodes/gpu-a/nvidia-smi.xml"] = (
         "Failed to initialize NVML: Driver/library version mismatch\n")
     cluster.failed.append(_smi_item("gpu-a", "exit status 18", 18))
-    smi = of_rule(cluster.analyze(tmp_path), "DRV009")["DRV009:gpu-a"]
+    smi = of_rule(analyse(cluster, tmp=tmp_path), "DRV009")["DRV009:gpu-a"]
     assert "differ in version" in smi.summary
     assert ("nodes/gpu-a/nvidia-smi.xml", 1) in [(e.path, e.line) for e in smi.evidence]
 
@@ -78,7 +80,7 @@ def test_no_devices_found(tmp_path: Path) -> None:
     # https://github.com/NVIDIA/gpu-operator/issues/641
     cluster = Cluster()
     cluster.failed.append(_smi_item("gpu-b", "No devices were found", 6))
-    smi = of_rule(cluster.analyze(tmp_path), "DRV009")["DRV009:gpu-b"]
+    smi = of_rule(analyse(cluster, tmp=tmp_path), "DRV009")["DRV009:gpu-b"]
     assert "the driver is loaded but found no GPU" in smi.summary
 
 
@@ -87,7 +89,7 @@ def test_quiet_when_nvidia_smi_is_missing_or_worked(tmp_path: Path) -> None:
     cluster.failed.append(_smi_item(
         "gpu-a", "nvidia-smi not found on the host nor under /run/nvidia/driver", 1))
     cluster.failed.append(_smi_item("gpu-b", "timed out after 60s", 124))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "DRV009") == {}
     assert status(report, "DRV009") is RuleStatus.PASSED
     assert "BND001:nvidia-smi-failed" not in report.by_id()
@@ -104,7 +106,7 @@ def test_unexplained_failure_quotes_the_first_nvidia_error_of_the_kernel_log(
         '[ 5928.582] (EE) Failed to load module "mouse" (module does not exist, 0)\n'
         "[  441.170986] NVRM: No NVIDIA graphics adapter found!\n"
         "[  441.171021] NVRM: NVIDIA init module failed!\n")
-    smi = of_rule(cluster.analyze(tmp_path), "DRV009")["DRV009:gpu-a"]
+    smi = of_rule(analyse(cluster, tmp=tmp_path), "DRV009")["DRV009:gpu-a"]
     assert smi.summary.endswith(
         "No known cause explains why nvidia-smi fails; the first error the node's kernel log "
         "shows is 'NVRM: NVIDIA init module failed!' (nodes/gpu-a/dmesg.txt line 3).")

@@ -16,7 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from drv_kit import bundle, gpu_node, of
+from kit import analyse
+from kit import findings as of
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node
 
 VFIO_LSPCI = (
     "0000:52:00.0 VGA compatible controller [0300]: NVIDIA Corporation TU104GL [Quadro RTX "
@@ -65,10 +68,10 @@ def _labelled(name: str, **labels: str) -> dict[str, Any]:
 
 
 def test_vfio_pci_on_a_gpu_node(tmp_path: Path) -> None:
-    report = bundle(tmp_path, [gpu_node("gpu-v"), gpu_node("gpu-ok")],
+    report = analyse(drv_files([gpu_node("gpu-v"), gpu_node("gpu-ok")],
                     {"nodes/gpu-v/host/lspci.txt": VFIO_LSPCI,
                      "nodes/gpu-v/host/modules.txt": VFIO_MODULES,
-                     "nodes/gpu-ok/host/lspci.txt": NVIDIA_LSPCI})
+                     "nodes/gpu-ok/host/lspci.txt": NVIDIA_LSPCI}), tmp=tmp_path)
     found = of(report, "DRV010")
     assert sorted(found) == ["DRV010:gpu-v"]
     finding = found["DRV010:gpu-v"]
@@ -89,10 +92,10 @@ def test_vfio_pci_on_a_gpu_node(tmp_path: Path) -> None:
 def test_nouveau_bound_causes_drv003(tmp_path: Path) -> None:
     dmesg = ("[    4.221] nouveau 0000:3e:00.0: NVIDIA GA102 (172000a1)\n"
              "[    4.310] nouveau 0000:3e:00.0: bios: version 94.02.42.00.a9\n")
-    report = bundle(tmp_path, [gpu_node("gpu-n")],
+    report = analyse(drv_files([gpu_node("gpu-n")],
                     {"nodes/gpu-n/host/lspci.txt": NOUVEAU_LSPCI,
                      "nodes/gpu-n/host/modules.txt": NOUVEAU_MODULES,
-                     "nodes/gpu-n/dmesg.txt": dmesg})
+                     "nodes/gpu-n/dmesg.txt": dmesg}), tmp=tmp_path)
     finding = of(report, "DRV010")["DRV010:gpu-n"]
     assert "bound to nouveau instead of nvidia: 3e:00.0 (nouveau)" in finding.summary
     assert ("nodes/gpu-n/host/modules.txt", 1) in [(e.path, e.line) for e in finding.evidence]
@@ -107,6 +110,6 @@ def test_sandbox_default_workload_keeps_unlabelled_nodes_quiet(tmp_path: Path) -
               "spec": {"sandboxWorkloads": {"enabled": True,
                                             "defaultWorkload": "vm-passthrough"}},
               "status": {"state": "ready"}}
-    report = bundle(tmp_path, [gpu_node("gpu-vm")],
-                    {"nodes/gpu-vm/host/lspci.txt": VFIO_LSPCI}, policies=[policy])
+    report = analyse(drv_files([gpu_node("gpu-vm")],
+                    {"nodes/gpu-vm/host/lspci.txt": VFIO_LSPCI}, policies=[policy]), tmp=tmp_path)
     assert of(report, "DRV010") == {}

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import bundle, gpu_node, of, smi_gpu, smi_xml, status
+from kit import analyse
+from kit import findings as of
+from kit import verdict as status
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node, smi_gpu, smi_xml
 
 from bundle.kernel import KernelLine, parse_sxid
 
@@ -94,7 +98,8 @@ def test_parse_sxid_first_and_detail_lines() -> None:
 
 def test_ignorable_sxid_is_info(tmp_path: Path) -> None:
     """nvtrust#124: 22013 at boot, safe to ignore."""
-    report = bundle(tmp_path, [gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": NVTRUST})
+    report = analyse(drv_files([gpu_node("hgx-1")], {"nodes/hgx-1/dmesg.txt": NVTRUST}),
+                     tmp=tmp_path)
     found = of(report, "DRV011")
     assert sorted(found) == ["DRV011:hgx-1/0000:04:00.0"]
     op = found["DRV011:hgx-1/0000:04:00.0"]
@@ -109,7 +114,8 @@ def test_ignorable_sxid_is_info(tmp_path: Path) -> None:
 
 def test_data_line_only_in_iso_dmesg(tmp_path: Path) -> None:
     """gpud#338: only the Data line of SXid 12028, in --time-format iso."""
-    report = bundle(tmp_path, [gpu_node("hgx-2")], {"nodes/hgx-2/dmesg.txt": GPUD_338})
+    report = analyse(drv_files([gpu_node("hgx-2")], {"nodes/hgx-2/dmesg.txt": GPUD_338}),
+                     tmp=tmp_path)
     op = of(report, "DRV011")["DRV011:hgx-2/0000:84:00.0"]
     assert op.severity.value == "high"
     assert "SXid 12028 (egress nonposted PRIV error, non-fatal) x1" in op.summary
@@ -121,7 +127,8 @@ def test_data_line_only_in_iso_dmesg(tmp_path: Path) -> None:
 def test_fatal_sxids_on_three_switches_do_not_claim_the_xid_79(tmp_path: Path) -> None:
     """gpud's README: Xid 79 (GPU fell off the bus), then 20034 on the switches' links to
     it. The links went down because the GPU did: the SXids do not explain the Xid 79."""
-    report = bundle(tmp_path, [gpu_node("hgx-3")], {"nodes/hgx-3/dmesg.txt": GPUD_README})
+    report = analyse(drv_files([gpu_node("hgx-3")], {"nodes/hgx-3/dmesg.txt": GPUD_README}),
+                     tmp=tmp_path)
     found = of(report, "DRV011")
     assert sorted(found) == ["DRV011:hgx-3/0000:05:00.0", "DRV011:hgx-3/0000:06:00.0",
                              "DRV011:hgx-3/0000:07:00.0"]
@@ -141,8 +148,9 @@ def test_fatal_sxid_explains_the_xid_74_and_the_fabric(tmp_path: Path) -> None:
              "\t\t</fabric>\n"
     smi = smi_xml(smi_gpu("00000000:18:00.0", "GPU-4b1c2a3e-0000-1111-2222-333344445555",
                           extra=fabric))
-    report = bundle(tmp_path, [gpu_node("hgx-4")], {"nodes/hgx-4/dmesg.txt": FATAL_WITH_XID74,
-                                                    "nodes/hgx-4/nvidia-smi.xml": smi})
+    report = analyse(drv_files([gpu_node("hgx-4")], {"nodes/hgx-4/dmesg.txt": FATAL_WITH_XID74,
+                                                    "nodes/hgx-4/nvidia-smi.xml": smi}),
+                     tmp=tmp_path)
     op = of(report, "DRV011")["DRV011:hgx-4/0000:00:00.0"]
     assert op.causes == ["DRV001:hgx-4/0000:18:00.0", "OP005:hgx-4"]
     assert "The GPUs report it too: 0000:18:00.0" in op.summary
@@ -156,7 +164,7 @@ def test_quiet_without_sxid_lines(tmp_path: Path) -> None:
     dmesg = ("[131453.812004] NVRM: Xid (PCI:0000:18:00): 74, pid='<unknown>', "
              "name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, "
              "0x0, 0x0, 0x0)\n")
-    report = bundle(tmp_path, [gpu_node("hgx-5")], {"nodes/hgx-5/dmesg.txt": dmesg})
+    report = analyse(drv_files([gpu_node("hgx-5")], {"nodes/hgx-5/dmesg.txt": dmesg}), tmp=tmp_path)
     assert of(report, "DRV011") == {}
     assert status(report, "DRV011") == ("passed", None)
     assert not any(link.startswith("DRV011") for link in

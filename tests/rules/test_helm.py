@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scenario import analyze_files
+from kit import analyse
+
+pass
 
 
 def _rev(n: int, status: str, values: dict[str, Any], desc: str = "Upgrade complete") -> dict:  # type: ignore[type-arg]
@@ -20,7 +22,7 @@ HOST_DRIVER = {"driver": {"enabled": False}, "toolkit": {"enabled": False}}
 def test_helm001_upgrade_without_reuse_values_drops_driver_enabled(tmp_path: Path) -> None:
     history = [_rev(1, "superseded", HOST_DRIVER, "Install complete"),
                _rev(2, "deployed", {"toolkit": {"enabled": True}})]
-    found = analyze_files(tmp_path, {"cluster/helm/gpu-operator.json": history}).by_id()
+    found = analyse({"cluster/helm/gpu-operator.json": history}, tmp=tmp_path).by_id()
     finding = found["HELM001:gpu-operator/2"]
     assert finding.severity.value == "high"
     assert "driver.enabled: false → (unset, chart default true)" in finding.summary
@@ -33,7 +35,7 @@ def test_helm001_upgrade_without_reuse_values_drops_driver_enabled(tmp_path: Pat
 def test_helm001_explicit_change_is_deliberate_but_a_dropped_one_is_not(tmp_path: Path) -> None:
     history = [_rev(1, "superseded", {"mig": {"strategy": "mixed"}, "psa": {"enabled": True}}),
                _rev(2, "deployed", {"mig": {"strategy": "single"}})]
-    found = analyze_files(tmp_path, {"cluster/helm/gpu-operator.json": history}).by_id()
+    found = analyse({"cluster/helm/gpu-operator.json": history}, tmp=tmp_path).by_id()
     finding = found["HELM001:gpu-operator/2"]
     assert "psa.enabled: true → (unset, chart default applies)" in finding.summary
     assert "mig.strategy" not in finding.summary
@@ -43,7 +45,7 @@ def test_helm001_explicit_change_is_deliberate_but_a_dropped_one_is_not(tmp_path
 def test_helm002_pending_upgrade_names_the_rollback_target(tmp_path: Path) -> None:
     history = [_rev(1, "superseded", HOST_DRIVER), _rev(2, "deployed", HOST_DRIVER),
                _rev(3, "pending-upgrade", HOST_DRIVER, "Preparing upgrade")]
-    found = analyze_files(tmp_path, {"cluster/helm/gpu-operator.json": history}).by_id()
+    found = analyse({"cluster/helm/gpu-operator.json": history}, tmp=tmp_path).by_id()
     stuck = found["HELM002:gpu-operator"]
     assert "pending-upgrade at revision 3" in stuck.summary
     assert "rollback gpu-operator 2" in stuck.remediation

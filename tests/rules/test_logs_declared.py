@@ -23,9 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from drv_kit import bundle, gpu_node, of, smi_gpu, smi_xml, status
-from kit import kube_node
-from scenario import pod
+from kit import analyse
+from kit import findings as of
+from kit import verdict as status
+from kit.bundles import kube_node
+from kit.driver import bundle_files as drv_files
+from kit.driver import gpu_node, smi_gpu, smi_xml
+from kit.objects import pod
 
 from analyzers.results.models import Report
 
@@ -58,8 +62,8 @@ class Case:
         if log is not None:
             files[self.log] = log
         lost = [{"path": self.log, "error": FORBIDDEN.format(pod=self.pod["metadata"]["name"])}]
-        return bundle(tmp_path, [gpu_node("gpu-a")], files, pods=[self.pod],
-                      failed=lost if failed else None)
+        return analyse(drv_files([gpu_node("gpu-a")], files, pods=[self.pod]),
+                       tmp=tmp_path, failed=lost if failed else None)
 
 
 CASES = [
@@ -133,8 +137,8 @@ def op003(tmp_path: Path, log: str | None, *, failed: bool = False) -> Report:
     """A must-gather-like bundle: no node files, one node without any GPU sign."""
     files: dict[str, Any] = {} if log is None else {OPERATOR_LOG: log}
     lost = [{"path": OPERATOR_LOG, "error": FORBIDDEN.format(pod="gpu-operator-7d6f9c8b5d-2kq7x")}]
-    return bundle(tmp_path, [kube_node("worker-1", gpu_label=False)], files,
-                  pods=[OPERATOR], failed=lost if failed else None)
+    return analyse(drv_files([kube_node("worker-1", gpu_label=False)], files,
+                  pods=[OPERATOR]), tmp=tmp_path, failed=lost if failed else None)
 
 
 def test_op003_judges_in_part_from_the_operators_log(tmp_path: Path) -> None:

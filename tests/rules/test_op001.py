@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from op_kit import VALIDATOR_INITS, Cluster, event, of_rule, operand_pod, paths
-from scenario import DUMP_WITHOUT_NVIDIA, SANDBOX
+from kit import analyse, paths
+from kit import findings as of_rule
+from kit.cluster import VALIDATOR_INITS, Cluster, event, operand_pod
+from kit.objects import DUMP_WITHOUT_NVIDIA, SANDBOX
 
 from analyzers.results.models import Severity
 
@@ -31,7 +33,7 @@ def _sandbox_cluster() -> Cluster:
 
 def test_sandbox_errors_put_the_node_at_the_toolkit_stage_caused_by_rt001(
         tmp_path: Path) -> None:
-    report = _sandbox_cluster().analyze(tmp_path)
+    report = analyse(_sandbox_cluster(), tmp=tmp_path)
     found = of_rule(report, "OP001")
     assert sorted(found) == ["OP001:gpu-a"]
     op = found["OP001:gpu-a"]
@@ -75,7 +77,7 @@ def test_driver_stage_is_named_first_with_its_log_lines(tmp_path: Path) -> None:
     ], previous=True)
     cluster.log("nvidia-device-plugin-daemonset", "gpu-b", "toolkit-validation",
                 ["waiting for nvidia container stack to be setup"] * 3)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP001")
     assert sorted(found) == ["OP001:gpu-b"]
     op = found["OP001:gpu-b"]
@@ -107,7 +109,7 @@ def test_toolkit_stage_quotes_the_toolkit_log(tmp_path: Path) -> None:
                           'nvidia-ctk-installer: unable to setup runtime: unable to load config: '
                           'unable to load containerd config: failed to load config: exit status '
                           '1"'])
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
     assert (log, 2) in paths(op)
     # the toolkit's own crash loop, as Kubernetes records it; the validator's failing
@@ -123,7 +125,7 @@ def test_operands_without_dependants_are_medium(tmp_path: Path) -> None:
                       ["I1129 13:00:00.000000 1 main.go:1] Starting OS watcher.",
                        "E1129 13:00:01.000000 1 main.go:2] error creating labelers: boom"],
                       previous=True)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert op.severity is Severity.MEDIUM
     assert "stops at the other operands stage" in op.summary
     assert (log, 2) in paths(op)  # no known signature: the last lines are quoted
@@ -134,7 +136,7 @@ def test_pending_daemonset_pod_without_node_name_counts_for_its_node(tmp_path: P
     pod = operand_pod("nvidia-device-plugin-daemonset", "gpu-a", bound=False, phase="Pending",
                       inits={"toolkit-validation": "new"}, mains={"nvidia-device-plugin": "new"})
     cluster.put(pod)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "nvidia-device-plugin-daemonset-gpu-a" in op.summary
     assert "device-plugin Pending" in op.summary
     assert "not scheduled to the node yet" in op.summary
@@ -146,7 +148,7 @@ def test_every_failing_state_is_reported(tmp_path: Path, reason: str) -> None:
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-device-plugin-daemonset", "gpu-b",
                             mains={"nvidia-device-plugin": f"waiting:{reason}"}))
-    found = of_rule(cluster.analyze(tmp_path), "OP001")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP001")
     assert sorted(found) == ["OP001:gpu-b"]
     op = found["OP001:gpu-b"]
     assert f"nvidia-device-plugin-daemonset-gpu-b is {reason} (nvidia-device-plugin)" in op.summary
@@ -161,6 +163,6 @@ def test_an_evicted_pod_beside_its_running_replacement_is_history(tmp_path: Path
     evicted["metadata"]["name"] += "-old"
     evicted["status"]["reason"] = "Evicted"
     cluster.put(evicted)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP001") == {}
     assert of_rule(report, "OP008") == {}

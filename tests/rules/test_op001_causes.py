@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import VALIDATOR_INITS, Cluster, of_rule, operand_pod
-from scenario import DUMP_WITHOUT_NVIDIA
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import VALIDATOR_INITS, Cluster, operand_pod
+from kit.objects import DUMP_WITHOUT_NVIDIA
 
 SANDBOX_APPS = ("nvidia-operator-validator", "nvidia-device-plugin-daemonset",
                 "gpu-feature-discovery", "nvidia-dcgm-exporter")
@@ -28,7 +30,7 @@ def test_without_events_pods_without_a_sandbox_stop_at_the_toolkit_not_the_drive
     cluster = Cluster()
     _never_started(cluster, "gpu-a")
     cluster.files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP001")
     assert sorted(found) == ["OP001:gpu-a"]
     op = found["OP001:gpu-a"]
@@ -52,7 +54,7 @@ def test_a_pod_without_sandbox_and_runtime_class_is_at_the_sandbox_stage(
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-driver-daemonset", "gpu-b",
                             inits={"k8s-driver-manager": "waiting:PodInitializing"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-b"]
     assert "stops at the pod sandbox stage" in op.summary
     assert "driver stage" not in op.summary
     assert op.caused_by == []
@@ -72,7 +74,7 @@ def test_the_kubelet_condition_decides_when_present(tmp_path: Path) -> None:
     # The sandbox exists (kubelet says so): the validator really waits in driver-validation.
     pod["status"]["conditions"] = [{"type": "PodReadyToStartContainers", "status": "True"}]
     cluster.put(pod)
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the driver stage" in op.summary
     assert "never got a pod sandbox" not in op.summary
 
@@ -82,7 +84,7 @@ def test_a_started_init_container_keeps_the_driver_stage(tmp_path: Path) -> None
     cluster.put(operand_pod("nvidia-operator-validator", "gpu-a",
                             inits={"driver-validation": "running",
                                    "toolkit-validation": "waiting:PodInitializing"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the driver stage" in op.summary
     # No finding explains it and no log of it was collected: the command to ask for.
     assert op.caused_by == []
@@ -97,7 +99,7 @@ def test_unexplained_toolkit_stage_says_so(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
                             mains={"nvidia-container-toolkit-ctr": "waiting:CrashLoopBackOff"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
     # the crash loop left no exit and no log: no CMP finding, OP001 asks for the log
     assert op.caused_by == []
@@ -124,7 +126,7 @@ def test_explained_stage_does_not_say_unexplained(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-device-plugin-daemonset", "gpu-b",
                             mains={"nvidia-device-plugin": "waiting:CrashLoopBackOff"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-b"]
     assert op.caused_by == ["OP008:gpu-b"]
     assert "No rule identified" not in op.summary
     assert "see OP008" in op.summary
@@ -138,7 +140,7 @@ def test_driver_stage_links_only_the_findings_that_exist(tmp_path: Path) -> None
     cluster.files["nodes/gpu-a/dmesg.txt"] = (
         "[    5.100000] nouveau 0000:3b:00.0: NVIDIA GA100 (170000a1)\n")
     cluster.files["nodes/gpu-a/host/modules.txt"] = "nouveau 2793472 0 - Live 0x0\n"
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP001")["OP001:gpu-a"]
     assert "DRV003:gpu-a" in report.by_id()
     assert op.caused_by == ["DRV003:gpu-a"]

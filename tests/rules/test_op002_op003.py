@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import (
-    DEFAULT_APPS,
-    Cluster,
-    gpu_node,
-    nfd_worker,
-    of_rule,
-    pod_name,
-    smi_xml,
-)
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import DEFAULT_APPS, Cluster, gpu_node, nfd_worker, pod_name, smi_xml
 
 from analyzers.results.models import Severity
 
@@ -25,7 +19,7 @@ def test_paused_deploy_label_left_behind(tmp_path: Path) -> None:
     cluster.nodes["gpu-b"] = gpu_node("gpu-b", labels={DP_LABEL: "paused-for-mig-change"})
     del cluster.pods[pod_name("nvidia-device-plugin-daemonset", "gpu-b")]
     cluster.daemonsets["nvidia-device-plugin-daemonset"]["status"]["desiredNumberScheduled"] = 1
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP002")
     assert sorted(found) == ["OP002:gpu-b"]
     op = found["OP002:gpu-b"]
@@ -47,7 +41,7 @@ def test_untolerated_taint_skips_every_operand(tmp_path: Path) -> None:
     cluster.nodes["gpu-a"] = gpu_node("gpu-a", taints=[taint])
     for app in DEFAULT_APPS:
         del cluster.pods[pod_name(app, "gpu-a")]
-    op = of_rule(cluster.analyze(tmp_path), "OP002")["OP002:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP002")["OP002:gpu-a"]
     assert f"{len(DEFAULT_APPS)} operand DaemonSet(s) place no pod" in op.summary
     assert "untolerated taint dedicated=ml:NoSchedule" in op.summary
     assert ("cluster/nodes.json", "/items/1/spec/taints/0") in \
@@ -64,7 +58,7 @@ def test_node_without_nfd_label_gets_no_operands_op003_explains_op002(tmp_path: 
         del cluster.pods[pod_name(app, "gpu-a")]
     cluster.put(nfd_worker("gpu-a"))
     cluster.put(nfd_worker("gpu-b"))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op2 = of_rule(report, "OP002")["OP002:gpu-a"]
     op3 = of_rule(report, "OP003")["OP003:gpu-a"]
     assert sorted(of_rule(report, "OP003")) == ["OP003:gpu-a"]
@@ -88,7 +82,7 @@ def test_nfd_worker_failing_on_a_labelled_node(tmp_path: Path) -> None:
                   "worker.log"] = ("2026-11-29T13:00:00Z I1129 nfd-worker.go:1] starting\n"
                                    "2026-11-29T13:00:01Z F1129 nfd-worker.go:2] failed to "
                                    "connect: context deadline exceeded\n")
-    found = of_rule(cluster.analyze(tmp_path), "OP003")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP003")
     assert sorted(found) == ["OP003:gpu-b"]
     op = found["OP003:gpu-b"]
     assert op.severity is Severity.MEDIUM
@@ -105,6 +99,6 @@ def test_gpu_seen_only_by_nvidia_smi(tmp_path: Path) -> None:
     for app in DEFAULT_APPS:
         del cluster.pods[pod_name(app, "gpu-b")]
     cluster.files["nodes/gpu-b/nvidia-smi.xml"] = smi_xml([{}])
-    op = of_rule(cluster.analyze(tmp_path), "OP003")["OP003:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP003")["OP003:gpu-b"]
     assert "nvidia-smi lists 1 GPU(s): NVIDIA A100-SXM4-40GB" in op.summary
     assert "no NFD worker pod was found in the cluster" in op.summary

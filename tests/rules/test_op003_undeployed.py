@@ -13,26 +13,24 @@ collected at all (a must-gather of that cluster), OP003 says it judged in part.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from kit import kube_list, write_dir
-from op_kit import (
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.bundles import kube_list
+from kit.cluster import (
     DEFAULT_APPS,
     Cluster,
     cluster_policy,
     daemonset,
     gpu_node,
     nfd_worker,
-    of_rule,
     pod_name,
     smi_xml,
-    status,
 )
-from scenario import DUMP_WITHOUT_NVIDIA
+from kit.objects import DUMP_WITHOUT_NVIDIA
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Report, RuleStatus
-from bundle import open_bundle
+from analyzers.results.models import RuleStatus
 
 NVIDIA_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "nvidia.com/gpu.present",
                  "nvidia.com/gpu.product", "nvidia.com/gpu.count")
@@ -68,18 +66,17 @@ def _unlabelled(toolkit: bool = True) -> Cluster:
     return cluster
 
 
-def _analyze(cluster: Cluster, tmp_path: Path) -> Report:
+def _with_cdi(cluster: Cluster) -> dict[str, Any]:
     """The cluster with the operator's nvidia-cdi RuntimeClass beside nvidia."""
     files = cluster.bundle_files()
     files["cluster/runtimeclasses.json"] = kube_list(
         {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
          "metadata": {"name": "nvidia"}, "handler": "nvidia"}, CDI_HANDLER)
-    with open_bundle(write_dir(tmp_path / "bundle", files)) as bundle:
-        return analyze(bundle, discover().rules)
+    return files
 
 
 def test_unlabelled_node_explains_what_was_never_deployed(tmp_path: Path) -> None:
-    report = _analyze(_unlabelled(), tmp_path)
+    report = analyse(_with_cdi(_unlabelled()), tmp=tmp_path)
     op3 = of_rule(report, "OP003")
     assert sorted(op3) == ["OP003:gpu-a", "OP003:gpu-b"]
     assert op3["OP003:gpu-a"].causes == ["OP002:gpu-a", "OP008:gpu-a", "RT001:gpu-a",
@@ -97,7 +94,7 @@ def test_unlabelled_node_explains_what_was_never_deployed(tmp_path: Path) -> Non
 def test_toolkit_disabled_keeps_rt001_off_op003(tmp_path: Path) -> None:
     """With the toolkit disabled in the policy, the missing runtime is the host's to
     configure (CFG004), not something the missing labels explain."""
-    report = _analyze(_unlabelled(toolkit=False), tmp_path)
+    report = analyse(_with_cdi(_unlabelled(toolkit=False)), tmp=tmp_path)
     assert of_rule(report, "OP003")["OP003:gpu-a"].causes == ["OP002:gpu-a", "OP008:gpu-a"]
     assert all(not link.startswith("OP003") for f in report.findings
                if f.rule_id in ("RT001", "RT007") for link in f.caused_by)
@@ -110,7 +107,7 @@ def test_labelled_node_links_nothing_it_does_not_explain(tmp_path: Path) -> None
     cluster.put(nfd_worker("gpu-a", "waiting:CrashLoopBackOff"))
     cluster.put(nfd_worker("gpu-b"))
     cluster.files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op3 = of_rule(report, "OP003")["OP003:gpu-a"]
     assert op3.severity.value == "medium"
     assert op3.causes == []
@@ -128,7 +125,7 @@ def test_partial_without_node_files_when_the_operator_finds_no_gpu_node(
     found no NFD label: OP003 cannot tell which nodes have GPUs, so it is partial."""
     cluster = Cluster(gpu_nodes=())
     cluster.policies = [cluster_policy(conditions=NFD_MISSING)]
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP003") == {}
     result = next(r for r in report.rules if r.rule_id == "OP003")
     assert result.status is RuleStatus.PARTIAL
@@ -139,5 +136,5 @@ def test_partial_without_node_files_when_the_operator_finds_no_gpu_node(
 
 def test_passed_without_node_files_when_the_operator_is_content(tmp_path: Path) -> None:
     cluster = Cluster(gpu_nodes=())
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert status(report, "OP003") is RuleStatus.PASSED

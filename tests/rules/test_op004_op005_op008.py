@@ -6,20 +6,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from op_kit import (
-    Cluster,
-    gpu_node,
-    of_rule,
-    operand_pod,
-    paths,
-    pod_name,
-    smi_xml,
-    status,
-)
-from scenario import DUMP_WITHOUT_NVIDIA
+from kit import analyse, paths, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, gpu_node, operand_pod, pod_name, smi_xml
+from kit.objects import DUMP_WITHOUT_NVIDIA
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.results.models import RuleStatus, Severity
 from analyzers.rule import Context
@@ -50,7 +41,7 @@ def _exporter_cluster(dcgm: str | None) -> Cluster:
 
 
 def test_exporter_cannot_reach_missing_dcgm(tmp_path: Path) -> None:
-    report = _exporter_cluster(None).analyze(tmp_path)
+    report = analyse(_exporter_cluster(None), tmp=tmp_path)
     found = of_rule(report, "OP004")
     assert sorted(found) == ["OP004:gpu-a"]
     op = found["OP004:gpu-a"]
@@ -65,7 +56,7 @@ def test_exporter_cannot_reach_missing_dcgm(tmp_path: Path) -> None:
 
 
 def test_exporter_with_running_dcgm_points_at_the_network(tmp_path: Path) -> None:
-    op = of_rule(_exporter_cluster("running").analyze(tmp_path), "OP004")["OP004:gpu-a"]
+    op = of_rule(analyse(_exporter_cluster("running"), tmp=tmp_path), "OP004")["OP004:gpu-a"]
     assert "nvidia-dcgm-gpu-a) is Running: check the address and NetworkPolicies" in op.summary
 
 
@@ -97,7 +88,7 @@ def _nvswitch_cluster() -> Cluster:
 def test_system_not_yet_initialized_on_nvswitch_node_causes_op001(tmp_path: Path) -> None:
     cluster = _nvswitch_cluster()
     log = cluster.files.pop("expected-log")
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP005")
     assert sorted(found) == ["OP005:gpu-a"]
     op5 = found["OP005:gpu-a"]
@@ -132,7 +123,7 @@ def test_fabric_manager_journal_errors(tmp_path: Path) -> None:
     ]
     journal = "nodes/gpu-b/journal/nvidia-fabricmanager.jsonl"
     cluster.files[journal] = "".join(orjson.dumps(line).decode() + "\n" for line in lines)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP005")["OP005:gpu-b"]
     assert op.severity is Severity.HIGH
     assert "Fabric Manager reports: fabric manager NVIDIA GPU driver interface version " \
@@ -149,7 +140,7 @@ def test_registered_fabric_and_pcie_nodes_are_quiet(tmp_path: Path) -> None:
     cluster.files["nodes/gpu-b/journal/nvidia-fabricmanager.jsonl"] = orjson.dumps(
         {"MESSAGE": "request to query NVSwitch device information from NVSwitch driver failed "
                     "with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]"}).decode() + "\n"
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP005") == {}
     assert status(report, "OP005") is RuleStatus.PASSED
 
@@ -187,7 +178,7 @@ def test_nvml_missing_in_every_version_wording(tmp_path: Path, version: str) -> 
         "I0101 00:00:00.000000       1 main.go:2] Loading configuration.", *lines],
         previous=True)
     cluster.nodes["gpu-a"] = gpu_node("gpu-a", gpus=0)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP008")
     assert sorted(found) == ["OP008:gpu-a"]
     op = found["OP008:gpu-a"]
@@ -205,7 +196,7 @@ def test_nvml_missing_with_no_runtime_links_rt001(tmp_path: Path) -> None:
     cluster.files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
     cluster.put(operand_pod(DP, "gpu-a", mains={"nvidia-device-plugin": "error"}))
     cluster.log(DP, "gpu-a", "nvidia-device-plugin", NVML_WORDINGS["v0.17"])
-    op = of_rule(cluster.analyze(tmp_path), "OP008")["OP008:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP008")["OP008:gpu-a"]
     assert op.caused_by == ["RT001:gpu-a"]
 
 
@@ -228,12 +219,12 @@ def test_unhealthy_device_links_the_gpu_by_pci_address(tmp_path: Path) -> None:
         "2026-11-29T13:32:50,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
         "name=<unknown>, GPU has fallen off the bus.\n")
     files = cluster.bundle_files()
-    from kit import write_dir
+    from kit.bundles import write_dir
 
     with open_bundle(write_dir(tmp_path / "b", files)) as bundle:
         facts = Facts(bundle)
         raw = list(DevicePluginUnhealthy().check(Context(bundle, facts, [])))
-        report = analyze(bundle, discover().rules)
+    report = analyse(tmp_path / "b")
     assert [f.id for f in raw] == ["OP008:gpu-a"]
     assert raw[0].caused_by == ["DRV001:gpu-a/0000:3b:00.0", "DRV002:gpu-a/0000:3b:00.0"]
     op = of_rule(report, "OP008")["OP008:gpu-a"]
@@ -250,7 +241,7 @@ def test_plugin_waiting_for_an_earlier_stage_points_at_op001(tmp_path: Path) -> 
                             inits={"driver-validation": "running", "toolkit-validation": "new",
                                    "cuda-validation": "new", "plugin-validation": "new"}))
     cluster.put(operand_pod(DP, "gpu-b", inits={"toolkit-validation": "running"}))
-    op = of_rule(cluster.analyze(tmp_path), "OP008")["OP008:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP008")["OP008:gpu-b"]
     assert "the node's operands stop at the driver stage (see OP001)" in op.summary
     assert op.caused_by == ["OP001:gpu-b"]
 
@@ -258,7 +249,7 @@ def test_plugin_waiting_for_an_earlier_stage_points_at_op001(tmp_path: Path) -> 
 def test_running_plugin_on_a_node_that_advertises_nothing(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.nodes["gpu-b"] = gpu_node("gpu-b", gpus=0)
-    op = of_rule(cluster.analyze(tmp_path), "OP008")["OP008:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP008")["OP008:gpu-b"]
     assert "it is Running but the node advertises no GPU resource" in op.summary
 
 
@@ -274,7 +265,7 @@ def test_disabled_plugin_fires_only_when_a_pod_needs_gpus(tmp_path: Path) -> Non
         "spec": {"containers": [{"name": "c", "image": "cuda",
                                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
         "status": {"phase": "Pending"}}
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP008")
     assert sorted(found) == ["OP008:gpu-b"]
     assert "devicePlugin.enabled=false" in found["OP008:gpu-b"].summary
@@ -293,6 +284,6 @@ def test_healthy_and_disabled_plugins_are_quiet(tmp_path: Path) -> None:
     assert cluster.policies is not None
     cluster.policies[0]["spec"]["devicePlugin"] = {"enabled": False}
     cluster.nodes["gpu-b"] = gpu_node("gpu-b", gpus=0)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP008") == {}
     assert status(report, "OP008") is RuleStatus.PASSED

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import (
-    Cluster,
-    cluster_policy,
-    event,
-    gpu_node,
-    of_rule,
-    operand_pod,
-    paths,
-    pod_name,
-)
+from kit import analyse, paths
+from kit import findings as of_rule
+from kit.cluster import Cluster, cluster_policy, event, gpu_node, operand_pod, pod_name
 
 from analyzers.results.models import Severity
 
@@ -41,7 +34,7 @@ def test_not_ready_policy_with_conditions_and_operator_line(tmp_path: Path) -> N
                               "labels": {"app": "gpu-operator"}},
                  "spec": {"nodeName": "cp-1", "containers": [{"name": "gpu-operator"}]},
                  "status": {"phase": "Running"}})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP006")
     assert sorted(found) == ["OP006:cluster-policy"]
     op = found["OP006:cluster-policy"]
@@ -58,7 +51,7 @@ def test_missing_crd_is_read_from_the_collection_error(tmp_path: Path) -> None:
     cluster = Cluster(policies=None)
     cluster.policies = None
     cluster.failed = [{"path": "cluster/clusterpolicies.json", "error": MISSING_CRD}]
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP006")["OP006:missing"]
     assert op.title == "ClusterPolicy CRD missing"
     assert "collection result" in op.summary and MISSING_CRD in op.summary
@@ -68,11 +61,11 @@ def test_missing_crd_is_read_from_the_collection_error(tmp_path: Path) -> None:
 
 def test_empty_policy_list_and_ignored_duplicate(tmp_path: Path) -> None:
     empty = Cluster(policies=[])
-    op = of_rule(empty.analyze(tmp_path / "empty"), "OP006")["OP006:missing"]
+    op = of_rule(analyse(empty, tmp=tmp_path / "empty"), "OP006")["OP006:missing"]
     assert "No ClusterPolicy exists" in op.summary
     dup = Cluster(policies=[cluster_policy(), cluster_policy("second", state_="ignored",
                                                              created="2026-11-20T00:00:00Z")])
-    found = of_rule(dup.analyze(tmp_path / "dup"), "OP006")
+    found = of_rule(analyse(dup, tmp=tmp_path / "dup"), "OP006")
     assert sorted(found) == ["OP006:second"]
     assert found["OP006:second"].severity is Severity.MEDIUM
     assert "the operator follows cluster-policy" in found["OP006:second"].summary
@@ -93,7 +86,7 @@ def test_upgrade_failed_and_left_cordoned(tmp_path: Path) -> None:
     cluster.events.append(event("gpu-a", "GPUDriverUpgrade", "Successfully updated node "
                                 "state label to upgrade-failed", kind="Node",
                                 type_="Normal"))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP007")
     assert sorted(found) == ["OP007:gpu-a"]
     op = found["OP007:gpu-a"]
@@ -118,7 +111,7 @@ def test_middle_state_is_stuck_only_when_old(tmp_path: Path) -> None:
         annotations={"nvidia.com/gpu-driver-upgrade-validation-start-time": three_hours})
     cluster.nodes["gpu-b"] = gpu_node("gpu-b", labels={UPGRADE: "drain-required"},
                                       unschedulable=True)
-    found = of_rule(cluster.analyze(tmp_path), "OP007")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP007")
     assert sorted(found) == ["OP007:gpu-a", "OP007:gpu-b"]
     assert "stuck at validation-required for 3.0 h" in found["OP007:gpu-a"].summary
     assert found["OP007:gpu-a"].severity is Severity.HIGH
@@ -152,7 +145,7 @@ def _precompiled_cluster() -> Cluster:
 
 
 def test_precompiled_image_missing_for_the_kernel(tmp_path: Path) -> None:
-    report = _precompiled_cluster().analyze(tmp_path)
+    report = analyse(_precompiled_cluster(), tmp=tmp_path)
     found = of_rule(report, "OP010")
     assert sorted(found) == ["OP010:gpu-a"]
     op = found["OP010:gpu-a"]
@@ -181,7 +174,7 @@ def test_kernel_from_node_info_and_build_failure(tmp_path: Path) -> None:
         "Resolving Linux kernel version...",
         "Could not resolve Linux kernel version",
     ], previous=True)
-    op = of_rule(cluster.analyze(tmp_path), "OP010")["OP010:gpu-b"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP010")["OP010:gpu-b"]
     assert ("no kernel packages for the node's kernel 6.8.0-31-generic: 'Could not resolve "
             "Linux kernel version'") in op.summary
     assert (log, 2) in paths(op)
@@ -192,7 +185,7 @@ def test_kernel_from_node_info_and_build_failure(tmp_path: Path) -> None:
 def test_upgrade_failed_because_the_kernel_has_no_image(tmp_path: Path) -> None:
     cluster = _precompiled_cluster()
     cluster.nodes["gpu-a"] = gpu_node("gpu-a", labels={UPGRADE: "upgrade-failed"})
-    op = of_rule(cluster.analyze(tmp_path), "OP007")["OP007:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP007")["OP007:gpu-a"]
     assert op.caused_by == ["OP010:gpu-a"]
 
 
@@ -206,6 +199,6 @@ def test_pull_failure_that_is_not_a_missing_tag(tmp_path: Path) -> None:
         f'Failed to pull image "{image}": rpc error: code = Unknown desc = failed to pull and '
         f'unpack image "{image}": failed to resolve reference "{image}": unexpected status from '
         "HEAD request: 401 Unauthorized"))
-    op = of_rule(cluster.analyze(tmp_path), "OP010")["OP010:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP010")["OP010:gpu-a"]
     assert f"the image {image} cannot be pulled (Failed to pull image" in op.summary
     assert "does not exist" not in op.summary and "precompiled" not in op.summary

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from op_kit import NS, Cluster, gpu_node, of_rule, operand_pod, paths, smi_xml, status
+from kit import analyse, paths, status
+from kit import findings as of_rule
+from kit.cluster import NS, Cluster, gpu_node, operand_pod, smi_xml
 
 from analyzers.facts import mig
 from analyzers.results.models import RuleStatus, Severity
@@ -60,7 +62,7 @@ def test_too_many_instances_on_an_a100_40gb(tmp_path: Path) -> None:
         "Asserting that the requested configuration is present in the configuration file",
         "Unable to validate the selected MIG configuration",
         "Changing the 'nvidia.com/mig.config.state' node label to 'failed'"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP009")
     assert sorted(found) == ["OP009:gpu-a"]
     op = found["OP009:gpu-a"]
@@ -75,10 +77,10 @@ def test_too_many_instances_on_an_a100_40gb(tmp_path: Path) -> None:
 
 
 def test_slices_exceeded_and_undefined_config(tmp_path: Path) -> None:
-    op = of_rule(_mig_cluster("too-much-memory").analyze(tmp_path / "a"),
+    op = of_rule(analyse(_mig_cluster("too-much-memory"), tmp=tmp_path / "a"),
                  "OP009")["OP009:gpu-a"]
     assert "the layout needs 9 memory slices, A100 40GB has 8" in op.summary
-    op = of_rule(_mig_cluster("custom-typo").analyze(tmp_path / "b"), "OP009")["OP009:gpu-a"]
+    op = of_rule(analyse(_mig_cluster("custom-typo"), tmp=tmp_path / "b"), "OP009")["OP009:gpu-a"]
     assert "the selected config custom-typo is not defined in ConfigMap " \
            "default-mig-parted-config" in op.summary
 
@@ -86,7 +88,7 @@ def test_slices_exceeded_and_undefined_config(tmp_path: Path) -> None:
 def test_mig_requested_on_a_geforce(tmp_path: Path) -> None:
     cluster = _mig_cluster("all-1g.5gb", state="pending", product="NVIDIA GeForce RTX 4090",
                            brand="GeForce", device_id="268410DE", mig="N/A")
-    op = of_rule(cluster.analyze(tmp_path), "OP009")["OP009:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP009")["OP009:gpu-a"]
     assert "MIG is requested on NVIDIA GeForce RTX 4090, which does not support MIG" in op.summary
     assert ("nodes/gpu-a/nvidia-smi.xml", 10) in paths(op)  # <current_mig>N/A
 
@@ -95,7 +97,7 @@ def test_supported_layouts_and_disabled_mig_are_quiet(tmp_path: Path) -> None:
     cluster = _mig_cluster("all-balanced", state="success")
     cluster.nodes["gpu-b"] = gpu_node("gpu-b", labels={"nvidia.com/mig.config": "all-disabled",
                                                        "nvidia.com/mig.config.state": "success"})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP009") == {}
     assert status(report, "OP009") is RuleStatus.PASSED
 

@@ -19,18 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from op_kit import (
-    DEFAULT_APPS,
-    NS,
-    Cluster,
-    daemonset,
-    gpu_node,
-    nfd_worker,
-    of_rule,
-    pod_name,
-    stamp,
-    status,
-)
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.cluster import DEFAULT_APPS, NS, Cluster, daemonset, gpu_node, nfd_worker, pod_name, stamp
 
 from analyzers.results.models import RuleStatus
 
@@ -114,7 +105,7 @@ def test_fresh_install_without_nfd_fires_and_op003_uses_lspci(tmp_path: Path) ->
     """gpu-operator#149: NFD is not installed; the operator finds no GPU node."""
     cluster = _fresh_install()
     log = _operator(cluster, [NO_MATCH])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP011")
     assert sorted(found) == [SUBJECT]
     op = found[SUBJECT]
@@ -142,7 +133,7 @@ def test_worker_cannot_reach_master_fires(tmp_path: Path) -> None:
     cluster.files[path] = stamp([
         "I0402 10:00:00.000000       1 nfd-worker.go:155] Node Feature Discovery Worker v0.10.1",
         REFUSED])
-    op = of_rule(cluster.analyze(tmp_path), "OP011")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP011")[SUBJECT]
     assert op.nodes == ["gpu-a"]
     assert ("the NFD worker gpu-operator-node-feature-discovery-worker-gpu-a cannot reach the "
             "NFD master") in op.summary
@@ -161,7 +152,7 @@ def test_operator_alone_with_unreachable_master_fires_without_lspci(tmp_path: Pa
     cluster.put(nfd_worker("gpu-a"))
     path = f"logs/{NS}/gpu-operator-node-feature-discovery-worker-gpu-a/worker.log"
     cluster.files[path] = stamp([REFUSED_OLD])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP011")[SUBJECT]
     assert op.nodes == []
     assert op.summary.startswith("Node labelling is broken: the operator finds no GPU node "
@@ -176,7 +167,7 @@ def test_label_namespace_refused_fires(tmp_path: Path) -> None:
     cluster.put(nfd_worker("gpu-a"))
     cluster.put(nfd_worker("gpu-b"))
     path = _nfd_master(cluster, DENIED)
-    op = of_rule(cluster.analyze(tmp_path), "OP011")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP011")[SUBJECT]
     assert op.nodes == []
     assert "NFD's master refuses the nvidia.com label namespace" in op.summary
     assert [(e.path, e.line) for e in op.evidence] == [(path, 1), (path, 2)]
@@ -192,7 +183,7 @@ def test_label_namespace_refused_without_the_operator(tmp_path: Path) -> None:
     path = _nfd_master(cluster, ["2020/11/12 13:03:48 Namespace 'nvidia.com' is not allowed. "
                                  "Ignoring label 'nvidia.com/gpu.product'"],
                        namespace="node-feature-discovery")
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     op = of_rule(report, "OP011")[SUBJECT]
     assert [(e.path, e.line) for e in op.evidence] == [(path, 1)]
     assert "no NFD master or worker pod" not in op.summary
@@ -203,7 +194,7 @@ def test_quiet_on_a_healthy_cluster(tmp_path: Path) -> None:
     cluster.put(nfd_worker("gpu-a"))
     cluster.put(nfd_worker("gpu-b"))
     _nfd_master(cluster, ["2026/11/29 13:00:00 Node Feature Discovery Master v0.14.2"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.PASSED
 
@@ -216,7 +207,7 @@ def test_quiet_when_no_gpu_node_has_joined_yet(tmp_path: Path) -> None:
     _nfd_master(cluster, [])
     _operator(cluster, ["INFO controllers.ClusterPolicy No GPU node found, watching for new "
                         "nodes to join the cluster."])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.PASSED
 
@@ -230,7 +221,7 @@ def test_master_crash_looping_fires(tmp_path: Path) -> None:
                         "cluster, GPU nodes cannot be discovered."])
     cluster.put(nfd_worker("gpu-a"))
     _nfd_master(cluster, [], state={"waiting": {"reason": "CrashLoopBackOff"}})
-    op = of_rule(cluster.analyze(tmp_path), "OP011")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP011")[SUBJECT]
     assert ("NFD master gpu-operator/gpu-operator-node-feature-discovery-master-6d9b8c7f5-qx2lm "
             "is CrashLoopBackOff") in op.summary
     assert "NFD labels missing" in op.summary
@@ -246,7 +237,7 @@ def test_quiet_when_one_worker_is_pending_on_a_cpu_node(tmp_path: Path) -> None:
     _nfd_master(cluster, [])
     _operator(cluster, ["INFO controllers.ClusterPolicy No GPU node found, watching for new "
                         "nodes to join the cluster."])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.PASSED
 
@@ -257,13 +248,7 @@ def test_skipped_without_the_pods(tmp_path: Path) -> None:
     cluster = _fresh_install(("gpu-a",))
     files = cluster.bundle_files()
     del files["cluster/pods.json"]
-    from kit import write_dir
-
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-    with open_bundle(write_dir(tmp_path / "b", files)) as opened:
-        report = analyze(opened, discover().rules)
+    report = analyse(files, tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert status(report, "OP011") is RuleStatus.SKIPPED
     assert sorted(of_rule(report, "OP003")) == ["OP003:gpu-a"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, gpu_node, of_rule, stamp
+from kit import analyse
+from kit import findings as of_rule
+from kit.cluster import Cluster, gpu_node, stamp
 
 from analyzers.facts.operator_presence import STANDALONE
 from analyzers.results.models import Report, RuleStatus
@@ -54,15 +56,15 @@ def result(report: Report) -> tuple[RuleStatus, str | None]:
 
 
 def test_passes_when_the_masters_log_refuses_nothing(tmp_path: Path) -> None:
-    report = standalone(["2020/11/12 13:03:40 Node Feature Discovery Master v0.6.0"]
-                        ).analyze(tmp_path)
+    report = analyse(standalone(["2020/11/12 13:03:40 Node Feature Discovery Master v0.6.0"]
+                        ), tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert result(report) == (RuleStatus.PASSED, None)
 
 
 def test_fails_when_the_masters_log_refuses_the_namespace(tmp_path: Path) -> None:
-    report = standalone(["2020/11/12 13:03:40 Node Feature Discovery Master v0.6.0",
-                         REFUSED]).analyze(tmp_path)
+    report = analyse(standalone(["2020/11/12 13:03:40 Node Feature Discovery Master v0.6.0",
+                         REFUSED]), tmp=tmp_path)
     found = of_rule(report, "OP011")
     assert sorted(found) == [SUBJECT]
     assert [(e.path, e.line) for e in found[SUBJECT].evidence] == [
@@ -71,14 +73,14 @@ def test_fails_when_the_masters_log_refuses_the_namespace(tmp_path: Path) -> Non
 
 
 def test_skipped_when_no_labeller_log_was_collected(tmp_path: Path) -> None:
-    report = standalone(None).analyze(tmp_path)
+    report = analyse(standalone(None), tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert result(report) == (RuleStatus.SKIPPED, NO_LOG)
 
 
 def test_skipped_when_nothing_labels_at_all(tmp_path: Path) -> None:
     """A standalone device plugin without NFD: no labeller, nothing to judge."""
-    report = standalone(None, master=False).analyze(tmp_path)
+    report = analyse(standalone(None, master=False), tmp=tmp_path)
     assert of_rule(report, "OP011") == {}
     assert result(report) == (RuleStatus.SKIPPED, NO_LOG)
 
@@ -87,4 +89,4 @@ def test_skipped_when_the_masters_log_is_empty(tmp_path: Path) -> None:
     """An empty log has no line to judge: as if none was collected."""
     cluster = standalone(None)
     cluster.files[f"logs/{NFD_NS}/{MASTER}/master.log"] = ""
-    assert result(cluster.analyze(tmp_path)) == (RuleStatus.SKIPPED, NO_LOG)
+    assert result(analyse(cluster, tmp=tmp_path)) == (RuleStatus.SKIPPED, NO_LOG)

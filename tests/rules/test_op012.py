@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, cluster_policy, of_rule, operand_pod, paths, status
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from bundle import open_bundle
+from kit import analyse, paths, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, cluster_policy, operand_pod
 
 DRIVER = "nvidia-driver-daemonset"
 CRASHING = {"nvidia-driver-ctr": "waiting:CrashLoopBackOff"}
@@ -53,7 +51,7 @@ def test_container_cannot_unload_the_host_driver(tmp_path: Path) -> None:
         "Unloading NVIDIA driver kernel modules...",
         "Could not unload NVIDIA driver kernel modules, driver is in use",
     ])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP012")
     assert sorted(found) == ["OP012:gpu-a"]
     finding = found["OP012:gpu-a"]
@@ -75,7 +73,7 @@ def test_host_version_differs_and_the_driver_pod_fails(tmp_path: Path) -> None:
                                                                 "version": "570.148.08"}})])
     _host(cluster, "gpu-b", MODULES_WITH_NVIDIA, HOST_535)
     cluster.put(operand_pod(DRIVER, "gpu-b", inits={"k8s-driver-manager": "error"}))
-    found = of_rule(cluster.analyze(tmp_path), "OP012")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP012")
     assert sorted(found) == ["OP012:gpu-b"]
     assert "the host runs 535.104.05 while the policy asks for 570.148.08, and the driver " \
            "pod is Init:Error" in found["OP012:gpu-b"].summary
@@ -92,7 +90,7 @@ def test_quiet_when_the_operator_owns_the_driver_or_saw_the_host_one(tmp_path: P
     cluster.nodes["gpu-b"]["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"] = \
         "pre-installed"
     cluster.put(operand_pod(DRIVER, "gpu-b", mains=CRASHING))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP012") == {}
     assert status(report, "OP012").value == "passed"
 
@@ -104,7 +102,7 @@ def test_quiet_when_the_driver_pod_runs_again(tmp_path: Path) -> None:
     cluster.log(DRIVER, "gpu-a", "nvidia-driver-ctr",
                 ["Could not unload NVIDIA driver kernel modules, driver is in use"],
                 previous=True)
-    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP012") == {}
 
 
 def test_driver_disabled_and_no_host_driver(tmp_path: Path) -> None:
@@ -115,7 +113,7 @@ def test_driver_disabled_and_no_host_driver(tmp_path: Path) -> None:
     cluster.failed.append({"path": "nodes/gpu-a/host/nvidia-driver-version.txt",
                            "node": "gpu-a", "error": "cat: /proc/driver/nvidia/version: "
                            "No such file or directory"})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP012")
     assert sorted(found) == ["OP012:gpu-a"]
     finding = found["OP012:gpu-a"]
@@ -135,14 +133,14 @@ def test_driver_disabled_quiet_when_the_host_driver_exists_but_lost(tmp_path: Pa
     _host(cluster, "gpu-b", MODULES_WITHOUT_NVIDIA, None)
     cluster.files["nodes/gpu-b/dmesg.txt"] = (
         "[  422.451145] nvidia: probe of 0000:8a:00.0 failed with error -1\n")
-    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP012") == {}
 
 
 def test_skipped_without_a_cluster_policy(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.policies = None
     _host(cluster, "gpu-a", MODULES_WITH_NVIDIA, HOST_535)
-    assert status(cluster.analyze(tmp_path), "OP012").value == "skipped"
+    assert status(analyse(cluster, tmp=tmp_path), "OP012").value == "skipped"
 
 
 def test_quiet_during_a_driver_upgrade(tmp_path: Path) -> None:
@@ -154,14 +152,13 @@ def test_quiet_during_a_driver_upgrade(tmp_path: Path) -> None:
     cluster.put(operand_pod(DRIVER, "gpu-a", mains=CRASHING))
     cluster.log(DRIVER, "gpu-a", "nvidia-driver-ctr",
                 ["Could not unload NVIDIA driver kernel modules, driver is in use"])
-    assert of_rule(cluster.analyze(tmp_path), "OP012") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP012") == {}
 
 
 def test_on_the_helm_dropped_values_sample(samples: Path) -> None:
     """The sample's host-driver cluster: the upgrade that dropped driver.enabled=false
     (HELM001) is the root, the fight stands under it, the driver stage under both."""
-    with open_bundle(samples / "helm-dropped-values") as bundle:
-        report = analyze(bundle, discover().rules)
+    report = analyse(samples / "helm-dropped-values")
     found = of_rule(report, "OP012")
     assert sorted(found) == ["OP012:gpu-1", "OP012:gpu-2"]
     for node in ("gpu-1", "gpu-2"):

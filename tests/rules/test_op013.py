@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod, paths
+from kit import analyse, paths
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 from analyzers.results.models import Severity
 
@@ -29,7 +31,7 @@ def test_module_error_crash_loop_fires_and_explains_op001(tmp_path: Path) -> Non
     cluster.put(operand_pod("nvidia-dcgm", "gpu-a"))
     log = cluster.log("nvidia-dcgm-exporter", "gpu-a", "nvidia-dcgm-exporter",
                       [*STARTED, MODULE_ERROR], previous=True)
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP013")
     assert sorted(found) == ["OP013:gpu-a"]
     op = found["OP013:gpu-a"]
@@ -51,7 +53,7 @@ def test_unsupported_gpu_on_a_running_exporter_is_low(tmp_path: Path) -> None:
         "NVIDIA-GeForce-RTX-3090"
     log = cluster.log("nvidia-dcgm-exporter", "gpu-b", "nvidia-dcgm-exporter",
                       [*STARTED, NOT_SUPPORTED])
-    found = of_rule(cluster.analyze(tmp_path), "OP013")
+    found = of_rule(analyse(cluster, tmp=tmp_path), "OP013")
     assert sorted(found) == ["OP013:gpu-b"]
     op = found["OP013:gpu-b"]
     assert op.severity is Severity.LOW
@@ -64,4 +66,4 @@ def test_an_old_run_of_a_healthy_exporter_is_history(tmp_path: Path) -> None:
     cluster = Cluster()
     cluster.log("nvidia-dcgm-exporter", "gpu-a", "nvidia-dcgm-exporter",
                 [*STARTED, MODULE_ERROR], previous=True)
-    assert of_rule(cluster.analyze(tmp_path), "OP013") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP013") == {}

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod, paths, status
-from scenario import pod
+from kit import analyse, paths, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
+from kit.objects import pod
 
 MIG = "nvidia-mig-manager"
 PARTED_LINES = [
@@ -49,7 +51,7 @@ def test_names_host_processes_the_drm_module_and_gpu_pods(tmp_path: Path) -> Non
     cluster.put(pod("train-other-node", "gpu-b", namespace="ml", gpus=1))
     cluster.nodes["gpu-a"]["metadata"]["labels"].update({
         "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "failed"})
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     # OP009 (the node's MIG state is failed) is the symptom this finding explains.
     assert of_rule(report, "OP009")["OP009:gpu-a"].caused_by == ["OP014:gpu-a"]
     found = of_rule(report, "OP014")
@@ -79,7 +81,7 @@ def test_escaped_go_message_and_dcgm_pods(tmp_path: Path) -> None:
     cluster = _mig_cluster()
     cluster.put(operand_pod("nvidia-dcgm", "gpu-b"))
     cluster.log(MIG, "gpu-b", MIG, [ESCAPED])
-    finding = of_rule(cluster.analyze(tmp_path), "OP014")["OP014:gpu-b"]
+    finding = of_rule(analyse(cluster, tmp=tmp_path), "OP014")["OP014:gpu-b"]
     assert "could not reset GPU 00000000:00:06.0" in finding.summary
     assert "pod gpu-operator/nvidia-dcgm-gpu-b (DCGM)" in finding.summary
     assert "nvidia-smi -pm 0" not in finding.remediation
@@ -90,7 +92,7 @@ def test_pending_state_wording(tmp_path: Path) -> None:
     cluster.log(MIG, "gpu-a", MIG, [
         "Warning: MIG mode is in pending disable state for GPU 00000000:C1:00.0:In use by "
         "another client"])
-    finding = of_rule(cluster.analyze(tmp_path), "OP014")["OP014:gpu-a"]
+    finding = of_rule(analyse(cluster, tmp=tmp_path), "OP014")["OP014:gpu-a"]
     assert "could not reset GPU 00000000:c1:00.0" in finding.summary
     assert "Holding the GPU: pod gpu-operator/nvidia-dcgm-exporter-gpu-a (DCGM)." \
         in finding.summary
@@ -101,7 +103,7 @@ def test_no_holder_in_the_bundle_says_where_to_look(tmp_path: Path) -> None:
     cluster.put(operand_pod("nvidia-dcgm-exporter", "gpu-b",
                             mains={"nvidia-dcgm-exporter": "waiting:CrashLoopBackOff"}))
     cluster.log(MIG, "gpu-b", MIG, PARTED_LINES[:2])
-    finding = of_rule(cluster.analyze(tmp_path), "OP014")["OP014:gpu-b"]
+    finding = of_rule(analyse(cluster, tmp=tmp_path), "OP014")["OP014:gpu-b"]
     assert "The bundle names no holder" in finding.summary
 
 
@@ -112,6 +114,6 @@ def test_quiet_when_the_mig_change_applied(tmp_path: Path) -> None:
         'time="2026-11-29T13:00:09Z" level=info msg="Successfully updated to MIG config: '
         'all-1g.10gb"'])
     cluster.files["nodes/gpu-a/host/gpu-processes.txt"] = PROCESSES
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP014") == {}
     assert status(report, "OP014").value == "passed"

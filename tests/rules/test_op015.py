@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from op_kit import Cluster, of_rule, operand_pod, paths, status
+from kit import analyse, paths, status
+from kit import findings as of_rule
+from kit.cluster import Cluster, operand_pod
 
 DRIVER = "nvidia-driver-daemonset"
 CTR = "nvidia-driver-ctr"
@@ -34,7 +36,7 @@ def test_kernel_devel_missing_on_rhcos(tmp_path: Path) -> None:
         "kernel-devel-4.18.0-240.22.1.el8_3.x86_64",
         "Error: Unable to find a match: kernel-devel-4.18.0-240.22.1.el8_3.x86_64",
     ])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP015")
     assert sorted(found) == ["OP015:gpu-a"]
     finding = found["OP015:gpu-a"]
@@ -54,7 +56,7 @@ def test_build_tree_missing(tmp_path: Path) -> None:
     cluster = Cluster()
     log = _broken(cluster, "gpu-b", [
         "make[1]: *** /lib/modules/5.15.0-60-generic/build: No such file or directory.  Stop."])
-    finding = of_rule(cluster.analyze(tmp_path), "OP015")["OP015:gpu-b"]
+    finding = of_rule(analyse(cluster, tmp=tmp_path), "OP015")["OP015:gpu-b"]
     assert "for kernel 5.15.0-100-generic (Ubuntu 22.04.5 LTS)" in finding.summary
     assert paths(finding) == [(log, 1)]
 
@@ -66,7 +68,7 @@ def test_selinux_enforcing_denies_the_module(tmp_path: Path) -> None:
     log = _broken(cluster, "gpu-a", [
         "Loading NVIDIA driver kernel modules...",
         "modprobe: ERROR: could not insert 'nvidia': Permission denied"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP015")
     assert sorted(found) == ["OP015:gpu-a"]
     finding = found["OP015:gpu-a"]
@@ -78,7 +80,7 @@ def test_selinux_enforcing_denies_the_module(tmp_path: Path) -> None:
 def test_denied_without_selinux_state_says_so(tmp_path: Path) -> None:
     cluster = Cluster()
     _broken(cluster, "gpu-a", ["modprobe: ERROR: could not insert 'nvidia': Permission denied"])
-    finding = of_rule(cluster.analyze(tmp_path), "OP015")["OP015:gpu-a"]
+    finding = of_rule(analyse(cluster, tmp=tmp_path), "OP015")["OP015:gpu-a"]
     assert "loading the built module is denied (SELinux state not collected)" in finding.summary
 
 
@@ -88,6 +90,6 @@ def test_quiet_on_secure_boot_refusals_and_healthy_drivers(tmp_path: Path) -> No
     cluster.files["nodes/gpu-a/host/selinux.txt"] = "Enforcing\n"
     _broken(cluster, "gpu-a", ["modprobe: ERROR: could not insert 'nvidia': "
                                "Operation not permitted"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP015") == {}
     assert status(report, "OP015").value == "passed"

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from op_kit import NS, Cluster, of_rule, stamp, status
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.cluster import NS, Cluster, stamp
 
 from analyzers.results.models import RuleStatus
 
@@ -40,7 +42,7 @@ def test_failed_helm_upgrade_fires_and_explains_helm002(tmp_path: Path) -> None:
     cluster.files["cluster/helm/gpu-operator.json"] = json.dumps([
         _revision(1, "superseded", "Install complete"),
         _revision(2, "failed", f'Upgrade "gpu-operator" failed: {REQUIRED}')])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP016")
     assert sorted(found) == [f"OP016:{CRD}"]
     op = found[f"OP016:{CRD}"]
@@ -63,7 +65,7 @@ def test_operator_log_line_fires(tmp_path: Path) -> None:
         '{"error": "ClusterPolicy.nvidia.com \\"cluster-policy\\" is invalid: '
         'spec.devicePlugin.config: Invalid value: \\"null\\": spec.devicePlugin.config in body '
         'must be of type object: \\"null\\""}'])
-    op = of_rule(cluster.analyze(tmp_path), "OP016")[f"OP016:{CRD}"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP016")[f"OP016:{CRD}"]
     assert [(e.path, e.line) for e in op.evidence] == [(path, 2)]
 
 
@@ -74,6 +76,6 @@ def test_quiet_on_a_clean_history(tmp_path: Path) -> None:
         _revision(2, "deployed", "Upgrade complete")])
     path = _operator(cluster)
     cluster.files[path] = stamp(["INFO controllers.ClusterPolicy ClusterPolicy is ready"])
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PASSED

@@ -19,8 +19,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kit import kube_list
-from op_kit import NS, Cluster, of_rule, stamp, status
+from kit import analyse, status
+from kit import findings as of_rule
+from kit.bundles import kube_list
+from kit.cluster import NS, Cluster, stamp
 
 from analyzers.knowledge import packaged
 from analyzers.results.models import RuleStatus
@@ -91,7 +93,7 @@ def test_chart_22_9_over_an_older_crd_fires(tmp_path: Path) -> None:
                       "toolkit": {"installDir": "/usr/local/nvidia"}})
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v1.11.1")))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     found = of_rule(report, "OP016")
     assert sorted(found) == [SUBJECT]
     op = found[SUBJECT]
@@ -118,7 +120,7 @@ def test_26_3_3_over_a_2025_schema_fires(tmp_path: Path) -> None:
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v25.3.4")),
         _crd("nvidiadrivers.nvidia.com", set()))
-    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP016")[SUBJECT]
     assert "set spec.driver.secretEnv (v25.10.0), spec.cdi.nriPluginEnabled (v26.3.0), " \
         "which the" in op.summary
     assert "spec.dcgmExporter.hostPID" not in op.summary   # lacking, but nothing sets it
@@ -144,7 +146,7 @@ def _v26_on_a_2025_schema(values: dict[str, Any] | None) -> Cluster:
 def test_healthy_cluster_whose_schema_lacks_unset_fields_is_quiet(tmp_path: Path) -> None:
     """Issue 25 case 5: the stored schema lacks fields of the running release, but neither
     the ClusterPolicy nor the Helm values set any of them: nothing is pruned."""
-    report = _v26_on_a_2025_schema({"toolkit": {"enabled": True}}).analyze(tmp_path)
+    report = analyse(_v26_on_a_2025_schema({"toolkit": {"enabled": True}}), tmp=tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PASSED
 
@@ -160,14 +162,14 @@ def test_a_section_that_keeps_unknown_fields_prunes_nothing_below_it(tmp_path: P
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["cdi"]["x-kubernetes-preserve-unknown-fields"] = True
     cluster.files["cluster/crds.json"] = kube_list(crd, _crd("nvidiadrivers.nvidia.com", set()))
-    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP016")[SUBJECT]
     assert "set spec.driver.secretEnv (v25.10.0), which the" in op.summary
     assert "nriPluginEnabled" not in op.summary
 
 
 def test_fields_not_judged_without_policy_or_values(tmp_path: Path) -> None:
     """Nothing in the bundle says what was submitted: partial, never a claim."""
-    report = _v26_on_a_2025_schema(None).analyze(tmp_path)
+    report = analyse(_v26_on_a_2025_schema(None), tmp=tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PARTIAL
 
@@ -194,7 +196,7 @@ def test_missing_nvidiadriver_crd_after_upgrade_fires(tmp_path: Path) -> None:
         "ERROR setup problem running manager: failed to wait for nvidia-driver-controller "
         "caches to sync: timed out waiting for cache to be synced for Kind "
         "*v1alpha1.NVIDIADriver"])
-    op = of_rule(cluster.analyze(tmp_path), "OP016")[SUBJECT]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP016")[SUBJECT]
     assert ("The nvidiadrivers.nvidia.com (needed since v23.9.0) CRD is not installed"
             in op.summary)
     assert "lacks" not in op.summary
@@ -209,7 +211,7 @@ def test_quiet_when_the_crd_matches_the_operator(tmp_path: Path) -> None:
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v26.3.3")),
         _crd("nvidiadrivers.nvidia.com", set()))
-    report = cluster.analyze(tmp_path)
+    report = analyse(cluster, tmp=tmp_path)
     assert of_rule(report, "OP016") == {}
     assert status(report, "OP016") is RuleStatus.PASSED
 
@@ -220,7 +222,7 @@ def test_quiet_on_a_schema_that_keeps_unknown_fields(tmp_path: Path) -> None:
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", set(BASE), open_spec=True),
         _crd("nvidiadrivers.nvidia.com", set()))
-    assert of_rule(cluster.analyze(tmp_path), "OP016") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP016") == {}
 
 
 def test_quiet_when_a_newer_crd_runs_an_older_operator(tmp_path: Path) -> None:
@@ -230,4 +232,4 @@ def test_quiet_when_a_newer_crd_runs_an_older_operator(tmp_path: Path) -> None:
     cluster.files["cluster/crds.json"] = kube_list(
         _crd("clusterpolicies.nvidia.com", _fields_before("v26.7.0")),
         _crd("nvidiadrivers.nvidia.com", set()))
-    assert of_rule(cluster.analyze(tmp_path), "OP016") == {}
+    assert of_rule(analyse(cluster, tmp=tmp_path), "OP016") == {}

@@ -18,12 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Report
-from bundle import open_bundle
+from kit import analyse
+from kit import lookalikes as kit
 
 WORKER = "gpu-operator-node-feature-discovery-worker"
 PSA = ('Error creating: pods "gpu-operator-node-feature-discovery-worker-x7k2p" is forbidden: '
@@ -59,10 +55,6 @@ def refuse(bundle: kit.Bundle, namespace: str, name: str, message: str,
                                 _event(namespace, name, message, "2026-11-20T11:00:00Z")])
 
 
-def analysed(root: Path) -> Report:
-    with open_bundle(root) as bundle:
-        return analyze(bundle, discover().rules)
-
 
 def nfd_refused(tmp_path: Path) -> Path:
     """The operator's NFD worker refused by Pod Security admission: no worker pod, so no
@@ -80,7 +72,7 @@ def nfd_refused(tmp_path: Path) -> Path:
 
 
 def test_nfd_worker_refused_is_the_cause_not_its_configuration(tmp_path: Path) -> None:
-    report = analysed(nfd_refused(tmp_path))
+    report = analyse(nfd_refused(tmp_path))
     found = {f.id: f for f in report.findings}
     op017 = found[f"OP017:gpu-operator/{WORKER}"]
     assert op017.severity.value == "high"
@@ -110,7 +102,7 @@ def test_standalone_plugin_refused_by_psp_and_webhook(tmp_path: Path) -> None:
                    labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="exporter",
                    image="nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04", log=False)
     refuse(bundle, "monitoring", "dcgm-exporter", WEBHOOK, desired=4, current=0)
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     op017 = {f.id: f for f in report.findings if f.rule_id == "OP017"}
     assert sorted(op017) == ["OP017:kube-system/nvidia-device-plugin-daemonset",
                              "OP017:monitoring/dcgm-exporter"]
@@ -127,7 +119,7 @@ def test_no_finding_once_the_pods_exist_or_for_other_daemonsets(tmp_path: Path) 
     bundle = kit.Bundle(root)
     refuse(bundle, "gpu-operator", WORKER, PSA, desired=5, current=5)
     refuse(bundle, "kube-system", "kube-proxy", PSA, desired=5, current=0)
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     assert [f.id for f in report.findings if f.rule_id in ("OP017", "OP011")] == []
     assert next(r for r in report.rules if r.rule_id == "OP017").status.value == "passed"
 
@@ -143,7 +135,7 @@ def test_op008_names_the_refused_plugin_daemonset(tmp_path: Path) -> None:
         for key in ("capacity", "allocatable"):
             node["status"][key].pop("nvidia.com/gpu", None)
     bundle.edit_nodes(unadvertised)
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     op008 = {f.id: f for f in report.findings if f.rule_id == "OP008"}
     assert sorted(op008) == ["OP008:gpu-a", "OP008:gpu-b", "OP008:gpu-c", "OP008:gpu-d"]
     first = op008["OP008:gpu-a"]
@@ -177,7 +169,7 @@ def toolkit_refused(tmp_path: Path) -> Path:
 
 
 def test_op001_waiting_for_a_refused_operand_names_the_refusal(tmp_path: Path) -> None:
-    report = analysed(toolkit_refused(tmp_path))
+    report = analyse(toolkit_refused(tmp_path))
     found = {f.id: f for f in report.findings}
     op001 = found["OP001:gpu-a"]
     key = "gpu-operator/nvidia-container-toolkit-daemonset"

@@ -7,18 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kit import analyse
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.results.models import Report
-from bundle import open_bundle
 
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c", "gpu-d")
 
 
 def _report(samples: Path, name: str) -> Report:
-    with open_bundle(samples / name) as bundle:
-        return analyze(bundle, discover().rules)
+    return analyse(samples / name)
 
 
 @pytest.fixture(scope="module")

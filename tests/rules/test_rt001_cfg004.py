@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scenario import (
+from kit import analyse
+from kit.objects import (
     DUMP_WITH_NVIDIA,
     DUMP_WITHOUT_NVIDIA,
     NVIDIA_DROPIN,
     SANDBOX,
-    analyze_files,
     cluster_policy,
     event,
     lists,
@@ -48,7 +48,7 @@ def _cluster(toolkit: bool | None, *, toolkit_pods: bool = False) -> dict[str, A
 
 
 def test_toolkit_disabled_explains_the_missing_runtime(tmp_path: Path) -> None:
-    report = analyze_files(tmp_path, _cluster(toolkit=False))
+    report = analyse(_cluster(toolkit=False), tmp=tmp_path)
     found = report.by_id()
     assert sorted(i for i in found if i.startswith(("RT001", "CFG004"))) == [
         "CFG004:cluster-policy", "RT001:gpu-a"]
@@ -69,7 +69,7 @@ def test_toolkit_disabled_explains_the_missing_runtime(tmp_path: Path) -> None:
 
 
 def test_toolkit_enabled_but_not_running_is_named_without_cfg004(tmp_path: Path) -> None:
-    report = analyze_files(tmp_path, _cluster(toolkit=True))
+    report = analyse(_cluster(toolkit=True), tmp=tmp_path)
     found = report.by_id()
     assert "CFG004:cluster-policy" not in found
     rt = found["RT001:gpu-a"]
@@ -83,14 +83,14 @@ def test_dropin_present_but_not_imported_points_at_rt003(tmp_path: Path) -> None
     files = _cluster(toolkit=True)
     files["nodes/gpu-a/containerd/files/etc/containerd/config.toml"] = "version = 2\n"
     files["nodes/gpu-a/containerd/files/etc/containerd/conf.d/99-nvidia.toml"] = NVIDIA_DROPIN
-    rt = analyze_files(tmp_path, files).by_id()["RT001:gpu-a"]
+    rt = analyse(files, tmp=tmp_path).by_id()["RT001:gpu-a"]
     assert "does not import it (see RT003)" in rt.summary
 
 
 def test_loaded_runtime_present_everywhere_is_quiet(tmp_path: Path) -> None:
     files = _cluster(toolkit=False)
     files["nodes/gpu-a/containerd/config-dump.toml"] = DUMP_WITH_NVIDIA
-    report = analyze_files(tmp_path, files)
+    report = analyse(files, tmp=tmp_path)
     assert not [f.id for f in report.findings if f.rule_id in ("RT001", "CFG004")]
     statuses = {r.rule_id: r.status for r in report.rules}
     assert statuses["RT001"] is RuleStatus.PASSED
@@ -100,14 +100,14 @@ def test_loaded_runtime_present_everywhere_is_quiet(tmp_path: Path) -> None:
 def test_non_gpu_nodes_are_never_judged(tmp_path: Path) -> None:
     files = _cluster(toolkit=False)
     files["nodes/cp-1/containerd/config-dump.toml"] = DUMP_WITHOUT_NVIDIA
-    found = analyze_files(tmp_path, files).by_id()
+    found = analyse(files, tmp=tmp_path).by_id()
     assert "RT001:cp-1" not in found
     assert found["CFG004:cluster-policy"].nodes == ["gpu-a"]
 
 
 def test_without_config_dumps_both_rules_are_skipped(tmp_path: Path) -> None:
     files = {k: v for k, v in _cluster(toolkit=False).items() if not k.startswith("nodes/")}
-    report = analyze_files(tmp_path, files)
+    report = analyse(files, tmp=tmp_path)
     statuses = {r.rule_id: (r.status, r.reason) for r in report.rules}
     assert statuses["RT001"] == (RuleStatus.SKIPPED,
                                  "no node collected containerd/config-dump.toml")

@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rt_gate_kit import dump, event, files, of, pod, run, status
+from kit import analyse, status
+from kit import findings as of
+from kit.runtime import dump, event, files, pod
 
 # https://github.com/containerd/containerd/issues/6964
 NAME_UNSET = ("Failed to create pod sandbox: rpc error: code = InvalidArgument desc = failed to "
@@ -51,11 +53,11 @@ def toolkit(node_name: str, driver_root: str) -> dict[str, Any]:
 
 
 def test_no_runtime_type_fires_on_that_node_only(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""')},
          "gpu-b": {"containerd/config-dump.toml": dump()}},
         [plugin("gpu-a"), plugin("gpu-b", "nvidia-device-plugin-daemonset-x2")],
-        [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)]))
+        [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)]), tmp=tmp_path)
     found = of(report, "RT011")
     assert set(found) == {"RT011:gpu-a"}
     finding = found["RT011:gpu-a"]
@@ -71,12 +73,12 @@ def test_no_runtime_type_fires_on_that_node_only(tmp_path: Path) -> None:
 
 def test_missing_binary_names_the_binary_name(tmp_path: Path) -> None:
     # the EKS AL2023 thread: nvidia configured with /usr/bin/nvidia-container-runtime, absent
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(
             default="nvidia", binary="/usr/bin/nvidia-container-runtime")}},
         [pod("aws-node-abcde", "gpu-a", namespace="kube-system", phase="Pending")],
         [event("aws-node-abcde", "FailedCreatePodSandBox", FORK, namespace="kube-system")],
-        policy=None))
+        policy=None), tmp=tmp_path)
     finding = of(report, "RT011")["RT011:gpu-a"]
     assert ("containerd cannot execute /usr/bin/nvidia-container-runtime (BinaryName of "
             "runtime nvidia)") in finding.summary
@@ -90,10 +92,10 @@ def test_driver_root_without_driver_container(tmp_path: Path) -> None:
     # driver and no driver container runs (NVIDIA/gpu-operator#511)
     validator = pod("nvidia-operator-validator-v1", "gpu-a", app="nvidia-operator-validator",
                     runtime_class="nvidia", phase="Pending", init=1)
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump()}},
         [validator, toolkit("gpu-a", "/run/nvidia/driver")],
-        [event("nvidia-operator-validator-v1", "Failed", NVML_LOAD)]))
+        [event("nvidia-operator-validator-v1", "Failed", NVML_LOAD)]), tmp=tmp_path)
     finding = of(report, "RT011")["RT011:gpu-a"]
     assert ("cannot load libnvidia-ml.so.1 from the driver root /run/nvidia/driver (hostPath "
             "of the toolkit pod nvidia-container-toolkit-daemonset-t1): no driver container "
@@ -104,22 +106,22 @@ def test_driver_root_without_driver_container(tmp_path: Path) -> None:
 
 
 def test_quiet_when_handler_works_and_skipped_without_dump(tmp_path: Path) -> None:
-    healthy = run(tmp_path / "a", files({"gpu-a": {"containerd/config-dump.toml": dump()}},
-                                        [plugin("gpu-a")]))
+    healthy = analyse(files({"gpu-a": {"containerd/config-dump.toml": dump()}},
+                                        [plugin("gpu-a")]), tmp=tmp_path / "a")
     assert of(healthy, "RT011") == {} and status(healthy, "RT011") == "passed"
     # the sandbox error without a broken table is not RT011's (no nvidia handler: RT001)
-    absent = run(tmp_path / "b", files(
+    absent = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia=None)}},
-        [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", FORK)]))
+        [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", FORK)]), tmp=tmp_path / "b")
     assert of(absent, "RT011") == {}
-    skipped = run(tmp_path / "c", files({"gpu-a": {"dmesg.txt": ""}}, [plugin("gpu-a")]))
+    skipped = analyse(files({"gpu-a": {"dmesg.txt": ""}}, [plugin("gpu-a")]), tmp=tmp_path / "c")
     assert status(skipped, "RT011") == "skipped"
 
 
 def test_rt011_explains_the_device_plugin(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia='runtime_type = ""')}},
-        [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)]))
+        [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)]), tmp=tmp_path)
     finding = of(report, "RT011")["RT011:gpu-a"]
     linked = {f.id for f in report.findings if "RT011:gpu-a" in f.caused_by}
     assert linked == set(finding.causes) and linked <= {"OP001:gpu-a", "OP008:gpu-a"}
@@ -131,7 +133,7 @@ def test_k3s_fix_names_the_template(tmp_path: Path) -> None:
                    [plugin("gpu-a")], [event(PLUGIN, "FailedCreatePodSandBox", NAME_UNSET)])
     bundle["cluster/nodes.json"]["items"][0]["status"]["nodeInfo"] = {
         "kubeletVersion": "v1.30.4+k3s1", "containerRuntimeVersion": "containerd://1.7.20-k3s1"}
-    remediation = of(run(tmp_path, bundle), "RT011")["RT011:gpu-a"].remediation
+    remediation = of(analyse(bundle, tmp=tmp_path), "RT011")["RT011:gpu-a"].remediation
     assert ('# add runtime_type = "io.containerd.runc.v2" to that table in '
             "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl") in remediation
     assert ("/var/lib/rancher/k3s/data/current/bin/containerd --config "

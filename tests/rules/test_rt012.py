@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rt_gate_kit import dump, event, files, gpu_pod, of, pod, run, status
-from scenario import node
+from kit import analyse, status
+from kit import findings as of
+from kit.objects import node
+from kit.runtime import dump, event, files, gpu_pod, pod
 
 from analyzers.results.models import Severity
 
@@ -54,7 +56,7 @@ def test_standalone_plugin_on_k3s_without_default(tmp_path: Path) -> None:
         {"gpu-a": {"containerd/config-dump.toml": dump()},
          "gpu-b": {"containerd/config-dump.toml": dump(default="nvidia")}},
         [standalone("gpu-a"), standalone("gpu-b")], logs=logs, policy=None))
-    report = run(tmp_path, bundle)
+    report = analyse(bundle, tmp=tmp_path)
     found = of(report, "RT012")
     assert set(found) == {"RT012:gpu-a"}
     finding = found["RT012:gpu-a"]
@@ -75,11 +77,11 @@ def test_standalone_plugin_on_k3s_without_default(tmp_path: Path) -> None:
 
 
 def test_gpu_workloads_without_driver(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(nvidia=None)}},
         [gpu_pod("train-0", "gpu-a"), gpu_pod("smi-1", "gpu-a", phase="Pending")],
         [event("smi-1", "Failed", SMI_EXEC, namespace="ml")],
-        logs={"ml/train-0/main": SMI_LOG}, policy=None))
+        logs={"ml/train-0/main": SMI_LOG}, policy=None), tmp=tmp_path)
     finding = of(report, "RT012")["RT012:gpu-a"]
     assert finding.severity is Severity.HIGH
     assert "GPU pod(s) smi-1, train-0 start without the driver" in finding.summary
@@ -94,13 +96,13 @@ def test_gpu_workloads_without_driver(tmp_path: Path) -> None:
 def test_quiet_with_runtime_class_or_nvidia_default(tmp_path: Path) -> None:
     logs = {"nvidia-device-plugin/nvdp-nvidia-device-plugin-gpu-a/nvidia-device-plugin-ctr":
             PLUGIN_LOG}
-    named = run(tmp_path / "a", files({"gpu-a": {"containerd/config-dump.toml": dump()}},
+    named = analyse(files({"gpu-a": {"containerd/config-dump.toml": dump()}},
                                       [standalone("gpu-a", runtime="nvidia")], logs=logs,
-                                      policy=None))
+                                      policy=None), tmp=tmp_path / "a")
     assert of(named, "RT012") == {} and status(named, "RT012") == "passed"
-    healthy = run(tmp_path / "b", files({"gpu-a": {"containerd/config-dump.toml": dump()}},
-                                        [standalone("gpu-a")], policy=None))
+    healthy = analyse(files({"gpu-a": {"containerd/config-dump.toml": dump()}},
+                                        [standalone("gpu-a")], policy=None), tmp=tmp_path / "b")
     assert of(healthy, "RT012") == {}
     bare = files({"gpu-a": {"dmesg.txt": ""}}, [standalone("gpu-a")], logs=logs, policy=None)
     bare["cluster/nodes.json"]["items"] = [node("gpu-a", gpus=1)]
-    assert status(run(tmp_path / "c", bare), "RT012") == "skipped"
+    assert status(analyse(bare, tmp=tmp_path / "c"), "RT012") == "skipped"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import smi_gpu, smi_xml
-from rt_gate_kit import dump, event, files, gpu_pod, of, run
+from kit import analyse
+from kit import findings as of
+from kit.driver import smi_gpu, smi_xml
+from kit.runtime import dump, event, files, gpu_pod
 
 UUID = "GPU-e78e68c0-4e6a-737e-f9cc-4223fe50aead"
 OTHER = "GPU-466be1f8-6148-1a27-a450-592604f3df54"
@@ -44,10 +46,10 @@ def node_files(uuid: str) -> dict[str, str]:
 
 
 def test_spec_older_than_the_gpu(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": node_files(UUID), "gpu-b": node_files(OTHER)},
         [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
-        [event("train-0", "Failed", UNRESOLVED, namespace="ml")]))
+        [event("train-0", "Failed", UNRESOLVED, namespace="ml")]), tmp=tmp_path)
     found = of(report, "RT013")
     assert set(found) == {"RT013:gpu-a"}
     finding = found["RT013:gpu-a"]
@@ -63,10 +65,10 @@ def test_spec_older_than_the_gpu(tmp_path: Path) -> None:
 
 
 def test_stale_uuid_and_wrong_kind(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": node_files(OTHER)}, [gpu_pod("train-0", "gpu-a"), gpu_pod("infer", "gpu-a")],
         [event("train-0", "Failed", UNRESOLVED, namespace="ml"),
-         event("infer", "Failed", WRONG_KIND, namespace="ml")]))
+         event("infer", "Failed", WRONG_KIND, namespace="ml")]), tmp=tmp_path)
     summary = of(report, "RT013")["RT013:gpu-a"].summary
     assert f"management.nvidia.com/gpu={UUID}: {UUID} is not a GPU of this node (nvidia-smi " \
            f"lists {OTHER}): a stale UUID" in summary

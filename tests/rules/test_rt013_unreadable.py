@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drv_kit import smi_gpu, smi_xml
-from rt_gate_kit import dump, event, files, gpu_pod, of, run
+from kit import analyse
+from kit import findings as of
+from kit.driver import smi_gpu, smi_xml
+from kit.runtime import dump, event, files, gpu_pod
 
 UUID = "GPU-e78e68c0-4e6a-737e-f9cc-4223fe50aead"
 # https://github.com/NVIDIA/nvidia-container-toolkit/issues/1239
@@ -29,7 +31,7 @@ def bundle(spec: str) -> dict[str, object]:
 
 
 def test_unreadable_spec_is_not_called_absent(tmp_path: Path) -> None:
-    finding = of(run(tmp_path, bundle("kind: [unclosed\n")), "RT013")["RT013:gpu-a"]
+    finding = of(analyse(bundle("kind: [unclosed\n"), tmp=tmp_path), "RT013")["RT013:gpu-a"]
     assert finding.summary == (
         "On gpu-a, 1 pod(s) (train-0) ask for CDI devices that do not resolve: "
         f"management.nvidia.com/gpu={UUID}: the node's CDI specs could not be read.")
@@ -39,6 +41,6 @@ def test_unreadable_spec_is_not_called_absent(tmp_path: Path) -> None:
 
 
 def test_a_spec_without_devices_is_not_called_absent(tmp_path: Path) -> None:
-    summary = of(run(tmp_path, bundle("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n")),
+    summary = of(analyse(bundle("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n"), tmp=tmp_path),
                  "RT013")["RT013:gpu-a"].summary
     assert summary.endswith(": the node's CDI specs could not be read.")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rt_gate_kit import dump, files, gpu_pod, of, run
+from kit import analyse
+from kit import findings as of
+from kit.runtime import dump, files, gpu_pod
 
 CGROUP_SYSTEMD = (
     "fs-type: cgroup2fs\nversion: 2\n"
@@ -34,10 +36,10 @@ def node_files(cgroup: str = CGROUP_SYSTEMD, devices: str = DEVICES) -> dict[str
 
 
 def test_fires_with_systemd_and_no_char_links(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": node_files(), "gpu-b": node_files(devices=DEVICES + LINKS)},
         [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
-        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}))
+        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}), tmp=tmp_path)
     found = of(report, "RT014")
     assert set(found) == {"RT014:gpu-a"}
     finding = found["RT014:gpu-a"]

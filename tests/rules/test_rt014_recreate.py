@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rt_gate_kit import files, gpu_pod, of, run
+from kit import analyse
+from kit import findings as of
+from kit.runtime import files, gpu_pod
 from test_rt014 import LOST, node_files
 
 from reports.view import first_command
@@ -29,8 +31,9 @@ def test_only_owned_pods_are_deleted_and_the_rest_counted(tmp_path: Path) -> Non
     pods = [_owned("train-0", "Job"), gpu_pod("bare-0", "gpu-a"),
             _owned("static-0", "Node"), _owned("web-1", "ReplicaSet"),
             _owned("web-2", "ReplicaSet")]
-    report = run(tmp_path, files({"gpu-a": node_files()}, pods,
-                                 logs={f"ml/{p['metadata']['name']}/main": LOST for p in pods}))
+    report = analyse(files({"gpu-a": node_files()}, pods,
+                                 logs={f"ml/{p['metadata']['name']}/main": LOST for p in pods}),
+                     tmp=tmp_path)
     finding = of(report, "RT014")["RT014:gpu-a"]
     assert finding.remediation.splitlines() == [
         "# on gpu-a (kubectl debug node/gpu-a -it --image=busybox -- chroot /host sh):",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rt_gate_kit import dump, files, gpu_pod, of, run, status
+from kit import analyse, status
+from kit import findings as of
+from kit.runtime import dump, files, gpu_pod
 from test_rt014 import CGROUP_SYSTEMD, DEVICES, LOST
 
 from analyzers.results.models import Report
@@ -22,13 +24,13 @@ def reason(report: Report) -> str:
 
 
 def test_node_without_its_dev_nvidia_file_is_partial(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD},
          "gpu-b": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD,
                    "host/dev-nvidia.txt": DEVICES + "lrwxrwxrwx 1 root root 10 Jul 14 16:21 "
                                                    "195:0 -> ../nvidia0\n"}},
         [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
-        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}))
+        logs={"ml/train-0/main": LOST, "ml/train-1/main": LOST}), tmp=tmp_path)
     assert of(report, "RT014") == {}
     assert status(report, "RT014") == "partial"
     assert "GPU pods on gpu-a log 'Failed to initialize NVML: Unknown Error'" in reason(report)
@@ -36,22 +38,23 @@ def test_node_without_its_dev_nvidia_file_is_partial(tmp_path: Path) -> None:
 
 
 def test_dev_nvidia_without_char_listing_is_partial(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD,
                    "host/dev-nvidia.txt": NO_CHAR}},
-        [gpu_pod("train-0", "gpu-a")], logs={"ml/train-0/main": LOST}))
+        [gpu_pod("train-0", "gpu-a")], logs={"ml/train-0/main": LOST}), tmp=tmp_path)
     assert of(report, "RT014") == {}
     assert status(report, "RT014") == "partial"
     assert "host/dev-nvidia.txt has no /dev/char listing" in reason(report)
 
 
 def test_missing_files_without_the_error_stay_passed(tmp_path: Path) -> None:
-    report = run(tmp_path, files(
+    report = analyse(files(
         {"gpu-a": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD},
          "gpu-b": {"containerd/config-dump.toml": dump(), "host/cgroup.txt": CGROUP_SYSTEMD,
                    "host/dev-nvidia.txt": NO_CHAR}},
         [gpu_pod("train-0", "gpu-a"), gpu_pod("train-1", "gpu-b")],
-        logs={"ml/train-0/main": "step 100 loss 0.31\n", "ml/train-1/main": "step 1\n"}))
+        logs={"ml/train-0/main": "step 100 loss 0.31\n", "ml/train-1/main": "step 1\n"}),
+                     tmp=tmp_path)
     assert of(report, "RT014") == {}
     assert status(report, "RT014") == "passed"
 
@@ -61,7 +64,7 @@ def test_skipped_without_any_container_log(tmp_path: Path) -> None:
     say the node is fine."""
     from test_rt014 import node_files
 
-    report = run(tmp_path, files({"gpu-a": node_files()}, [gpu_pod("train-0", "gpu-a")]))
+    report = analyse(files({"gpu-a": node_files()}, [gpu_pod("train-0", "gpu-a")]), tmp=tmp_path)
     assert of(report, "RT014") == {}
     assert status(report, "RT014") == "skipped"
     assert "logs/*" in reason(report)

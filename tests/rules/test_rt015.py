@@ -15,12 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import lookalikes_kit as kit
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Report
-from bundle import open_bundle
+from kit import analyse
+from kit import lookalikes as kit
 
 REFUSED = ('Failed create pod sandbox: rpc error: code = Unknown desc = RuntimeHandler '
            '"nvidia" not supported')
@@ -29,10 +25,6 @@ NO_NVIDIA = json.dumps({"exec-opts": ["native.cgroupdriver=systemd"],
 RUNC_DEFAULT = json.dumps({"runtimes": {"nvidia": {
     "path": "/usr/bin/nvidia-container-runtime", "runtimeArgs": []}}}, indent=4) + "\n"
 
-
-def analysed(root: Path) -> Report:
-    with open_bundle(root) as bundle:
-        return analyze(bundle, discover().rules)
 
 
 def _event(pod: dict[str, Any], message: str) -> dict[str, Any]:
@@ -68,7 +60,7 @@ def dockershim_with_runtime_class(tmp_path: Path) -> Path:
 
 
 def test_dockershim_refusing_the_runtime_class(tmp_path: Path) -> None:
-    report = analysed(dockershim_with_runtime_class(tmp_path))
+    report = analyse(dockershim_with_runtime_class(tmp_path))
     found = {f.id: f for f in report.findings}
     rt015 = found["RT015:gpu-a"]
     assert rt015.severity.value == "critical"
@@ -100,7 +92,7 @@ def test_daemon_json_without_the_nvidia_runtime(tmp_path: Path) -> None:
     root = kit.docker_cri_dockerd(tmp_path / "b")
     (root / "nodes/gpu-b/docker/files/etc/docker/daemon.json").write_text(NO_NVIDIA)
     (root / "nodes/gpu-c/docker/files/etc/docker/daemon.json").write_text(RUNC_DEFAULT)
-    report = analysed(root)
+    report = analyse(root)
     found = {f.id: f for f in report.findings if f.rule_id == "RT015"}
     assert sorted(found) == ["RT015:gpu-b", "RT015:gpu-c"]
     missing = found["RT015:gpu-b"]
@@ -124,7 +116,7 @@ def test_daemon_json_not_collected_is_partial(tmp_path: Path) -> None:
     bundle = kit.Bundle(root)
     for name in kit.GPU_NODES:
         bundle.remove(f"nodes/{name}/docker")
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     result = next(r for r in report.rules if r.rule_id == "RT015")
     assert result.status.value == "partial"
     assert result.reason is not None and \
@@ -137,7 +129,7 @@ def test_rt005_still_fires_where_containerd_is_the_cri(tmp_path: Path) -> None:
     dump = root / "nodes/gpu-a/containerd/config-dump.toml"
     dump.write_text(dump.read_text().replace("disabled_plugins = []",
                                              'disabled_plugins = ["cri"]'))
-    report = analysed(root)
+    report = analyse(root)
     assert [(f.id, f.severity.value) for f in report.findings if f.rule_id == "RT005"] == [
         ("RT005:gpu-a", "critical")]
     assert next(r for r in report.rules if r.rule_id == "RT015").status.value == "skipped"
@@ -166,7 +158,7 @@ def test_op008_on_a_dockershim_node_blames_docker_not_containerd(tmp_path: Path)
             events.append(_event(pod, REFUSED))
     bundle.set_items("pods", pods)
     bundle.set_items("events", events)
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     found = {f.id: f for f in report.findings}
     op008 = found["OP008:gpu-a"]
     assert "containerd" not in op008.summary
@@ -190,7 +182,7 @@ def test_rt005_is_conditional_where_the_cri_is_not_known(tmp_path: Path) -> None
     dump = root / "nodes/gpu-a/containerd/config-dump.toml"
     dump.write_text(dump.read_text().replace("disabled_plugins = []",
                                              'disabled_plugins = ["cri"]'))
-    report = analysed(bundle.save())
+    report = analyse(bundle.save())
     rt005 = [f for f in report.findings if f.rule_id == "RT005"]
     assert [(f.id, f.severity.value) for f in rt005] == [("RT005:gpu-a", "medium")]
     assert "Whether containerd is this node's CRI is not known (neither the kubelet's " \

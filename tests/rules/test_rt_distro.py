@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from kit import write_dir
-from scenario import (
+from kit import analyse
+from kit.bundles import write_dir
+from kit.objects import (
     DUMP_WITH_NVIDIA,
     DUMP_WITHOUT_NVIDIA,
     NVIDIA_DROPIN,
@@ -26,8 +27,6 @@ from scenario import (
     runtime_class,
 )
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.facts import Facts
 from analyzers.results.models import Report
 from bundle import open_bundle
@@ -105,8 +104,7 @@ def run(tmp_path: Path, files: dict[str, Any],
         for item in manifest["items"]:
             item["command"] = commands.get(item["path"], item["command"])
         (path / "manifest.json").write_text(json.dumps(manifest))
-    with open_bundle(path) as bundle:
-        return analyze(bundle, discover().rules)
+    return analyse(path)
 
 
 def status(report: Report, rule_id: str) -> tuple[str, str | None]:
@@ -431,8 +429,7 @@ def standalone_files(*, operator: bool) -> dict[str, Any]:
 def test_standalone_device_plugin_gets_no_operator_findings(tmp_path: Path) -> None:
     path = write_dir(tmp_path / "bundle", standalone_files(operator=False),
                      [{"path": "cluster/clusterpolicies.json", "error": NO_CRD}])
-    with open_bundle(path) as bundle:
-        report = analyze(bundle, discover().rules)
+    report = analyse(path)
     assert sorted(f.id for f in report.findings) == ["BND001:not-found"]
     for rule_id in ("OP003", "OP006"):
         state, reason = status(report, rule_id)
@@ -443,8 +440,7 @@ def test_standalone_device_plugin_gets_no_operator_findings(tmp_path: Path) -> N
 def test_operator_meant_to_run_keeps_operator_findings(tmp_path: Path) -> None:
     path = write_dir(tmp_path / "bundle", standalone_files(operator=True),
                      [{"path": "cluster/clusterpolicies.json", "error": NO_CRD}])
-    with open_bundle(path) as bundle:
-        report = analyze(bundle, discover().rules)
+    report = analyse(path)
     found = sorted(f.id for f in report.findings if f.rule_id in ("OP003", "OP006"))
     assert found == ["OP003:gpu-a", "OP003:gpu-b", "OP006:missing"]
 

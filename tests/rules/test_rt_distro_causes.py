@@ -19,14 +19,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from scenario import DUMP_WITH_NVIDIA, DUMP_WITHOUT_NVIDIA, NVIDIA_DROPIN, cluster_policy, lists
-from scenario import node as bare_node
+from kit import analyse
+from kit.objects import DUMP_WITH_NVIDIA, DUMP_WITHOUT_NVIDIA, NVIDIA_DROPIN, cluster_policy, lists
+from kit.objects import node as bare_node
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.results.models import Finding
-from bundle import open_bundle
 
 K3S_CONFIG = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
 SNAP_ARGS = "/var/snap/microk8s/current/args"
@@ -64,9 +61,7 @@ def analyze_files(tmp_path: Path, nodes: list[dict[str, Any]], per_node: dict[st
     for name, found in per_node.items():
         for rel, text in found.items():
             files[f"nodes/{name}/{rel}"] = text
-    path = write_dir(tmp_path / "bundle", files)
-    with open_bundle(path) as bundle:
-        return analyze(bundle, discover().rules).by_id()
+    return analyse(files, tmp=tmp_path).by_id()
 
 
 def k3s_files(dump: str) -> dict[str, str]:

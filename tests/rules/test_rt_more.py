@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from scenario import (
+from kit import analyse
+from kit.objects import (
     DUMP_WITH_NVIDIA,
     DUMP_WITHOUT_NVIDIA,
     NVIDIA_DROPIN,
-    analyze_files,
     cluster_policy,
     event,
     lists,
@@ -45,8 +45,8 @@ def _clobbered(name: str) -> dict[str, str]:
 def test_rt002_names_the_clobbering_and_the_overridden_file(tmp_path: Path) -> None:
     healthy = {**_clobbered("00-registry.toml"),
                "containerd/config-dump.toml": DUMP_WITH_NVIDIA}
-    found = analyze_files(tmp_path, _base(**{"gpu-a": _clobbered("zz-registry.toml"),
-                                             "gpu-b": healthy})).by_id()
+    found = analyse(_base(**{"gpu-a": _clobbered("zz-registry.toml"),
+                                             "gpu-b": healthy}), tmp=tmp_path).by_id()
     assert "RT002:gpu-b" not in found and "RT001:gpu-b" not in found
     rt002 = found["RT002:gpu-a"]
     assert "/etc/containerd/conf.d/zz-registry.toml loads after " \
@@ -66,7 +66,7 @@ def test_rt003_dropin_without_imports(tmp_path: Path) -> None:
              "containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA}
     gpu_b = {**gpu_a, f"{FILES}/config.toml": MAIN,
              "containerd/config-dump.toml": DUMP_WITH_NVIDIA}
-    found = analyze_files(tmp_path, _base(**{"gpu-a": gpu_a, "gpu-b": gpu_b})).by_id()
+    found = analyse(_base(**{"gpu-a": gpu_a, "gpu-b": gpu_b}), tmp=tmp_path).by_id()
     rt003 = found["RT003:gpu-a"]
     assert rt003.evidence[0].path == f"nodes/gpu-a/{FILES}/conf.d/99-nvidia.toml"
     assert "RT003:gpu-b" not in found and "RT002:gpu-a" not in found
@@ -78,7 +78,7 @@ def test_rt003_names_a_relative_import_glob(tmp_path: Path) -> None:
              f"{FILES}/conf.d/99-nvidia.toml": NVIDIA_DROPIN,
              "containerd/version.txt": "containerd github.com/containerd/containerd 1.6.20~ds1\n",
              "containerd/config-dump.toml": DUMP_WITHOUT_NVIDIA}
-    found = analyze_files(tmp_path, _base(**{"gpu-a": gpu_a})).by_id()
+    found = analyse(_base(**{"gpu-a": gpu_a}), tmp=tmp_path).by_id()
     assert "imports conf.d/*.toml by a relative path" in found["RT003:gpu-a"].summary
 
 
@@ -107,7 +107,7 @@ def test_rt004_sighup_restart_is_reported_with_pids(tmp_path: Path) -> None:
                      "gpu-b": {"journal/containerd.jsonl": _journal(
                          (0, "containerd", "containerd successfully booted", 99)),
                          "systemd/containerd.txt": UNIT_ALWAYS}})
-    found = analyze_files(tmp_path, files).by_id()
+    found = analyse(files, tmp=tmp_path).by_id()
     rt004 = found["RT004:gpu-a"]
     assert rt004.severity.value == "low"
     assert "1 after a SIGHUP kill" in rt004.summary and "1234 → 5678" in rt004.summary
@@ -124,7 +124,7 @@ def test_rt004_restart_policy_and_loops(tmp_path: Path) -> None:
                                    "Restart=always", "Restart=on-failure")},
                      "gpu-b": {"journal/containerd.jsonl": loop,
                                "systemd/containerd.txt": UNIT_ALWAYS}})
-    found = analyze_files(tmp_path, files).by_id()
+    found = analyse(files, tmp=tmp_path).by_id()
     assert found["RT004:gpu-a"].severity.value == "high"
     assert "Restart=on-failure" in found["RT004:gpu-a"].summary
     assert found["RT004:gpu-b"].severity.value == "high"
@@ -135,7 +135,7 @@ def test_rt005_cri_disabled(tmp_path: Path) -> None:
     dump = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
     files = _base(**{"gpu-a": {"containerd/config-dump.toml": dump},
                      "gpu-b": {"containerd/config-dump.toml": DUMP_WITH_NVIDIA}})
-    found = analyze_files(tmp_path, files).by_id()
+    found = analyse(files, tmp=tmp_path).by_id()
     assert found["RT005:gpu-a"].evidence[0].line == 2
     assert "RT005:gpu-b" not in found
 
@@ -153,8 +153,8 @@ def test_rt006_cdi_spec_missing_or_stale(tmp_path: Path) -> None:
                      "gpu-b": {"nvidia-smi.xml": smi, "cdi/var/run/cdi/nvidia.yaml": fresh}})
     files.update(lists(clusterpolicies=[policy]))
     files["nodes/gpu-c/nvidia-smi.xml"] = smi
-    found = analyze_files(tmp_path, files,
-                          failed=[{"path": "nodes/gpu-c/cdi/", "error": "no such file"}]).by_id()
+    found = analyse(files, tmp=tmp_path,
+                    failed=[{"path": "nodes/gpu-c/cdi/", "error": "no such file"}]).by_id()
     assert "generated for driver 550.54.15" in found["RT006:gpu-a"].summary
     assert "RT006:gpu-b" not in found
     assert "no NVIDIA CDI spec" in found["RT006:gpu-c"].summary
@@ -171,7 +171,7 @@ def test_rt007_unknown_class_and_missing_handler(tmp_path: Path) -> None:
         events=[event("train-0", "FailedCreate",
                       'pods "train-0" is forbidden: RuntimeClass "nvidia-legacy" not found',
                       namespace="ml")]))
-    found = analyze_files(tmp_path, files).by_id()
+    found = analyse(files, tmp=tmp_path).by_id()
     assert "ml/train-0" in found["RT007:class/nvidia-legacy"].summary
     assert found["RT007:handler/kata"].nodes == ["gpu-a", "gpu-b"]
     assert "RT007:class/nvidia" not in found and "RT007:handler/nvidia" not in found

@@ -23,13 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import kube_node, write_dir
-from scenario import cluster_policy, event, lists, pod, runtime_class
+from kit import analyse
+from kit.bundles import kube_node
+from kit.objects import cluster_policy, event, lists, pod, runtime_class
 
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
 from analyzers.results.models import Finding, Report
-from bundle import open_bundle
 
 GRPC = 'plugins."io.containerd.grpc.v1.cri"'
 NOT_FOUND_UNIT = ("LoadState=not-found\nActiveState=inactive\nSubState=dead\nRestart=no\n"
@@ -75,8 +73,7 @@ def analyze_bundle(tmp_path: Path, nodes: list[dict[str, Any]],
             files[f"nodes/{name}/{rel}"] = text
     for where, text in (logs or {}).items():
         files[f"logs/{where}.log"] = text
-    with open_bundle(write_dir(tmp_path / "bundle", files)) as bundle:
-        return analyze(bundle, discover().rules)
+    return analyse(files, tmp=tmp_path)
 
 
 def gate(report: Report) -> dict[str, Finding]:

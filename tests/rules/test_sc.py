@@ -6,18 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sc_kit import (
-    GPU,
-    container,
-    findings,
-    gpu_node,
-    insufficient,
-    pod_event,
-    raw_findings,
-    run,
-    workload,
-)
-from scenario import DUMP_WITHOUT_NVIDIA, runtime_class
+from kit import analyse, findings
+from kit.gate import GPU, container, gpu_node, insufficient, pod_event, raw_findings, workload
+from kit.gate import bundle_files as gate_files
+from kit.objects import DUMP_WITHOUT_NVIDIA, runtime_class
 
 from analyzers.results.models import Severity
 from analyzers.rules.sc.SC001 import InsufficientGPU
@@ -41,11 +33,11 @@ def _one_node(tmp_path: Path, capacity: int | None, allocatable: int | None, ass
     pods = [workload("trainer", gpus=request, resource=resource)]
     if assigned:
         pods.append(workload("holder", "gpu-a", gpus=assigned, resource=resource))
-    report = run(tmp_path,
-                 nodes=[gpu_node("cp-1", gpu_label=False),
+    report = analyse(gate_files(nodes=[gpu_node("cp-1", gpu_label=False),
                         gpu_node("gpu-a", capacity, allocatable, resource=resource)],
                  pods=pods,
-                 events=[pod_event("trainer", "FailedScheduling", insufficient(2, 1, resource))])
+                 events=[pod_event("trainer", "FailedScheduling", insufficient(2, 1, resource))]),
+                     tmp=tmp_path)
     return findings(report, "SC001")
 
 
@@ -95,12 +87,12 @@ def test_sc001_branch_follows_the_numbers(tmp_path: Path, cap: int | None, alloc
 
 
 def test_sc001_per_node_table_two_nodes(tmp_path: Path) -> None:
-    report = run(
-        tmp_path,
-        nodes=[gpu_node("gpu-a", 8, 7), gpu_node("gpu-b", 4, 4), gpu_node("cp-1", gpu_label=False)],
+    report = analyse(gate_files(
+        nodes=[gpu_node("gpu-a", 8, 7), gpu_node("gpu-b", 4, 4),
+               gpu_node("cp-1", gpu_label=False)],
         pods=[workload("trainer", gpus=1), workload("a1", "gpu-a", gpus=7),
               workload("b1", "gpu-b", gpus=2, owner="b"), workload("b2", "gpu-b", gpus=2)],
-        events=[pod_event("trainer", "FailedScheduling", insufficient(3, 2))])
+        events=[pod_event("trainer", "FailedScheduling", insufficient(3, 2))]), tmp=tmp_path)
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     # gpu-a would fit if its unhealthy device were back: the unhealthy branch, not "full".
     assert finding.title == TITLES["unhealthy"]
@@ -131,8 +123,8 @@ def test_sc001_event_says_insufficient_numbers_say_unhealthy(tmp_path: Path) -> 
 
 
 def test_sc001_without_event_still_decides_from_numbers(tmp_path: Path) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 2, 2)],
-                 pods=[workload("trainer", gpus=1), workload("h", "gpu-a", gpus=2)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 2, 2)],
+                 pods=[workload("trainer", gpus=1), workload("h", "gpu-a", gpus=2)]), tmp=tmp_path)
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.title == TITLES["full"]
     assert "event says" not in finding.summary
@@ -142,9 +134,9 @@ def test_sc001_without_event_still_decides_from_numbers(tmp_path: Path) -> None:
 
 def test_sc001_pod_status_condition_is_quoted_without_events(tmp_path: Path) -> None:
     message = insufficient(1, 1)
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 2, 2)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 2, 2)],
                  pods=[workload("trainer", gpus=1, scheduling_message=message),
-                       workload("h", "gpu-a", gpus=2)])
+                       workload("h", "gpu-a", gpus=2)]), tmp=tmp_path)
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.evidence[0].pointer == "/items/0/status/conditions/0/message"
 
@@ -158,8 +150,8 @@ def test_sc001_mig_resource_full(tmp_path: Path) -> None:
 
 
 def test_sc001_mig_resource_not_advertised_names_the_strategy(tmp_path: Path) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 1, 1)],
-                 pods=[workload("trainer", gpus=1, resource=MIG)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 1, 1)],
+                 pods=[workload("trainer", gpus=1, resource=MIG)]), tmp=tmp_path)
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.title == TITLES["not-advertised"]
     assert f"no node advertises {MIG}" in finding.summary
@@ -171,8 +163,8 @@ def test_sc001_mig_resource_not_advertised_names_the_strategy(tmp_path: Path) ->
 def test_sc001_shared_resource_full_and_not_advertised(tmp_path: Path) -> None:
     full = _one_node(tmp_path / "full", 4, 4, 4, 1, resource=SHARED)
     assert full["SC001:ml/trainer"].title == TITLES["full"]
-    report = run(tmp_path / "absent", nodes=[gpu_node("gpu-a", 4, 4)],
-                 pods=[workload("trainer", gpus=1, resource=SHARED)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
+                 pods=[workload("trainer", gpus=1, resource=SHARED)]), tmp=tmp_path / "absent")
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.title == TITLES["not-advertised"]
     assert "renameByDefault: true" in finding.summary
@@ -185,19 +177,20 @@ def test_sc001_init_container_max_rule(tmp_path: Path) -> None:
             init=[container("prep", limits={GPU: init_gpus})])
 
     # max(init 3, apps 1+1) = 3 held of 4: one free, the pending pod fits.
-    quiet = run(tmp_path / "fits", nodes=[gpu_node("gpu-a", 4, 4)],
-                pods=[workload("trainer", gpus=1), holder(3)])
+    quiet = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
+                pods=[workload("trainer", gpus=1), holder(3)]), tmp=tmp_path / "fits")
     assert findings(quiet, "SC001") == {}
     # max(init 4, apps 2) = 4 held of 4: full.
-    full = run(tmp_path / "full", nodes=[gpu_node("gpu-a", 4, 4)],
-               pods=[workload("trainer", gpus=1), holder(4)])
+    full = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
+               pods=[workload("trainer", gpus=1), holder(4)]), tmp=tmp_path / "full")
     finding = findings(full, "SC001")["SC001:ml/trainer"]
     assert "assigned 4, free 0" in [e for e in finding.evidence
                                     if e.path == "cluster/nodes.json"][0].excerpt
     # The pending pod's own request follows the same rule: init 3 > apps 1 → asks for 3.
     pending = workload("trainer", containers=[container(limits={GPU: 1})],
                        init=[container("prep", limits={GPU: 3})])
-    report = run(tmp_path / "own", nodes=[gpu_node("gpu-a", 2, 2)], pods=[pending])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 2, 2)], pods=[pending]),
+                     tmp=tmp_path / "own")
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.title == TITLES["exceeds"]
     assert finding.summary.startswith("Pod ml/trainer asks for 3 nvidia.com/gpu")
@@ -205,10 +198,11 @@ def test_sc001_init_container_max_rule(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_sc001_terminated_pods_hold_no_devices(tmp_path: Path, phase: str) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
                  pods=[workload("trainer", gpus=1),
                        workload("done", "gpu-a", gpus=4, phase=phase)],
-                 events=[pod_event("trainer", "FailedScheduling", insufficient(1, 1))])
+                 events=[pod_event("trainer", "FailedScheduling", insufficient(1, 1))]),
+                     tmp=tmp_path)
     assert findings(report, "SC001") == {}
 
 
@@ -228,8 +222,8 @@ def test_sc001_not_advertised_links_runtime_and_plugin(tmp_path: Path) -> None:
     assert finding.nodes == ["gpu-a", "gpu-b"]
     assert "containerd on gpu-a has no nvidia runtime" in finding.summary
     # Through the engine, the link to the RT001 finding that exists is kept.
-    report = run(tmp_path / "engine", nodes=nodes, pods=pods, files=files,
-                 runtimeclasses=[runtime_class("nvidia")])
+    report = analyse(gate_files(nodes=nodes, pods=pods, files=files,
+                 runtimeclasses=[runtime_class("nvidia")]), tmp=tmp_path / "engine")
     linked = findings(report, "SC001")["SC001:ml/trainer"]
     present = report.by_id()
     assert "RT001:gpu-a" in linked.caused_by
@@ -267,9 +261,9 @@ def test_sc001_plugin_disconnect_links_op008(tmp_path: Path) -> None:
 
 def test_sc001_excluded_nodes_do_not_make_it_fit(tmp_path: Path) -> None:
     taint = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
-    report = run(tmp_path,
-                 nodes=[gpu_node("gpu-a", 4, 4, taints=[taint]), gpu_node("gpu-b", 4, 4)],
-                 pods=[workload("trainer", gpus=1), workload("h", "gpu-b", gpus=4)])
+    report = analyse(gate_files(
+        nodes=[gpu_node("gpu-a", 4, 4, taints=[taint]), gpu_node("gpu-b", 4, 4)],
+                 pods=[workload("trainer", gpus=1), workload("h", "gpu-b", gpus=4)]), tmp=tmp_path)
     finding = findings(report, "SC001")["SC001:ml/trainer"]
     assert finding.title == TITLES["full"]
     assert finding.nodes == ["gpu-b"]
@@ -287,12 +281,11 @@ def test_sc002_untolerated_taint_is_named(tmp_path: Path) -> None:
                "{node-role.kubernetes.io/control-plane: }, 2 node(s) had untolerated taint "
                "{nvidia.com/gpu: present}. preemption: 0/3 nodes are available: 3 Preemption "
                "is not helpful for scheduling.")
-    report = run(tmp_path,
-                 nodes=[gpu_node("gpu-a", 4, 4, taints=[TAINT]),
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4, taints=[TAINT]),
                         gpu_node("gpu-b", 4, 4, taints=[TAINT]),
                         gpu_node("cp-1", gpu_label=False)],
                  pods=[workload("trainer", gpus=1)],
-                 events=[pod_event("trainer", "FailedScheduling", message)])
+                 events=[pod_event("trainer", "FailedScheduling", message)]), tmp=tmp_path)
     assert findings(report, "SC001") == {}
     found = findings(report, "SC002")
     assert list(found) == ["SC002:ml/trainer"]
@@ -312,24 +305,24 @@ def test_sc002_untolerated_taint_is_named(tmp_path: Path) -> None:
     {"operator": "Exists"},
 ])
 def test_sc002_tolerated_taint_is_quiet(tmp_path: Path, toleration: dict[str, str]) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4, taints=[TAINT])],
-                 pods=[workload("trainer", gpus=1, tolerations=[toleration])])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4, taints=[TAINT])],
+                 pods=[workload("trainer", gpus=1, tolerations=[toleration])]), tmp=tmp_path)
     assert findings(report, "SC002") == {}
     assert findings(report, "SC001") == {}
 
 
 def test_sc002_prefer_no_schedule_does_not_block(tmp_path: Path) -> None:
     soft = {"key": "gpu", "value": "yes", "effect": "PreferNoSchedule"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4, taints=[soft])],
-                 pods=[workload("trainer", gpus=1)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4, taints=[soft])],
+                 pods=[workload("trainer", gpus=1)]), tmp=tmp_path)
     assert findings(report, "SC002") == {}
 
 
 def test_sc002_node_selector_label_is_named(tmp_path: Path) -> None:
-    report = run(tmp_path,
-                 nodes=[gpu_node("gpu-a", 4, 4, labels={"nvidia.com/gpu.product": "H100"})],
+    report = analyse(gate_files(
+        nodes=[gpu_node("gpu-a", 4, 4, labels={"nvidia.com/gpu.product": "H100"})],
                  pods=[workload("trainer", gpus=1,
-                                node_selector={"nvidia.com/gpu.product": "A100"})])
+                                node_selector={"nvidia.com/gpu.product": "A100"})]), tmp=tmp_path)
     finding = findings(report, "SC002")["SC002:ml/trainer"]
     assert "selector nodeSelector nvidia.com/gpu.product=A100 (node has 'H100') on gpu-a" \
         in finding.summary
@@ -341,16 +334,15 @@ def test_sc002_required_affinity_and_cordon(tmp_path: Path) -> None:
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "pool", "operator": "In", "values": ["training"]}]}]}}}
-    report = run(tmp_path,
-                 nodes=[gpu_node("gpu-a", 4, 4, labels={"pool": "inference"}),
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4, labels={"pool": "inference"}),
                         gpu_node("gpu-b", 4, 4, labels={"pool": "training"},
                                  unschedulable=True)],
-                 pods=[workload("trainer", gpus=1, affinity=affinity)])
+                 pods=[workload("trainer", gpus=1, affinity=affinity)]), tmp=tmp_path)
     finding = findings(report, "SC002")["SC002:ml/trainer"]
     assert "affinity required node affinity pool In (training) on gpu-a" in finding.summary
     assert "cordoned node is cordoned (spec.unschedulable) on gpu-b" in finding.summary
-    matching = run(tmp_path / "ok", nodes=[gpu_node("gpu-b", 4, 4, labels={"pool": "training"})],
-                   pods=[workload("trainer", gpus=1, affinity=affinity)])
+    matching = analyse(gate_files(nodes=[gpu_node("gpu-b", 4, 4, labels={"pool": "training"})],
+                   pods=[workload("trainer", gpus=1, affinity=affinity)]), tmp=tmp_path / "ok")
     assert findings(matching, "SC002") == {}
 
 
@@ -364,7 +356,8 @@ def test_sc003_visible_devices_without_limit(tmp_path: Path) -> None:
         container(env={"NVIDIA_VISIBLE_DEVICES": "void"})])
     honest = workload("honest", "gpu-a", containers=[
         container(limits={GPU: 1}, env={"NVIDIA_VISIBLE_DEVICES": "all"})])
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[sneaky, hidden, honest])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[sneaky, hidden, honest]),
+                     tmp=tmp_path)
     found = findings(report, "SC003")
     assert list(found) == ["SC003:ml/sneaky"]
     finding = found["SC003:ml/sneaky"]
@@ -377,7 +370,8 @@ def test_sc003_privileged_nvidia_image(tmp_path: Path) -> None:
     priv = workload("priv", "gpu-a", containers=[container(privileged=True)])
     busybox = workload("box", "gpu-a", containers=[container(image="busybox:1.36",
                                                              privileged=True)])
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[priv, busybox])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[priv, busybox]),
+                     tmp=tmp_path)
     assert list(findings(report, "SC003")) == ["SC003:ml/priv"]
 
 
@@ -386,7 +380,7 @@ def test_sc003_operator_operands_are_excluded(tmp_path: Path) -> None:
                         containers=[container(env={"NVIDIA_VISIBLE_DEVICES": "all"},
                                               privileged=True)])
     exporter["metadata"]["labels"] = {"app": "nvidia-dcgm-exporter"}
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[exporter])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[exporter]), tmp=tmp_path)
     assert findings(report, "SC003") == {}
 
 
@@ -400,7 +394,8 @@ def test_sc003_a_dra_driver_kubelet_plugin_is_excluded(tmp_path: Path) -> None:
     plugin["metadata"]["ownerReferences"][0]["kind"] = "DaemonSet"
     plugin["metadata"]["labels"] = {"app.kubernetes.io/name": "nvidia-dra-driver-gpu"}
     look_alike = workload("dra-demo", "gpu-a", containers=[container(privileged=True)])
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[plugin, look_alike])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[plugin, look_alike]),
+                     tmp=tmp_path)
     assert list(findings(report, "SC003")) == ["SC003:ml/dra-demo"]
 
 
@@ -408,8 +403,9 @@ def test_sc003_log_shows_missing_limit(tmp_path: Path) -> None:
     pods = [workload("notebook", "gpu-a"), workload("ok", "gpu-a", gpus=1)]
     log = ("2026-11-29T10:00:00Z starting\n"
            "2026-11-29T10:00:01Z bash: nvidia-smi: command not found\n")
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=pods,
-                 files={"logs/ml/notebook/main.log": log, "logs/ml/ok/main.log": log})
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=pods,
+                 files={"logs/ml/notebook/main.log": log, "logs/ml/ok/main.log": log}),
+                     tmp=tmp_path)
     found = findings(report, "SC003")
     assert list(found) == ["SC003:ml/notebook"]
     evidence = found["SC003:ml/notebook"].evidence[0]
@@ -420,7 +416,7 @@ def test_sc003_pods_of_one_controller_are_one_finding(tmp_path: Path) -> None:
     pods = [workload(f"web-{i}", "gpu-a", owner="web-6d4f",
                      containers=[container(env={"NVIDIA_VISIBLE_DEVICES": "0"})])
             for i in range(3)]
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=pods)
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=pods), tmp=tmp_path)
     found = findings(report, "SC003")
     assert list(found) == ["SC003:ml/web-6d4f"]
     assert found["SC003:ml/web-6d4f"].summary.startswith("3 pod(s) of ml/web-6d4f on gpu-a")
@@ -438,9 +434,9 @@ def _quota(used: int, hard: int = 4, key: str = "requests.nvidia.com/gpu") -> di
 
 
 def test_sc004_exhausted_quota(tmp_path: Path) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 8, 8)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 8, 8)],
                  pods=[workload("a", "gpu-a", namespace="team-a", gpus=4)],
-                 resourcequotas=[_quota(4)])
+                 resourcequotas=[_quota(4)]), tmp=tmp_path)
     finding = findings(report, "SC004")["SC004:team-a/gpu-quota"]
     assert finding.severity is Severity.LOW
     assert "requests.nvidia.com/gpu used 4 of 4" in finding.summary
@@ -449,8 +445,8 @@ def test_sc004_exhausted_quota(tmp_path: Path) -> None:
 
 
 def test_sc004_quota_with_room_is_quiet(tmp_path: Path) -> None:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 8, 8)], pods=[],
-                 resourcequotas=[_quota(3)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 8, 8)], pods=[],
+                 resourcequotas=[_quota(3)]), tmp=tmp_path)
     assert findings(report, "SC004") == {}
 
 
@@ -460,8 +456,8 @@ def test_sc004_exceeded_quota_event(tmp_path: Path) -> None:
                "requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=4")
     event = pod_event("trainer-7c9d", "FailedCreate", message, namespace="team-a", count=12,
                       kind="ReplicaSet")
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 8, 8)], pods=[], events=[event],
-                 resourcequotas=[])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 8, 8)], pods=[], events=[event],
+                 resourcequotas=[]), tmp=tmp_path)
     finding = findings(report, "SC004")["SC004:team-a/gpu-quota"]
     assert finding.severity is Severity.MEDIUM
     assert "refused 12 pod creation(s) over it (from trainer-7c9d)" in finding.summary
@@ -477,7 +473,7 @@ def test_sc005_thousands_of_failed_pods_are_one_finding(tmp_path: Path) -> None:
     failed = [workload(f"job-{i:04d}", "gpu-b", gpus=1, phase="Failed",
                        reason="UnexpectedAdmissionError", message=ADMISSION)
               for i in range(1500)]
-    report = run(tmp_path, nodes=[gpu_node("gpu-b", 8, 7)], pods=failed)
+    report = analyse(gate_files(nodes=[gpu_node("gpu-b", 8, 7)], pods=failed), tmp=tmp_path)
     found = findings(report, "SC005")
     assert list(found) == ["SC005:gpu-b"]
     finding = found["SC005:gpu-b"]
@@ -493,8 +489,8 @@ def test_sc005_thousands_of_failed_pods_are_one_finding(tmp_path: Path) -> None:
 def test_sc005_event_without_node_goes_to_cluster(tmp_path: Path) -> None:
     message = ("Allocate failed due to no healthy devices present; cannot allocate unhealthy "
                "devices nvidia.com/gpu, which is unexpected")
-    report = run(tmp_path, nodes=[gpu_node("gpu-b", 8, 0)], pods=[],
-                 events=[pod_event("gone-pod", "UnexpectedAdmissionError", message)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-b", 8, 0)], pods=[],
+                 events=[pod_event("gone-pod", "UnexpectedAdmissionError", message)]), tmp=tmp_path)
     found = findings(report, "SC005")
     assert list(found) == ["SC005:cluster"]
     assert "nvidia.com/gpu: only unhealthy devices left ×1" in found["SC005:cluster"].summary
@@ -558,10 +554,10 @@ def _plugin(node: str, started: str) -> dict[str, Any]:
 def _sharing(tmp_path: Path, pods: list[dict[str, Any]], *, flag: str = "true",
              text: str | None = None, changed: str = "2026-11-29T09:00:00Z",
              started: str = "2026-11-29T10:00:00Z") -> dict[str, Any]:
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
                  pods=pods + [_plugin("gpu-a", started)],
                  configmaps=[_configmap(text or TIME_SLICING.format(flag=flag), changed)],
-                 clusterpolicies=[_policy()])
+                 clusterpolicies=[_policy()]), tmp=tmp_path)
     return findings(report, "SC006")
 
 
@@ -594,10 +590,10 @@ def test_sc006_rejected_pod_message_and_sc005_link(tmp_path: Path) -> None:
                "request size for shared resources is 1; found 2, which is unexpected")
     rejected = workload("trainer", "gpu-a", gpus=2, phase="Failed",
                         reason="UnexpectedAdmissionError", message=message)
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)],
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)],
                  pods=[rejected, _plugin("gpu-a", "2026-11-29T10:00:00Z")],
                  configmaps=[_configmap(TIME_SLICING.format(flag="true"))],
-                 clusterpolicies=[_policy()])
+                 clusterpolicies=[_policy()]), tmp=tmp_path)
     sc006 = findings(report, "SC006")["SC006:ml/trainer"]
     assert "maximum request size for shared resources is 1" in sc006.summary
     sc005 = findings(report, "SC005")["SC005:gpu-a"]
@@ -621,13 +617,7 @@ def test_sc006_config_changed_after_plugin_started(tmp_path: Path) -> None:
 
 
 def _sample(samples: Path, name: str) -> dict[str, Any]:
-    from analyzers.engine import analyze
-    from analyzers.engine.plugins import discover
-    from bundle import open_bundle
-
-    with open_bundle(samples / name) as bundle:
-        report = analyze(bundle, discover().rules)
-    return report.by_id()
+    return analyse(samples / name).by_id()
 
 
 def test_incident_sample_cuda_test_is_not_advertised(samples: Path) -> None:
@@ -659,6 +649,6 @@ def test_sc005_other_vendors_devices_are_not_ours(tmp_path: Path) -> None:
                "allocate unhealthy devices gpu.intel.com/i915, which is unexpected")
     intel = workload("igpu", "gpu-b", phase="Failed", reason="UnexpectedAdmissionError",
                      message=message, containers=[container(image="intel/opencl")])
-    report = run(tmp_path, nodes=[gpu_node("gpu-b", 8, 8)], pods=[intel],
-                 events=[pod_event("gone", "UnexpectedAdmissionError", message)])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-b", 8, 8)], pods=[intel],
+                 events=[pod_event("gone", "UnexpectedAdmissionError", message)]), tmp=tmp_path)
     assert findings(report, "SC005") == {}

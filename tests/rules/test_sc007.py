@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sc_kit import GPU, container, findings, gpu_node, run, workload
+from kit import analyse, findings
+from kit.gate import GPU, container, gpu_node, workload
+from kit.gate import bundle_files as gate_files
 
 from analyzers.results.models import Severity
 
@@ -16,7 +18,8 @@ def test_limitless_all_beside_allocated_pods_is_high(tmp_path: Path) -> None:
     sneaky = workload("sneaky", "gpu-a", containers=[
         container(env={"NVIDIA_VISIBLE_DEVICES": "all"})])
     trainer = workload("trainer", "gpu-a", gpus=1)
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4)], pods=[sneaky, trainer])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4)], pods=[sneaky, trainer]),
+                     tmp=tmp_path)
     found = findings(report, "SC007")
     assert list(found) == ["SC007:gpu-a"]
     sc = found["SC007:gpu-a"]
@@ -34,7 +37,8 @@ def test_a_limit_does_not_hide_a_hand_picked_device_list(tmp_path: Path) -> None
     in env beside nvidia.com/gpu: 1."""
     picker = workload("vllm", "gpu-b", containers=[
         container(limits={GPU: 1}, env={"NVIDIA_VISIBLE_DEVICES": "1"})])
-    found = findings(run(tmp_path, nodes=[gpu_node("gpu-b", 2, 2)], pods=[picker]), "SC007")
+    found = findings(analyse(gate_files(nodes=[gpu_node("gpu-b", 2, 2)], pods=[picker]),
+                             tmp=tmp_path), "SC007")
     assert list(found) == ["SC007:gpu-b"]
     assert "sets NVIDIA_VISIBLE_DEVICES=1 itself with a limit of 1" in found["SC007:gpu-b"].summary
     assert found["SC007:gpu-b"].severity is Severity.MEDIUM
@@ -44,7 +48,8 @@ def test_privileged_with_a_limit_sees_every_device(tmp_path: Path) -> None:
     """https://github.com/NVIDIA/nvidia-docker/issues/1686: a privileged dind sidecar."""
     dind = workload("dind", "gpu-a", containers=[
         container(name="dind", image="docker:24-dind", limits={GPU: 2}, privileged=True)])
-    found = findings(run(tmp_path, nodes=[gpu_node("gpu-a", 8, 8)], pods=[dind]), "SC007")
+    found = findings(analyse(gate_files(nodes=[gpu_node("gpu-a", 8, 8)], pods=[dind]),
+                             tmp=tmp_path), "SC007")
     sc = found["SC007:gpu-a"]
     assert "ml/dind (dind) runs privileged (every /dev/nvidia* device of the host) with a " \
         "limit of 2" in sc.summary
@@ -66,7 +71,7 @@ def test_quiet_for_plain_allocations_operands_and_lonely_limitless_pods(tmp_path
     proxy = workload("kube-proxy-x4lvs", "gpu-a", namespace="kube-system", containers=[
         container(name="kube-proxy", image="registry.k8s.io/kube-proxy:v1.31.2",
                   privileged=True)])
-    report = run(tmp_path, nodes=[gpu_node("gpu-a", 4, 4), gpu_node("gpu-b", 4, 4)],
-                 pods=[honest, hidden, exporter, alone, proxy])
+    report = analyse(gate_files(nodes=[gpu_node("gpu-a", 4, 4), gpu_node("gpu-b", 4, 4)],
+                 pods=[honest, hidden, exporter, alone, proxy]), tmp=tmp_path)
     assert findings(report, "SC007") == {}
     assert list(findings(report, "SC003")) == ["SC003:ml/alone"]

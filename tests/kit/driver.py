@@ -9,14 +9,12 @@ JSON).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
-from kit import kube_node, smi_log
-from scenario import analyze_files, lists, pod
 
-from analyzers.results.models import Finding, Report
+from kit.bundles import kube_node, smi_log
+from kit.objects import lists, pod
 
 DP_APP = "nvidia-device-plugin-daemonset"
 DRIVER_APP = "nvidia-driver-daemonset"
@@ -116,20 +114,11 @@ def dp_log(node_name: str, suffix: str = "aaaaa") -> str:
     return f"logs/gpu-operator/{DP_APP}-{suffix}/nvidia-device-plugin.log"
 
 
-def bundle(tmp_path: Path, nodes: list[dict[str, Any]], files: dict[str, Any],
-           pods: list[dict[str, Any]] | None = None,
-           policies: list[dict[str, Any]] | None = None,
-           failed: list[dict[str, Any]] | None = None) -> Report:
+def bundle_files(nodes: list[dict[str, Any]], files: dict[str, Any],
+                 pods: list[dict[str, Any]] | None = None,
+                 policies: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A bundle of ``nodes``, ``pods`` and ClusterPolicies (no events) and raw ``files``."""
     content: dict[str, Any] = lists(nodes=nodes, pods=pods or [], events=[],
                                     clusterpolicies=policies or [])
     content.update(files)
-    return analyze_files(tmp_path, content, failed)
-
-
-def of(report: Report, rule_id: str) -> dict[str, Finding]:
-    return {f.id: f for f in report.findings if f.rule_id == rule_id}
-
-
-def status(report: Report, rule_id: str) -> tuple[str, str | None]:
-    result = next(r for r in report.rules if r.rule_id == rule_id)
-    return result.status.value, result.reason
+    return content

@@ -3,16 +3,9 @@ dump, pods with events and logs. Wordings come from public threads (named by the
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from kit import write_dir
-from scenario import cluster_policy, event, lists, node, pod, runtime_class
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Finding, Report
-from bundle import open_bundle
+from kit.objects import cluster_policy, event, lists, node, pod, runtime_class
 
 GRPC = 'plugins."io.containerd.grpc.v1.cri"'
 
@@ -63,18 +56,4 @@ def files(nodes: dict[str, dict[str, str]], pods: list[dict[str, Any]],
     return found
 
 
-def run(tmp_path: Path, bundle: dict[str, Any]) -> Report:
-    path = write_dir(tmp_path / "bundle", bundle)
-    with open_bundle(path) as opened:
-        return analyze(opened, discover().rules)
-
-
-def of(report: Report, rule_id: str) -> dict[str, Finding]:
-    return {f.id: f for f in report.findings if f.rule_id == rule_id}
-
-
-def status(report: Report, rule_id: str) -> str:
-    return next(r.status.value for r in report.rules if r.rule_id == rule_id)
-
-
-__all__ = ["dump", "event", "files", "gpu_pod", "of", "pod", "run", "status"]
+__all__ = ["dump", "event", "files", "gpu_pod", "pod"]

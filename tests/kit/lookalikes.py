@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "samples" / "healthy-toolkit-enabled"
 OPERATOR_NS = "gpu-operator"
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c", "gpu-d")

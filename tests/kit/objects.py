@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from kit import kube_list, kube_node, write_dir
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Report
-from bundle import open_bundle
+from kit.bundles import kube_list, kube_node
 
 DUMP_WITH_NVIDIA = """version = 2
 imports = ["/etc/containerd/conf.d/99-nvidia.toml"]
@@ -95,13 +89,6 @@ def cluster_policy(toolkit: bool | None) -> dict[str, Any]:
 def runtime_class(name: str, handler: str | None = None) -> dict[str, Any]:
     return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
             "metadata": {"name": name}, "handler": handler or name}
-
-
-def analyze_files(tmp_path: Path, files: dict[str, Any],
-                  failed: list[dict[str, Any]] | None = None) -> Report:
-    path = write_dir(tmp_path / "bundle", files, failed)
-    with open_bundle(path) as bundle:
-        return analyze(bundle, discover().rules)
 
 
 def lists(**kinds: list[dict[str, Any]]) -> dict[str, Any]:

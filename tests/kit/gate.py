@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kit import kube_node, smi_log, write_dir
-from scenario import analyze_files, lists
-
 from analyzers.facts import Facts
-from analyzers.results.models import Finding, Report
+from analyzers.results.models import Finding
 from analyzers.rule import Context, Rule
 from bundle import open_bundle
+from kit.bundles import kube_node, smi_log, write_dir
+from kit.objects import lists
 
 GPU = "nvidia.com/gpu"
 
@@ -97,18 +96,14 @@ def insufficient(total: int, short: int, resource: str = GPU) -> str:
             "for incoming pod.")
 
 
-def run(tmp_path: Path, *, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
-        events: list[dict[str, Any]] | None = None, files: dict[str, Any] | None = None,
-        **kinds: list[dict[str, Any]]) -> Report:
-    """Analyze a bundle of these lists (``kinds``: other cluster/<kind>.json lists) and
-    raw ``files`` (node artifacts, logs)."""
+def bundle_files(*, nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+                 events: list[dict[str, Any]] | None = None, files: dict[str, Any] | None = None,
+                 **kinds: list[dict[str, Any]]) -> dict[str, Any]:
+    """A bundle of these lists (``kinds``: other cluster/<kind>.json lists) and raw
+    ``files`` (node artifacts, logs)."""
     content = lists(nodes=nodes, pods=pods, events=events or [], **kinds)
     content.update(files or {})
-    return analyze_files(tmp_path, content)
-
-
-def findings(report: Report, rule_id: str) -> dict[str, Finding]:
-    return {f.id: f for f in report.findings if f.rule_id == rule_id}
+    return content
 
 
 def raw_findings(tmp_path: Path, rule: type[Rule], *, nodes: list[dict[str, Any]],

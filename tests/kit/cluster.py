@@ -11,16 +11,10 @@ code 1 · ``waiting:<Reason>[:<message>]`` · ``new`` no status yet (not started
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kit import kube_list, kube_node, smi_log, write_dir
-from scenario import DUMP_WITH_NVIDIA
-
-from analyzers.engine import analyze
-from analyzers.engine.plugins import discover
-from analyzers.results.models import Finding, Report, RuleStatus
-from bundle import open_bundle
+from kit.bundles import kube_list, kube_node, smi_log
+from kit.objects import DUMP_WITH_NVIDIA
 
 NS = "gpu-operator"
 DEPLOY = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin",
@@ -291,19 +285,3 @@ class Cluster:
             files["cluster/clusterpolicies.json"] = kube_list(*self.policies)
         return files
 
-    def analyze(self, tmp_path: Path) -> Report:
-        path = write_dir(tmp_path / "bundle", self.bundle_files(), self.failed or None)
-        with open_bundle(path) as bundle:
-            return analyze(bundle, discover().rules)
-
-
-def of_rule(report: Report, rule_id: str) -> dict[str, Finding]:
-    return {f.id: f for f in report.findings if f.rule_id == rule_id}
-
-
-def status(report: Report, rule_id: str) -> RuleStatus:
-    return next(r.status for r in report.rules if r.rule_id == rule_id)
-
-
-def paths(finding: Finding) -> list[tuple[str, int | None]]:
-    return [(e.path, e.line) for e in finding.evidence]
