@@ -114,7 +114,7 @@ def test_a_recorded_crash_no_rule_names_is_op001s_cause_through_cmp007(
     cluster = Cluster()
     cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
                             mains={"nvidia-container-toolkit-ctr": "error"}, restarts=5))
-    op = of_rule(cluster.analyze(tmp_path), "OP001")["OP001:gpu-a"]
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
     assert op.caused_by == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
     assert "Kubernetes' record of the toolkit pod: nvidia-container-toolkit-ctr: Error, " \
