@@ -84,6 +84,8 @@ RELEASE = Subject("<release>")
 REVISION = Pair("<release>/<revision>", last=True, number=True)
 POD = Pair("<namespace>/<pod>")
 DAEMONSET = Pair("<namespace>/<DaemonSet>")
+# CMP001-CMP010: a workload of the GPU stack (its DaemonSet or Deployment).
+WORKLOAD = Pair("<namespace>/<workload>")
 # SC006: a workload (``namespace/owner``) or a sharing ConfigMap.
 WORKLOAD_OR_CONFIGMAP = Pair("<namespace>/<workload or ConfigMap>")
 

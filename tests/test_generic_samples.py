@@ -3,9 +3,10 @@
 the kernel's log records, a DaemonSet refused by Pod Security. Each pins the serious
 findings, the chain, and the exact words the root section shows.
 
-Once the component rules of issue 27 part A (CMP001-CMP019) are merged, they add a
-finding per component and cause on these samples (the refused DaemonSet, the OOM-killed
-exporter); the lead updates EXPECTED then."""
+The component rules of issue 27 part A (CMP001-CMP010) add a finding per component and
+cause: the OOM-killed exporter (CMP008, the root, OP001 under it) and the driver
+container's crash loop (CMP007, under CMP020); OP017's refused device plugin explains
+OP008 on the nodes it leaves without a plugin."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ EXPECTED: dict[str, dict[str, str]] = {
         "CMP020:gpu-2": "high", "DRV003:gpu-2": "critical", "OP001:gpu-2": "high",
         "OP008:gpu-2": "high", "RT006:gpu-2": "high", "OP006:cluster-policy": "high",
         "DRV005:kernels/ubuntu24.04": "medium",
+        "CMP007:gpu-operator/nvidia-driver-daemonset": "high",
     },
-    "exporter-oomkilled": {"OP001:gpu-2": "medium", "OP006:cluster-policy": "high"},
+    "exporter-oomkilled": {"OP001:gpu-2": "medium", "OP006:cluster-policy": "high",
+                           "CMP008:gpu-operator/nvidia-dcgm-exporter": "medium"},
     "plugin-daemonset-refused": {
         "OP017:nvidia-device-plugin/nvdp-nvidia-device-plugin": "high",
         "OP008:gpu-1": "high", "OP008:gpu-2": "high", "SC001:research/vit-finetune-0": "high",
@@ -76,7 +79,8 @@ def test_driver_compile_error_root_is_the_first_failing_step() -> None:
     sample = "driver-build-compile-error"
     cmp = finding(sample, "CMP020:gpu-2")
     assert cmp.caused_by == []
-    assert cmp.causes == ["DRV003:gpu-2", "OP001:gpu-2"]
+    assert cmp.causes == ["CMP007:gpu-operator/nvidia-driver-daemonset", "DRV003:gpu-2",
+                          "OP001:gpu-2"]
     log = "logs/gpu-operator/nvidia-driver-daemonset-9f2jr/nvidia-driver-ctr.previous.log"
     assert cmp.summary == (
         "On gpu-2, the driver container of nvidia-driver-daemonset-9f2jr (CrashLoopBackOff) "
@@ -101,7 +105,7 @@ def test_driver_compile_error_root_is_the_first_failing_step() -> None:
 
 def test_oom_killed_exporter_quotes_the_kernel_kill() -> None:
     op001 = finding("exporter-oomkilled", "OP001:gpu-2")
-    assert op001.caused_by == []
+    assert op001.caused_by == ["CMP008:gpu-operator/nvidia-dcgm-exporter"]
     assert (
         "nvidia-dcgm-exporter-9pm9d: its container nvidia-dcgm-exporter was killed for memory "
         "(OOMKilled, exit code 137) at its memory limit 512Mi, so its log stops without an "
@@ -119,8 +123,9 @@ def test_refused_plugin_daemonset_is_quoted() -> None:
     assert ('violates PodSecurity "baseline:latest": hostPath volumes (volumes '
             '"device-plugin")') in op017.summary
     assert "(desired 2, current 0, ready 0)" in op017.summary
-    # Not linked yet (issue 27's links, part A): the plugin's absence stands beside it.
-    assert finding(sample, "OP008:gpu-1").caused_by == []
+    # the refusal is why no node has a plugin: OP008 hangs under OP017
+    assert finding(sample, "OP008:gpu-1").caused_by == [
+        "OP017:nvidia-device-plugin/nvdp-nvidia-device-plugin"]
     assert finding(sample, "SC001:research/vit-finetune-0").caused_by == [
         "OP008:gpu-1", "OP008:gpu-2"]
 

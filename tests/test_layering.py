@@ -292,7 +292,7 @@ def test_relative_imports_resolve_from_the_module(tmp_path: Path) -> None:
 # Rules that stand alone (issue 26): a rule module asks facts, not other rules, and
 # facts know nothing of rule ids. A judgement two rules need is a verdict of the facts
 # (analyzers/facts/driver.py, ...); a link to another rule's finding names its id.
-RULE_ID = re.compile(r"^(?:BND|CFG|DRV|HELM|OP|RT|SC)[0-9]{3}$")
+RULE_ID = re.compile(r"^(?:BND|CFG|CMP|DRV|HELM|OP|RT|SC)[0-9]{3}$")
 
 
 def rule_to_rule_imports(graph: Graph) -> set[str]:

@@ -149,7 +149,8 @@ def test_each_rule_class_holds_its_subject_shape() -> None:
         "CFG004": refs.POLICY, "DRV001": refs.GPU, "DRV002": refs.GPU, "DRV005":
         refs.NODE_OR_KERNELS, "DRV006": refs.GPU, "DRV007": refs.GPU, "HELM001": refs.REVISION,
         "HELM002": refs.RELEASE, "OP006": refs.POLICY_OR_MISSING, "OP017": refs.DAEMONSET,
-        "SC001": refs.POD, "SC006": refs.WORKLOAD_OR_CONFIGMAP}
+        "SC001": refs.POD, "SC006": refs.WORKLOAD_OR_CONFIGMAP,
+        **{f"CMP{n:03d}": refs.WORKLOAD for n in range(1, 11)}}
     for rule_id in ("RT001", "DRV003", "OP001"):
         assert builtin[rule_id].subject is refs.NODE
     # the one list of ids is the rule files: the engine finds a built-in rule by its id

@@ -35,7 +35,8 @@ def test_the_first_error_of_the_stuck_container_is_quoted(tmp_path: Path) -> Non
     cluster.log(EXPORTER, "gpu-a", EXPORTER, EXPORTER_LOG, previous=True)
     op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the other operands stage" in op.summary
-    assert op.caused_by == []
+    # the crash loop's own record (CMP007) is linked; the sentence quotes the first error
+    assert op.caused_by == ["CMP007:gpu-operator/nvidia-dcgm-exporter"]
     path = f"logs/gpu-operator/{pod_name(EXPORTER, 'gpu-a')}/{EXPORTER}.previous.log"
     # the kit writes `kubectl logs --timestamps` lines: quoted without the timestamp
     assert ("No known cause explains why the other operands stage fails; the first error "
@@ -124,7 +125,7 @@ def test_an_oom_killed_container_without_the_kernel_record_asks_for_it(tmp_path:
     cluster.put(pod)
     cluster.log(EXPORTER, "gpu-b", EXPORTER, EXPORTER_LOG[:3], previous=True)
     op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-b"]
-    assert op.caused_by == []
+    assert op.caused_by == ["CMP008:gpu-operator/nvidia-dcgm-exporter"]
     assert (f"{pod_name(EXPORTER, 'gpu-b')}: its container nvidia-dcgm-exporter was killed for "
             "memory (OOMKilled, exit code 137) at its memory limit 512Mi, so its log stops "
             "without an error. The kernel's OOM record says how much memory it held when "

@@ -46,7 +46,8 @@ def test_ocp_update_without_headers(tmp_path: Path) -> None:
     finding = found["OP015:gpu-a"]
     assert f"the headers to build the module for kernel {kernel}" in finding.summary
     assert paths(finding) == [(log, 4)]
-    assert finding.causes == ["OP001:gpu-a"]
+    # and the driver container's crash loop, Kubernetes' record of it (CMP007)
+    assert finding.causes == ["CMP007:gpu-operator/nvidia-driver-daemonset", "OP001:gpu-a"]
 
 
 def test_rhel9_eus_kernel(tmp_path: Path) -> None:

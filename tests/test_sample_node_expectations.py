@@ -98,6 +98,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "RT006:gpu-2": "high",
     },
     "secureboot-dkms-refused": {
+        "CMP007:gpu-operator/nvidia-driver-daemonset": "high",
         "DRV004:gpu-2": "critical",
         "DRV003:gpu-2": "critical",
         "OP001:gpu-2": "high",
@@ -106,6 +107,9 @@ EXPECTED: dict[str, dict[str, str]] = {
         "RT006:gpu-2": "high",
     },
     "hgx-no-fabricmanager": {
+        # the validators' failing cuda-validation init containers, under OP005
+        "CMP006:gpu-operator/nvidia-cuda-validator": "high",
+        "CMP006:gpu-operator/nvidia-operator-validator": "high",
         "OP005:hgx-1": "critical",
         "OP001:hgx-1": "high",
         "OP006:cluster-policy": "high",
@@ -113,6 +117,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         **{f"DRV006:hgx-1/0000:{bus}:00.0": "high" for bus in HGX_BUSES},
     },
     "driver-upgrade-failed": {
+        "CMP004:gpu-operator/nvidia-driver-daemonset-6.8.0-90-generic-ubuntu24.04": "high",
         "OP007:gpu-1": "high",
         "OP010:gpu-2": "critical",
         "OP001:gpu-2": "high",
@@ -268,7 +273,8 @@ def test_nouveau_operands_hang_under_the_driver_finding() -> None:
 def test_secure_boot_refusal_is_the_root_of_the_missing_module() -> None:
     drv004 = finding("secureboot-dkms-refused", "DRV004:gpu-2")
     assert drv004.caused_by == []
-    assert drv004.causes == ["DRV003:gpu-2", "OP001:gpu-2", "RT006:gpu-2"]
+    assert drv004.causes == ["CMP007:gpu-operator/nvidia-driver-daemonset", "DRV003:gpu-2",
+                             "OP001:gpu-2", "RT006:gpu-2"]
     assert drv004.severity.value == "critical"
     assert "the kernel refused to load an unsigned module" in drv004.summary
     assert "builds it on the node, unsigned" in drv004.summary
@@ -306,7 +312,11 @@ def test_hgx_fabric_manager_missing_is_the_root() -> None:
     op005 = finding("hgx-no-fabricmanager", "OP005:hgx-1")
     assert op005.caused_by == []
     assert "OP001:hgx-1" in op005.causes
-    assert sorted(c for c in op005.causes if c != "OP001:hgx-1") == sorted(
+    assert sorted(c for c in op005.causes if c.startswith("CMP")) == [
+        "CMP006:gpu-operator/nvidia-cuda-validator",
+        "CMP006:gpu-operator/nvidia-operator-validator"]
+    assert sorted(c for c in op005.causes
+                  if c != "OP001:hgx-1" and not c.startswith("CMP")) == sorted(
         f.id for f in report("hgx-no-fabricmanager").findings if f.rule_id == "DRV006")
     assert "system not yet initialized" in op005.summary
     assert "8 of 8 GPU(s) not registered with the fabric (state In Progress)" in op005.summary
@@ -343,7 +353,9 @@ def test_upgrade_failed_node_left_cordoned() -> None:
 
 def test_missing_precompiled_image_is_the_root_of_the_stuck_stack() -> None:
     op010 = finding("driver-upgrade-failed", "OP010:gpu-2")
-    assert op010.caused_by == [] and op010.causes == ["DRV003:gpu-2", "OP001:gpu-2"]
+    assert op010.caused_by == [] and op010.causes == [
+        "CMP004:gpu-operator/nvidia-driver-daemonset-6.8.0-90-generic-ubuntu24.04",
+        "DRV003:gpu-2", "OP001:gpu-2"]
     assert "nvcr.io/nvidia/driver:570-6.8.0-90-generic-ubuntu24.04 does not exist" \
         in op010.summary
     assert "precompiled tag for the node's kernel 6.8.0-90-generic" in op010.summary

@@ -24,7 +24,9 @@ from analyzers.facts import (
     gate,
     gpu,
     hostmodules,
+    inventory,
     mig,
+    oomkill,
     operand_images,
     operands,
     operator_presence,
@@ -426,6 +428,18 @@ class Facts:
         """Per GPU-stack component: run by the operator, standalone, or absent."""
         return preconditions.components(self.bundle.cluster.pods, self.operands,
                                         self.operator_namespace)
+
+    def oom_kills(self, node: str) -> list[oomkill.OomKill]:
+        """The memory-cgroup OOM kills the node's kernel log records (``facts.oomkill``)."""
+        return oomkill.kills(self.bundle, node)
+
+    @cached_property
+    def inventory(self) -> inventory.Inventory:
+        """Every workload of the GPU stack, however installed, with what it is for and
+        whether the operator manages it (see ``facts.inventory``)."""
+        cluster = self.bundle.cluster
+        return inventory.build(cluster.daemonsets, cluster.deployments, cluster.pods,
+                               self.operator_namespace)
 
     @cached_property
     def device_plugins(self) -> dict[str, OperandPod]:

@@ -27,3 +27,15 @@ def per_node(judge: Callable[[F, str], T]) -> Callable[[F, str], T]:
             answers[node] = judge(facts, node)
         return answers[node]
     return once
+
+
+def per_run(judge: Callable[[F], T]) -> Callable[[F], T]:
+    """``judge(facts)``, asked once per run."""
+    kept: WeakKeyDictionary[F, T] = WeakKeyDictionary()
+
+    @wraps(judge)
+    def once(facts: F) -> T:
+        if facts not in kept:
+            kept[facts] = judge(facts)
+        return kept[facts]
+    return once

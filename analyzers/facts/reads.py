@@ -66,4 +66,6 @@ FACTS: dict[str, tuple[str, ...]] = {
     "crds": (specs.CRDS,),
     "pod_logs": (specs.LOGS_ANY,),
     "kernel_events": (specs.any_node(specs.DMESG), specs.any_node(specs.JOURNALS)),
+    "oom_kills": (specs.any_node(specs.DMESG),),
+    "inventory": (specs.DAEMONSETS, specs.DEPLOYMENTS, specs.PODS),
 }

@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from analyzers.facts.gpu import NodeGPUs, ResourceCount, pod_gpu_request
-from bundle.kube import Node, Pod, Taint, Toleration
+from bundle.kube import Node, Pod, PodTemplate, Taint, Toleration
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
@@ -137,7 +137,7 @@ def _term_matches(term: Mapping[str, Any], node: Node) -> bool:
     return True
 
 
-def _required_terms(pod: Pod) -> list[dict[str, Any]] | None:
+def _required_terms(pod: Pod | PodTemplate) -> list[dict[str, Any]] | None:
     affinity: Any = pod.spec.affinity
     try:
         terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
@@ -149,8 +149,9 @@ def _required_terms(pod: Pod) -> list[dict[str, Any]] | None:
     return [t for t in terms if isinstance(t, dict)]
 
 
-def blockers(pod: Pod, node: Node) -> list[Blocker]:
-    """Everything on ``node`` (or in ``pod``'s placement rules) that keeps the pod away."""
+def blockers(pod: Pod | PodTemplate, node: Node) -> list[Blocker]:
+    """Everything on ``node`` (or in ``pod``'s placement rules) that keeps the pod away; a
+    DaemonSet's pod template is judged the same way."""
     found: list[Blocker] = []
     tainted_unschedulable = False
     for index, taint in enumerate(node.spec.taints):

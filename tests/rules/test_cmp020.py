@@ -56,7 +56,8 @@ def test_a_compile_error_is_quoted_with_its_step_and_explains_the_driver_stage(
         "kernel module does not compile against the node's kernel (a driver release older "
         "than the kernel's API, or a compiler other than the kernel's).")
     assert [(e.path, e.line) for e in cmp.evidence] == [(path, 3), (path, 4)]
-    assert cmp.causes == ["OP001:gpu-a"]
+    # the driver container's crash loop (CMP007) hangs under it, beside OP001
+    assert cmp.causes == ["CMP007:gpu-operator/nvidia-driver-daemonset", "OP001:gpu-a"]
     assert cmp.remediation.splitlines()[0] == (
         f"kubectl -n gpu-operator logs {pod_name(DRIVER, 'gpu-a')} -c {CTR} --previous "
         "--tail=200")

@@ -101,11 +101,25 @@ def test_unexplained_toolkit_stage_says_so(tmp_path: Path) -> None:
                             mains={"nvidia-container-toolkit-ctr": "waiting:CrashLoopBackOff"}))
     op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
     assert "stops at the toolkit stage" in op.summary
+    # the crash loop left no exit and no log: no CMP finding, OP001 asks for the log
     assert op.caused_by == []
     # A crash loop ran before: the previous instance's log is the one to ask for.
     assert ("Ask next for the output of: kubectl -n gpu-operator logs "
             "nvidia-container-toolkit-daemonset-gpu-a -c nvidia-container-toolkit-ctr "
             "--previous --tail=200") in op.summary
+
+
+def test_a_recorded_crash_no_rule_names_is_op001s_cause_through_cmp007(
+        tmp_path: Path) -> None:
+    cluster = Cluster()
+    cluster.put(operand_pod("nvidia-container-toolkit-daemonset", "gpu-a",
+                            mains={"nvidia-container-toolkit-ctr": "error"}, restarts=5))
+    op = of_rule(analyse(cluster, tmp=tmp_path), "OP001")["OP001:gpu-a"]
+    assert "stops at the toolkit stage" in op.summary
+    assert op.caused_by == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert "Kubernetes' record of the toolkit pod: nvidia-container-toolkit-ctr: Error, " \
+        "exit code 1 (see CMP007)." in op.summary
+    assert "No rule identified" not in op.summary
 
 
 def test_explained_stage_does_not_say_unexplained(tmp_path: Path) -> None:

@@ -93,8 +93,11 @@ def test_system_not_yet_initialized_on_nvswitch_node_causes_op001(tmp_path: Path
     assert sorted(found) == ["OP005:gpu-a"]
     op5 = found["OP005:gpu-a"]
     assert op5.severity is Severity.CRITICAL
-    assert [c for c in op5.causes if not c.startswith("DRV006:")] == ["OP001:gpu-a"]
-    assert all(c.startswith("DRV006:gpu-a/") for c in op5.causes if c != "OP001:gpu-a")
+    # and the CUDA validator's failing init container, Kubernetes' record of it
+    assert [c for c in op5.causes if not c.startswith("DRV006:")] == [
+        "CMP006:gpu-operator/nvidia-cuda-validator", "OP001:gpu-a"]
+    assert all(c.startswith("DRV006:gpu-a/") for c in op5.causes
+               if c not in ("OP001:gpu-a", "CMP006:gpu-operator/nvidia-cuda-validator"))
     assert "CUDA fails with 'system not yet initialized'" in op5.summary
     assert "8 of 8 GPU(s) not registered with the fabric (state In Progress)" in op5.summary
     assert "the host has no nvidia-fabricmanager journal" in op5.summary

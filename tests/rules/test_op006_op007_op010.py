@@ -157,7 +157,8 @@ def test_precompiled_image_missing_for_the_kernel(tmp_path: Path) -> None:
     assert ("cluster/events.json", "/items/0/message") in pointers
     assert any(p and p.endswith("/status/containerStatuses/0/state/waiting/message")
                for _, p in pointers)
-    assert op.causes == ["OP001:gpu-a"]
+    # and the driver pod's pull failure, Kubernetes' record of it
+    assert op.causes == ["CMP004:gpu-operator/nvidia-driver-daemonset", "OP001:gpu-a"]
     op1 = of_rule(report, "OP001")["OP001:gpu-a"]
     assert op1.caused_by == ["OP010:gpu-a"]
     assert "stops at the driver stage" in op1.summary

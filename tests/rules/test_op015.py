@@ -47,7 +47,8 @@ def test_kernel_devel_missing_on_rhcos(tmp_path: Path) -> None:
         "module for kernel 4.18.0-240.22.1.el8_3.x86_64 (Red Hat Enterprise Linux CoreOS "
         "47.83.202105041523-0 (Ootpa)) are not available to it.")
     assert paths(finding) == [(log, 3)]
-    assert finding.causes == ["OP001:gpu-a"]
+    # and the driver container's crash loop, Kubernetes' record of it
+    assert finding.causes == ["CMP007:gpu-operator/nvidia-driver-daemonset", "OP001:gpu-a"]
     assert "driver.usePrecompiled=true" in finding.remediation
 
 

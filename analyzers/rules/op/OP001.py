@@ -75,6 +75,8 @@ class OperandsStuck(Rule):
               cluster(specs.CLUSTERPOLICIES, optional=True), *RUNTIME_FILES,
               node(specs.FABRIC_MANAGER_JOURNAL, optional=True),
               cluster(specs.DAEMONSETS, optional=True),
+              # the GPU stack's workloads, whose pods' own record may be the cause (CMP)
+              cluster(specs.DEPLOYMENTS, optional=True),
               node(specs.DMESG, optional=True))  # an OOM kill's record (facts.next_step)
     needs = (Need.OPERATOR,)
     tags = ("operator", "operands")
@@ -135,6 +137,11 @@ class OperandsStuck(Rule):
         found = stage_causes(ctx, node_name, stages)
         if not found:
             return [], unexplained(ctx, stages)
+        if all(c.generic for c in found):
+            # only the pods' own Kubernetes record (CMP): the first error or the next
+            # question still decide the sentence, the CMP findings are linked beside it
+            return [c.finding for c in found], unexplained(ctx, stages) + "".join(
+                f" {c.text}" for c in found)
         return [c.finding for c in found], "".join(f" {c.text}" for c in found)
 
     @staticmethod

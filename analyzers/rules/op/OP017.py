@@ -8,9 +8,10 @@ from analyzers import commands as sh
 from analyzers import refs
 from analyzers.facts.evidence import event_evidence, field
 from analyzers.facts.refusals import CreateRefusal
+from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
-from analyzers.rules.op._refused import describe, gpu_stack
+from analyzers.rules.op._refused import describe, gpu_stack, plugin_links
 from bundle import specs
 
 
@@ -47,16 +48,18 @@ class DaemonSetRefused(Rule):
     subject = refs.DAEMONSET
     severity = Severity.HIGH
     confidence = Confidence.CONFIRMED
-    inputs = (cluster(specs.DAEMONSETS), cluster(specs.EVENTS))
+    inputs = (cluster(specs.DAEMONSETS), cluster(specs.EVENTS),
+              # which refused DaemonSet is a device plugin, and the nodes left without one
+              cluster(specs.PODS, optional=True), cluster(specs.DEPLOYMENTS, optional=True))
     tags = ("operator", "admission")
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         ns = ctx.facts.operator_namespace
         for key, refusal in sorted(ctx.facts.refused_daemonsets.items()):
             if gpu_stack(refusal.daemonset, ns):
-                yield self._finding(key, refusal)
+                yield self._finding(key, refusal, plugin_links(ctx, refusal))
 
-    def _finding(self, key: str, refusal: CreateRefusal) -> Finding:
+    def _finding(self, key: str, refusal: CreateRefusal, causes: list[Link]) -> Finding:
         ds = refusal.daemonset
         namespace = ds.metadata.namespace or "default"
         summary = (f"In the GPU stack, {describe(refusal)}. The refused pods never exist, so "
@@ -80,4 +83,4 @@ class DaemonSetRefused(Rule):
         return self.finding(key, summary,
                             objects=[ObjectRef(kind="DaemonSet", namespace=namespace,
                                                name=ds.metadata.name)],
-                            evidence=evidence, remediation=remediation)
+                            evidence=evidence, remediation=remediation, causes=causes)

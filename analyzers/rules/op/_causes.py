@@ -21,12 +21,14 @@ from analyzers import refs
 from analyzers.facts import Facts, dcgm, driver, next_step
 from analyzers.facts.distro import DOCKER
 from analyzers.facts.operands import operand_component
+from analyzers.facts.pod_causes import problems
 from analyzers.facts.preconditions import RUNTIME_HANDLER_REFUSED, operator_made
 from analyzers.facts.secureboot import refusal as secure_boot_refusal
 from analyzers.facts.stages import NodeStages, Stage
 from analyzers.refs import Link
 from analyzers.rule import Context
 from analyzers.rules.common import next_step_text
+from analyzers.rules.op._common import quote
 from analyzers.rules.op._refused import describe
 
 
@@ -36,6 +38,7 @@ class Cause:
 
     finding: Link
     text: str
+    generic: bool = False   # a CMP finding of the pod's own record, not a specific cause
 
 
 def _runtime(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
@@ -156,12 +159,36 @@ _EXPLAINERS: tuple[Callable[[Context, str, NodeStages], list[Cause]], ...] = (
     _refused, _runtime, _fabric, _driver, _plugin, _operands)
 
 
+def _component(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
+    """What Kubernetes says stops the first stage's pods (the CMP family: an image that
+    cannot be pulled, a crash loop with its first error …), when no specific rule does."""
+    at_first = {b.pod.name for b in stages.at_first}
+    found = []
+    for cause, rule_id in _COMPONENT_RULES:
+        here = {p.workload.key: p for p in problems(ctx.facts, cause)
+                if p.node == node and p.pod.name in at_first}
+        found += [Cause(refs.link(rule_id, key),
+                        f"Kubernetes' record of the {p.workload.component} pod: "
+                        f"{p.container or 'scheduling'}: {quote(p.detail, 200)} "
+                        f"(see {rule_id}).", generic=True)
+                  for key, p in sorted(here.items())]
+    return found
+
+
+# The pod causes of ``facts.pod_causes`` and the CMP rule that reports each.
+_COMPONENT_RULES = (("unscheduled", "CMP003"), ("image-pull", "CMP004"),
+                    ("cannot-start", "CMP005"), ("init-fails", "CMP006"),
+                    ("crash-loop", "CMP007"), ("oom-killed", "CMP008"),
+                    ("evicted", "CMP009"))
+
+
 def stage_causes(ctx: Context, node: str, stages: NodeStages) -> list[Cause]:
-    """The findings that explain why ``node``'s operand stack stops where it does."""
+    """The findings that explain why ``node``'s operand stack stops where it does; the
+    generic CMP finding only where no specific rule explains it (then it is the root)."""
     found: list[Cause] = []
     for explainer in _EXPLAINERS:
         found += explainer(ctx, node, stages)
-    return found
+    return found or _component(ctx, node, stages)
 
 
 def unexplained(ctx: Context, stages: NodeStages) -> str:

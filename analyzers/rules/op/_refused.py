@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from analyzers import refs
 from analyzers.facts.preconditions import operator_made, stack_component
 from analyzers.facts.refusals import CreateRefusal
+from analyzers.refs import Link
+from analyzers.rule import Context
 from analyzers.rules.op._common import quote
 from bundle.kube import DaemonSet
 
@@ -21,6 +24,16 @@ def is_nfd_worker(ds: DaemonSet) -> bool:
     return any(part in ds.metadata.name for part in _NFD_WORKER) or (
         labels.get("app.kubernetes.io/name") == "node-feature-discovery"
         and labels.get("role", labels.get("app.kubernetes.io/component")) == "worker")
+
+
+def plugin_links(ctx: Context, refusal: CreateRefusal) -> list[Link]:
+    """OP008 on the GPU nodes without a device plugin, when the refused DaemonSet is a
+    device plugin's: its missing pods are why those nodes advertise no GPU."""
+    ds = refusal.daemonset
+    workload = ctx.facts.inventory.get(ds.metadata.namespace or "", ds.metadata.name)
+    if workload is None or workload.component != "device-plugin":
+        return []
+    return [refs.link("OP008", n) for n in ctx.facts.gpu_nodes if n not in ctx.facts.device_plugins]
 
 
 def describe(refusal: CreateRefusal) -> str:
