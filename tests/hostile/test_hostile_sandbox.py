@@ -61,7 +61,7 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 def _run(bundle: Path, workdir: Path, *args: str) -> tuple[int, list[list[object]]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(workdir / "tmp"),
-           "NO_COLOR": "1"}
+           "NO_COLOR": "1", "XDG_CACHE_HOME": str(workdir / "cache")}
     (workdir / "tmp").mkdir(exist_ok=True)
     done = subprocess.run([sys.executable, "-c", RUNNER, str(bundle), str(workdir), *args],
                           capture_output=True, text=True, timeout=120, env=env, check=False)
@@ -107,7 +107,10 @@ def _judge(events: list[list[object]], bundle: Path, workdir: Path,
         writes = bool(int(str(flags)) & WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
         beside_output = path.parent in {o.parent for o in outputs} and \
             path.name.startswith(".gpu-triage-") and path.name.endswith(".tmp")
-        if path in outputs or beside_output or _under(path, [spool]):
+        # the compiled HTML template (reports/template_cache.py): the one file besides
+        # the report, in the user's own cache directory, named by the template's hash
+        template = _under(path, [(workdir / "cache" / "gpu-triage" / "templates").resolve()])
+        if path in outputs or beside_output or _under(path, [spool]) or template:
             continue
         if writes:
             bad.append(f"write {path}")
@@ -149,7 +152,10 @@ def test_default_output_writes_only_the_html_report(tmp_path: Path) -> None:
     html = (workdir / "bundle.report.html").resolve()
     assert code == 1 and html.exists()
     assert _judge(events, bundle, workdir, {html}) == []
-    assert sorted(p.name for p in workdir.iterdir()) == ["bundle.report.html", "tmp"]
+    assert sorted(p.name for p in workdir.iterdir()) == ["bundle.report.html", "cache", "tmp"]
+    # what the cache holds is compiled templates and nothing else
+    cached = [p for p in (workdir / "cache").rglob("*") if p.is_file()]
+    assert cached and all(p.parent.name == "templates" and p.suffix == ".bin" for p in cached)
 
 
 def test_the_judge_catches_a_stray_read_and_a_connection(tmp_path: Path) -> None:
