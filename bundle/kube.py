@@ -71,6 +71,7 @@ class Taint(View):
 class NodeSpec(View):
     taints: list[Taint]
     unschedulable: bool = False
+    provider_id: str = key("providerID", "")  # aws://…, gce://…, azure://…: the node's cloud
 
 
 class NodeSystemInfo(View):

@@ -60,6 +60,12 @@ CRIO_DIR = "crio/"
 CRIO_DUMP = "crio/config-dump.toml"
 CRIO_FILES_DIR = "crio/files/"
 DOCKER_DAEMON_JSON = "docker/files/etc/docker/daemon.json"
+DOCKER_FILES_DIR = "docker/files/"
+TOOLKIT_FILES_DIR = "toolkit/files/"
+KUBELET_FILES_DIR = "kubelet/files/"
+# the node folders whose files/<host path> copy a host file (collector format 1.1)
+HOST_FILE_DIRS = (CONTAINERD_FILES_DIR, CRIO_FILES_DIR, DOCKER_FILES_DIR, TOOLKIT_FILES_DIR,
+                  KUBELET_FILES_DIR)
 SYSTEMD_DIR = "systemd/"
 SYSTEMD_CONTAINERD = "systemd/containerd.txt"
 JOURNAL_DIR = "journal/"
@@ -72,6 +78,7 @@ CDI_DIR = "cdi/"
 # the files under a node folder, as input patterns
 CONTAINERD_ANY = "containerd/*"
 CONTAINERD_FILES = "containerd/files/*"
+HOST_FILES_ANY = "*/files/*"
 CRIO_ANY = "crio/*"
 SYSTEMD_ANY = "systemd/*"
 CDI_ANY = "cdi/*"

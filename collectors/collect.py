@@ -142,6 +142,11 @@ NODE_STEPS = (
     ("crio/config-dump.toml", "crio status config (else crio config)", False),
     ("crio/files/<file>", "cat /etc/crio/crio.conf{,.d/*}, OCI hooks.d/*", False),
     ("docker/files/etc/docker/daemon.json", "cat /etc/docker/daemon.json", False),
+    ("docker/info.json", "docker info --format '{{json .}}' (where a Docker daemon runs)", False),
+    ("toolkit/files/<file>", "cat /etc/nvidia-container-runtime/config.toml, the operator's "
+     "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml", False),
+    ("kubelet/files/<file>", "cat <kubelet root>/device-plugins/kubelet_internal_checkpoint, "
+     "<kubelet root>/cpu_manager_state", False),
     ("journal/containerd.jsonl", "journalctl -u containerd -o json --since -<since>", True),
     ("journal/kubelet.jsonl", "journalctl -u kubelet -o json --since -<since>", True),
     ("journal/<file>", "journalctl -u <k3s, rke2-*, k0s*, microk8s, crio, ... where present>",
@@ -595,6 +600,7 @@ REASONS = {
     "previous-log-missing": "not present: no earlier container log (the kubelet keeps none)",
     "not-found": "not present: not installed in this cluster",
     "not-started": "not present: the container has not started",
+    "no-shell": "not visited: the node's OS has no host shell (Talos, Bottlerocket)",
 }
 ABSENT_ON_NODE_RE = re.compile(r"not found|no such file|not installed", re.I)
 
@@ -770,6 +776,28 @@ def has_gpu_capacity(node: dict[str, Any]) -> bool:
             if str(name).startswith("nvidia.com/") and str(value) not in ("", "0"):
                 return True
     return False
+
+
+# Node images without a shell on the host for node.sh to run in, by the kubelet's osImage:
+# Talos Linux is managed through its API (talosctl), Bottlerocket has a shell only inside its
+# admin container. Such a node is not visited; it is judged from its pods, events and logs.
+# osImage examples: "Talos (v1.7.4)", "Bottlerocket OS 1.19.4 (aws-k8s-1.27)".
+NO_SHELL_IMAGES = (
+    ("Talos Linux", re.compile(r"^Talos\b")),
+    ("Bottlerocket", re.compile(r"^Bottlerocket\b")),
+)
+
+
+def no_shell_os(nodes: dict[str, Any] | None, name: str) -> str | None:
+    """The name of the node's OS when it has no host shell (Talos, Bottlerocket), else None."""
+    for node in (nodes or {}).get("items") or []:
+        if (node.get("metadata") or {}).get("name") != name:
+            continue
+        image = str(((node.get("status") or {}).get("nodeInfo") or {}).get("osImage") or "")
+        for os_name, pattern in NO_SHELL_IMAGES:
+            if pattern.match(image):
+                return os_name
+    return None
 
 
 def gpu_node_names(nodes: dict[str, Any]) -> list[str]:
@@ -1070,7 +1098,7 @@ class Collector:
                 self._node_missing(node, why, "forbidden")
             self.selected_nodes_started = []
         else:
-            self.selected_nodes_started = list(self.selected_nodes)
+            self.selected_nodes_started = self._shell_nodes(self.selected_nodes)
         targets = list(log_targets(pods, self.operator_ns)) if pods else []
         workloads = self._workload_logs(pods, lists["cluster/pods.json"] is not None)
         self.bundle.plan(len(targets) + len(workloads) + 2)
@@ -1084,6 +1112,28 @@ class Collector:
                 pool.submit(self._guard, "logs", self._collect_log, *target)
             for target in workloads:
                 pool.submit(self._guard, "logs", self._collect_log, *target, False, True)
+
+    def _shell_nodes(self, names: list[str]) -> list[str]:
+        """The nodes node.sh can run on; each node without a host shell gets one item
+        nodes/<node> (error_kind "no-shell") and the run says so once, on one line."""
+        if self.opts.node_mode == "local":
+            return list(names)
+        started, shellless = [], []
+        for node in names:
+            os_name = no_shell_os(self.nodes, node)
+            if os_name is None:
+                started.append(node)
+                continue
+            shellless.append(node)
+            self._node_missing(node, f"{os_name} has no shell on the host for the node script; "
+                               "the analysis judges this node from its pods", "no-shell")
+        if shellless:
+            shown = ", ".join(shellless[:10]) + (f" and {len(shellless) - 10} more"
+                                                  if len(shellless) > 10 else "")  # fmt: skip
+            eprint(f"gpu-triage collect: {len(shellless)} node(s) run an OS without a host "
+                   f"shell (Talos, Bottlerocket): no node files from {shown}; their pods, "
+                   "events and logs are collected as usual")  # fmt: skip
+        return started
 
     def _workload_logs(self, pods: dict[str, Any] | None, cluster_wide: bool) -> list[Any]:
         """The containers of the first --workload-pods Running GPU pods on GPU nodes; where

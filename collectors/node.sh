@@ -39,7 +39,10 @@ umask 077
 # and prints Restart=no, which only LoadState=not-found tells apart.
 SYSTEMD_PROPS='LoadState,ActiveState,SubState,Restart,RestartUSec,NRestarts,ExecMainPID,ExecMainStartTimestamp'
 # Units whose journal is taken where they exist; containerd and kubelet always.
-JOURNAL_UNITS='k3s k3s-agent rke2-server rke2-agent k0sworker k0scontroller snap.microk8s.daemon-containerd snap.microk8s.daemon-kubelite crio docker nvidia-fabricmanager nvidia-persistenced'
+# cri-docker: Mirantis cri-dockerd's unit (packaging/systemd/cri-docker.service there).
+# nvidia-cdi-refresh: the toolkit's CDI spec generator, `nvidia-ctk cdi generate` as a oneshot
+# unit (https://github.com/NVIDIA/nvidia-container-toolkit/blob/main/deployments/systemd/nvidia-cdi-refresh.service).
+JOURNAL_UNITS='k3s k3s-agent rke2-server rke2-agent k0sworker k0scontroller snap.microk8s.daemon-containerd snap.microk8s.daemon-kubelite crio docker cri-docker nvidia-fabricmanager nvidia-persistenced nvidia-cdi-refresh'
 # Units of a runtime or a kubelet: systemd/<unit>.txt where they exist; containerd and kubelet always.
 RUNTIME_UNITS='crio docker k3s k3s-agent rke2-server rke2-agent k0sworker k0scontroller snap.microk8s.daemon-containerd snap.microk8s.daemon-kubelite'
 # Lines kept from the end of a containerd log file (k3s, RKE2), before the byte cap.
@@ -631,7 +634,8 @@ read_anyway() {
         /var/lib/rancher/rke2/agent/etc/containerd/* | /var/snap/microk8s/*/args/containerd* | \
         /etc/crio/crio.conf | /etc/crio/crio.conf.d/* | /usr/share/containers/oci/hooks.d/* | \
         /etc/containers/oci/hooks.d/* | /etc/docker/daemon.json | /etc/cdi/* | /var/run/cdi/* | \
-        /run/cdi/* | /usr/lib/os-release)
+        /run/cdi/* | /usr/lib/os-release | /etc/nvidia-container-runtime/config.toml | \
+        /usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml)
         return 0
         ;;
     esac
@@ -769,6 +773,63 @@ collect_runtime() {
     if [ "$RT_RUNTIME" = docker ]; then
         copy_file docker /etc/docker/daemon.json
     fi
+    collect_docker_info
+}
+
+# docker/info.json: `docker info` as JSON where a Docker daemon is there to answer (the
+# runtime is Docker, or a dockerd process or docker unit exists); a docker CLI alone is not
+# asked, so a node without a daemon has no failed step.
+collect_docker_info() {
+    command -v docker >/dev/null 2>&1 || return 0
+    if [ "$RT_RUNTIME" = docker ] || [ -n "$(procs_named dockerd)" ] || unit_exists docker; then
+        run_step docker/info.json docker info --format '{{json .}}'
+    else
+        log "docker/info.json: skipped, a docker CLI but no Docker daemon"
+    fi
+}
+
+# The NVIDIA Container Runtime's config: the host packages' file, and the one the GPU
+# Operator's toolkit container writes below its install directory (toolkit.installDir,
+# /usr/local/nvidia/toolkit by default). Each where it exists.
+TOOLKIT_CONFIGS='/etc/nvidia-container-runtime/config.toml /usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml'
+
+collect_toolkit() {
+    for t_file in $TOOLKIT_CONFIGS; do
+        if [ -f "$R$t_file" ] || [ -L "$R$t_file" ]; then
+            copy_file toolkit "$t_file"
+        else
+            log "toolkit/files$t_file: skipped, no such file"
+        fi
+    done
+}
+
+# kubelet_root_dir: the kubelet's --root-dir, else the distribution's default.
+kubelet_root_dir() {
+    while IFS="$TAB" read -r l_pid _l_comm; do
+        l_dir=$(arg_value "$(cmdline_of "$l_pid")" --root-dir)
+        if [ -n "$l_dir" ]; then
+            printf '%s' "${l_dir%/}"
+            return 0
+        fi
+    done <"$work/kubelet-procs"
+    case $RT_DIST in
+    microk8s) printf '/var/snap/microk8s/common/var/lib/kubelet' ;;
+    k0s) printf '/var/lib/k0s/kubelet' ;;
+    *) printf '/var/lib/kubelet' ;;
+    esac
+}
+
+# The kubelet's device-manager checkpoint (which devices it handed to which pod) and its
+# CPU-manager state (the policy, and the CPUs pinned to containers), where they exist.
+collect_kubelet_state() {
+    l_root=$(kubelet_root_dir)
+    for l_file in device-plugins/kubelet_internal_checkpoint cpu_manager_state; do
+        if [ -f "$R$l_root/$l_file" ] || [ -L "$R$l_root/$l_file" ]; then
+            copy_file kubelet "$l_root/$l_file"
+        else
+            log "kubelet/files$l_root/$l_file: skipped, no such file"
+        fi
+    done
 }
 
 # ---------------------------------------------------------------------------
@@ -1030,6 +1091,8 @@ main() {
     collect_nvidia_smi
     collect_host
     collect_cdi
+    collect_toolkit
+    collect_kubelet_state
     finish_links
     log "writing the tar stream"
     tar -cf - -C "$out" . >&3 || die "tar failed"

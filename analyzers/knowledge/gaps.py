@@ -25,6 +25,9 @@ GAP_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
      re.compile(r"forbidden|permission denied|not permitted", re.I)),
     ("skipped", "node not visited: left out by the collector's --max-nodes, so it has no "
      "node files", re.compile(r"node not visited|left out by --max-nodes", re.I)),
+    ("no-shell", "node not visited: its OS (Talos, Bottlerocket) has no host shell for the "
+     "node script, so it has no node files; judged from its pods",
+     re.compile(r"has no shell on the host", re.I)),
     ("previous-log-missing", "previous container log not kept by the kubelet",
      re.compile(r"previous terminated container .* not found", re.I)),
     ("unreachable", "node or API server unreachable",
@@ -52,7 +55,8 @@ _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 # missing on the node (nothing to collect: an absent conf.d has no drop-ins), a container
 # that had not started or a previous log the kubelet did not keep (no log existed yet), a
 # resource type the cluster does not have.
-LOST = frozenset({"unauthorized", "forbidden", "unreachable", "timeout", "skipped", "other"})
+LOST = frozenset({"unauthorized", "forbidden", "unreachable", "timeout", "skipped", "no-shell",
+                  "other"})
 
 
 def kind_of(item: ManifestItem) -> str:

@@ -281,7 +281,25 @@ def make_node_root(base: Path, node: str, host_driver: bool = True) -> Path:
             "fake/journal/nvidia-fabricmanager.jsonl",
             (src / "journal-nvidia-fabricmanager.jsonl").read_text(),
         )
-        put("fake/units", "nvidia-fabricmanager\n")
+        put("fake/units", "nvidia-fabricmanager\nnvidia-cdi-refresh\n")
+        put(
+            "fake/journal/nvidia-cdi-refresh.jsonl",
+            (src / "journal-nvidia-cdi-refresh.jsonl").read_text(),
+        )
+        # Host toolkit packages, the kubelet's device and CPU manager state, and a Docker
+        # daemon beside containerd (the kubelet still talks to containerd).
+        put(
+            "etc/nvidia-container-runtime/config.toml",
+            (src / "nvidia-container-runtime-config.toml").read_text(),
+        )
+        put(
+            "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+            (src / "kubelet_internal_checkpoint").read_text(),
+        )
+        put("var/lib/kubelet/cpu_manager_state", (src / "cpu_manager_state").read_text())
+        put("proc/4343/comm", "dockerd\n")
+        put("proc/4343/cmdline", "/usr/bin/dockerd\0-H\0fd://\0")
+        put("fake/docker-info.json", (src / "docker-info.json").read_text())
         put("fake/dmesg.txt", (src / "dmesg-iso.txt").read_text())
         put("fake/mokutil.txt", "SecureBoot disabled\n")
         _script(fake / "bin" / "nvidia-smi", smi)
@@ -292,6 +310,10 @@ def make_node_root(base: Path, node: str, host_driver: bool = True) -> Path:
         )
     else:
         put("etc/containerd/conf.d/zz-registry.toml", (src / "zz-registry.toml").read_text())
+        put(
+            "usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml",
+            (src / "toolkit-operator-config.toml").read_text(),
+        )
         put("fake/dmesg.txt", (src / "dmesg-plain.txt").read_text())
         put("fake/dmesg-no-iso", "")
         _script(root / "run" / "nvidia" / "driver" / "usr" / "bin" / "nvidia-smi", smi)

@@ -1,5 +1,6 @@
 """Partial failure: every failed step is an item with its error, and a bundle is still written."""
 
+import json
 import os
 import signal
 import subprocess
@@ -151,3 +152,48 @@ def test_ctrl_c_writes_a_partial_bundle_and_removes_debug_pods(cluster, tmp_path
     assert items["cluster/pods.json"]["error"] is None
     assert "interrupted" in items["nodes/gpu-a/nvidia-smi.xml"]["error"]
     assert "partial bundle" in stderr.decode()
+
+
+@needs_containerd
+def test_nodes_without_a_host_shell_are_not_visited_and_said_once(cluster, capsys):
+    """Talos and Bottlerocket have no shell for node.sh: one item each, one line for all."""
+    nodes_path = cluster.data / "cluster" / "nodes.json"
+    nodes = json.loads(nodes_path.read_text())
+    images = {"gpu-a": "Talos (v1.7.4)", "gpu-b": "Bottlerocket OS 1.19.4 (aws-k8s-1.27)"}
+    for node in nodes["items"]:
+        name = node["metadata"]["name"]
+        if name in images:
+            node["status"]["nodeInfo"]["osImage"] = images[name]
+    nodes_path.write_text(json.dumps(nodes))
+    code, path = cluster.collect()
+    assert code == 0
+    names, _files, manifest = read_bundle(path)
+    node_items = [i for i in manifest["items"] if i["node"] in images]
+    assert sorted(i["path"] for i in node_items) == ["nodes/gpu-a", "nodes/gpu-b"]
+    by_node = {i["node"]: i for i in node_items}
+    assert by_node["gpu-a"]["error_kind"] == by_node["gpu-b"]["error_kind"] == "no-shell"
+    assert by_node["gpu-a"]["error"].startswith("node not collected: Talos Linux has no shell")
+    assert by_node["gpu-b"]["error"].startswith("node not collected: Bottlerocket has no shell")
+    assert not any("/nodes/" in name for name in names)
+    assert not any(argv[0] == "debug" for argv in cluster.invocations("kubectl"))
+    assert any(p.startswith("logs/gpu-operator/") for p in by_path(manifest))
+    err = capsys.readouterr().err
+    assert err.count("without a host shell") == 1
+    assert "no node files from gpu-a, gpu-b" in err
+
+
+@needs_containerd
+def test_a_shell_node_beside_a_talos_node_is_still_collected(cluster):
+    nodes_path = cluster.data / "cluster" / "nodes.json"
+    nodes = json.loads(nodes_path.read_text())
+    for node in nodes["items"]:
+        if node["metadata"]["name"] == "gpu-b":
+            node["status"]["nodeInfo"]["osImage"] = "Talos (v1.12.6)"
+    nodes_path.write_text(json.dumps(nodes))
+    code, path = cluster.collect()
+    assert code == 0
+    _names, _files, manifest = read_bundle(path)
+    items = by_path(manifest)
+    assert items["nodes/gpu-b"]["error_kind"] == "no-shell"
+    assert not items["nodes/gpu-a/nvidia-smi.xml"]["error"]
+    assert not any(i["path"].startswith("nodes/gpu-b/") for i in manifest["items"])

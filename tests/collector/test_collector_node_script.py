@@ -52,6 +52,20 @@ ALWAYS = {
 }
 
 
+# What the known-issue entries read and gpu-a holds: the host toolkit's config, the kubelet's
+# device-manager checkpoint and CPU-manager state, the CDI generator's journal, docker info.
+GPU_A_ISSUE_FILES = {
+    "toolkit/files/etc/nvidia-container-runtime/config.toml",
+    "kubelet/files/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+    "kubelet/files/var/lib/kubelet/cpu_manager_state",
+    "journal/nvidia-cdi-refresh.jsonl",
+    "docker/info.json",
+}
+OPERATOR_TOOLKIT_CONFIG = (
+    "toolkit/files/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"
+)
+
+
 @pytest.fixture(scope="module")
 def roots(tmp_path_factory):
     base = tmp_path_factory.mktemp("roots")
@@ -82,6 +96,7 @@ def test_tar_holds_every_node_path_and_a_step_per_file(gpu_a):
     expected = ALWAYS | {
         "journal/nvidia-fabricmanager.jsonl",
         "cdi/k8s.device-plugin.nvidia.com-gpu.json",
+        *GPU_A_ISSUE_FILES,
         "steps.tsv",
     }
     assert set(files) == expected
@@ -309,3 +324,44 @@ def test_shellcheck_posix_sh():
         pytest.skip("shellcheck not installed")
     proc = subprocess.run(["shellcheck", "-s", "sh", str(NODE_SH)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_known_issue_inputs_copied_verbatim_where_they_exist(gpu_a, gpu_b):
+    files, steps = gpu_a
+    node = FIXTURES / "node"
+    assert files["toolkit/files/etc/nvidia-container-runtime/config.toml"] == (
+        node / "nvidia-container-runtime-config.toml"
+    ).read_bytes()
+    checkpoint = "kubelet/files/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+    assert files[checkpoint] == (node / "kubelet_internal_checkpoint").read_bytes()
+    assert files["kubelet/files/var/lib/kubelet/cpu_manager_state"] == (
+        node / "cpu_manager_state"
+    ).read_bytes()
+    assert b"nvidia-cdi-refresh.service" in files["journal/nvidia-cdi-refresh.jsonl"]
+    assert steps["journal/nvidia-cdi-refresh.jsonl"]["command"][:3] == [
+        "journalctl", "-u", "nvidia-cdi-refresh"]
+    assert files["docker/info.json"] == (node / "docker-info.json").read_bytes()
+    assert steps["docker/info.json"]["command"] == ["docker", "info", "--format", "{{json .}}"]
+    assert OPERATOR_TOOLKIT_CONFIG not in files
+    # gpu-b: the operator's toolkit config only; no kubelet state, no CDI unit, no daemon for
+    # its docker CLI (the fake one on PATH): nothing collected and no failed step either.
+    files_b, steps_b = gpu_b
+    assert files_b[OPERATOR_TOOLKIT_CONFIG] == (node / "toolkit-operator-config.toml").read_bytes()
+    for path in GPU_A_ISSUE_FILES:
+        assert path not in files_b and path not in steps_b, path
+
+
+def test_kubelet_state_under_the_kubelets_root_dir(tmp_path):
+    root = make_node_root(tmp_path, "gpu-c", host_driver=False)
+    args = "\0".join(("/usr/bin/kubelet", "--root-dir=/data/kubelet",
+                      "--config=/var/lib/kubelet/config.yaml"))
+    (root / "proc" / "4242" / "cmdline").write_text(args + "\0")
+    state = root / "data" / "kubelet" / "cpu_manager_state"
+    state.parent.mkdir(parents=True)
+    state.write_text('{"policyName":"none","defaultCpuSet":"","checksum":1}\n')
+    (root / "var" / "lib" / "kubelet" / "cpu_manager_state").write_text("not this one\n")
+    proc = run_node_script(root)
+    assert proc.returncode == 0, proc.stderr.decode()
+    files = tar_members(proc.stdout)
+    assert files["kubelet/files/data/kubelet/cpu_manager_state"] == state.read_bytes()
+    assert not any(p.startswith("kubelet/files/var/") for p in files)

@@ -134,3 +134,22 @@ def test_the_first_step_is_never_a_fragment_of_prose(tmp_path: Path) -> None:
     for remediation in _REMEDIATION.values():
         step = first_command(remediation)
         assert step is None or step.split()[0] in ("kubectl", "gpu-triage"), step
+
+
+def test_a_node_without_a_host_shell_is_its_own_gap(tmp_path: Path) -> None:
+    """The collector's no-shell item (Talos, Bottlerocket): one gap naming the node, the
+    way to read its kernel log without a shell first; older text without the kind too."""
+    error = ("node not collected: Talos Linux has no shell on the host for the node script; "
+             "the analysis judges this node from its pods")
+    found = _gaps(tmp_path / "kind", [
+        {"path": "nodes/gpu-a", "node": "gpu-a", "error": error, "error_kind": "no-shell"}])
+    assert sorted(found) == ["BND001:no-shell"]
+    gap = found["BND001:no-shell"]
+    assert gap.nodes == ["gpu-a"]
+    assert gap.title.startswith("Collection gaps: node not visited: its OS (Talos, Bottlerocket)")
+    assert first_command(gap.remediation) == (
+        "kubectl get node <node> -o jsonpath='{.status.nodeInfo.osImage}'   # Talos or "
+        "Bottlerocket: no host shell")
+    assert "talosctl -n <node> dmesg" in gap.remediation
+    older = _gaps(tmp_path / "text", [{"path": "nodes/gpu-a", "node": "gpu-a", "error": error}])
+    assert sorted(older) == ["BND001:no-shell"]

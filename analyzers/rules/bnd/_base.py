@@ -67,6 +67,11 @@ _REMEDIATION = {
     "skipped": "gpu-triage collect --nodes <node>,<node>   # collect the nodes named here "
                "(or raise --max-nodes)\n# the collector visits nodes with problems first, "
                "then one of each kind; these came later",
+    "no-shell": "kubectl get node <node> -o jsonpath='{.status.nodeInfo.osImage}'   # Talos "
+                "or Bottlerocket: no host shell\n# Talos: `talosctl -n <node> dmesg` reads "
+                "the kernel log through its API; Bottlerocket:\n# enter the admin container, "
+                "then `sudo sheltie` for a root shell; the node's pods,\n# events and logs "
+                "were collected as usual",
     "missing-command": "# the command or file does not exist on the node: nothing more to "
                        "collect;\n# the rules named above could not check what it shows",
     SMI_FAILED: "# nvidia-smi ran and reported the driver or GPU unusable: follow DRV009 "
