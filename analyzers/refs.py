@@ -90,6 +90,22 @@ WORKLOAD = Pair("<namespace>/<workload>")
 WORKLOAD_OR_CONFIGMAP = Pair("<namespace>/<workload or ConfigMap>")
 
 
+@dataclass(frozen=True, slots=True)
+class Known(Subject):
+    """KI001: a known-issue entry and where it was seen, ``KI-<COMPONENT>-<NNN>/<place>``
+    (the place: a node, ``<namespace>/<workload or pod>``, or an object)."""
+
+    shape: str = "<KI id>/<place>"
+    parts: int = 2
+
+    def accepts(self, subject: str) -> bool:
+        entry, slash, place = subject.partition("/")
+        return entry.startswith("KI-") and bool(slash and place)
+
+
+KNOWN = Known()
+
+
 def dangling(link: str, target: Callable[[str], Subject | None]) -> str | None:
     """Why ``link`` can never name a finding (None: it can). ``target`` gives the
     subject shape of the rule with an id, None when no such rule exists."""

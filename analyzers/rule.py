@@ -143,6 +143,10 @@ class Rule:
     # What one finding is about (``analyzers.refs``): a link to this rule's findings is
     # checked against it. A node unless the rule says otherwise.
     subject: ClassVar[Subject] = NODE
+    # A rule whose findings are second opinions (a known wording, not evidence of its
+    # own): where a rule that does not defer already explains the same thing, its
+    # findings give way (``analyzers.engine.deference``).
+    defers: ClassVar[bool] = False
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0

@@ -150,7 +150,7 @@ def test_each_rule_class_holds_its_subject_shape() -> None:
         refs.NODE_OR_KERNELS, "DRV006": refs.GPU, "DRV007": refs.GPU, "HELM001": refs.REVISION,
         "HELM002": refs.RELEASE, "OP006": refs.POLICY_OR_MISSING, "OP017": refs.DAEMONSET,
         "SC001": refs.POD, "SC006": refs.WORKLOAD_OR_CONFIGMAP,
-        **{f"CMP{n:03d}": refs.WORKLOAD for n in range(1, 11)}}
+        **{f"CMP{n:03d}": refs.WORKLOAD for n in range(1, 11)}, "KI001": refs.KNOWN}
     for rule_id in ("RT001", "DRV003", "OP001"):
         assert builtin[rule_id].subject is refs.NODE
     # the one list of ids is the rule files: the engine finds a built-in rule by its id

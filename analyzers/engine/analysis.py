@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from analyzers import __version__, refs
-from analyzers.engine import grouping, overview, timeline
+from analyzers.engine import deference, grouping, overview, timeline
 from analyzers.engine.coverage import Coverage, shortened_lists
 from analyzers.engine.plugins import LoadedRule
 from analyzers.engine.selection import Selection
@@ -180,7 +180,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
                 continue
             seen.add(finding.id)
             findings.append(finding)
-    linked = _order(link(findings))
+    deferring = {loaded.rule.id for loaded in rules if loaded.rule.defers}
+    linked = _order(deference.give_way(link(findings), deferring))
     # The overview reads node files no rule may have read (a journal, say): built first,
     # so that what reading them recorded is among the report's problems and is judged.
     built = overview.build(facts, linked)

@@ -15,7 +15,9 @@ what those readers react to:
   message matches :data:`LIFECYCLE` (``Started ...``, ``Stopped ...``, ``Main process
   exited``, ``Scheduled restart job``, ``Failed with result`` ...). Readers looking for
   starts, stops, kills, restarts and failures match their own patterns on these;
-- ``pids``: the distinct (``SYSLOG_IDENTIFIER``, ``_PID``) pairs in order of appearance.
+- ``pids``: the distinct (``SYSLOG_IDENTIFIER``, ``_PID``) pairs in order of appearance;
+- ``known``: each entry that known-issue entries for the unit's journal match
+  (:mod:`analyzers.knowledge.known_issues`), with their IDs, in journal order.
 
 Contract for readers of ``lifecycle``: a pattern for a unit life-cycle line must only
 match messages that :data:`LIFECYCLE` matches too (``tests/test_journal_scan.py`` checks
@@ -48,7 +50,7 @@ from itertools import accumulate, compress, repeat
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
-from analyzers.knowledge import signatures
+from analyzers.knowledge import known_issues, signatures
 from analyzers.knowledge.signatures import SignatureMatch
 from bundle import Bundle, specs
 from bundle.kernel import KernelLine, Note, kernel_lines_from_journal
@@ -80,6 +82,7 @@ class JournalScan:
     matches: tuple[tuple[JournalEntry, tuple[SignatureMatch, ...]], ...]
     lifecycle: tuple[JournalEntry, ...]
     pids: tuple[tuple[str, int], ...]
+    known: tuple[tuple[JournalEntry, tuple[str, ...]], ...] = ()
 
     def matching(self, signature_id: str) -> list[JournalEntry]:
         """Entries a given built-in signature matches, in journal order."""
@@ -159,8 +162,10 @@ def scan_records(records: Sequence[dict[str, Any]], path: str, source: str, *,
     kernel = kernel_lines_from_journal(
         ((live[i] + 1, records[i]) for i in _kernel_rows(transports, idents)), path, note=note)
     pids = _pid_pairs(idents, list(map(dict.get, records, repeat("_PID"))))
+    unit = source.partition(":")[2]
+    known = [(entry(i), found) for i, found in known_issue_rows(messages, unit, joined)]
     return JournalScan(path=path, kernel=tuple(kernel), matches=tuple(matches),
-                       lifecycle=tuple(lifecycle), pids=pids)
+                       lifecycle=tuple(lifecycle), pids=pids, known=tuple(known))
 
 
 def _messages(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -229,6 +234,24 @@ def signature_hits(messages: Sequence[str], source: str, joined: _Joined | None 
     else:
         rows = sorted((joined or _Joined(messages)).holding(wanted))
     return [(i, tuple(found)) for i in rows if (found := signatures.match(messages[i], source))]
+
+
+def known_issue_rows(messages: Sequence[str], unit: str, joined: _Joined | None = None
+                     ) -> list[tuple[int, tuple[str, ...]]]:
+    """(row, entry IDs) of every message that known-issue entries for ``unit``'s journal
+    match, in order: each entry's cue is one ``str.find`` over the joined messages, and
+    only the messages holding it are matched exactly."""
+    wanted = [issue for issue in known_issues.packaged(known_issues.Source.JOURNAL)
+              if known_issues.fits(issue.unit, unit)]
+    if not wanted or not messages:
+        return []
+    joined = joined or _Joined(messages)
+    found: dict[int, list[str]] = {}
+    for issue in wanted:
+        for row in sorted(joined.holding((issue.cue,))):
+            if issue.matches(messages[row]):
+                found.setdefault(row, []).append(issue.id)
+    return [(row, tuple(ids)) for row, ids in sorted(found.items())]
 
 
 def lifecycle_rows(messages: Sequence[str], joined: _Joined | None = None) -> list[int]:

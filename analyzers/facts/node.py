@@ -11,6 +11,7 @@ check can follow (``facts.reads``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -190,6 +191,23 @@ class NodeFacts:
     def journal(self, unit: str) -> journals.JournalScan:
         """The one scan of the node's journal of ``unit`` (``journal/<unit>.jsonl``)."""
         return journals.journal_scan(self._facts.bundle, self.name, unit)
+
+    @property
+    def journal_units(self) -> list[str]:
+        """Units with a journal collected on the node (``journal/<unit>.jsonl``)."""
+        return journals.journal_units(self._facts.bundle, self.name)
+
+    @property
+    def host_files(self) -> Iterator[tuple[str, str, str]]:
+        """(host path, bundle path, text) of every host file the collector copied
+        (``<area>/files/<host path>``: containerd, CRI-O, Docker, toolkit, kubelet)."""
+        bundle = self._facts.bundle
+        for area in specs.HOST_FILE_DIRS:
+            prefix = specs.node_file(self.name, area)
+            for path in bundle.paths_under(prefix):
+                text = bundle.read_text(path)
+                if text:
+                    yield "/" + path[len(prefix):], path, text
 
     @cached_property
     def docker_daemon(self) -> DockerDaemon | None:

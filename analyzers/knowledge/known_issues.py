@@ -19,6 +19,7 @@ family that runs the base later needs nothing else from this module.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 import re._parser as sre_parse  # type: ignore[import-not-found, unused-ignore]
@@ -42,7 +43,8 @@ from pydantic import (
 
 __all__ = [
     "COMPONENTS", "DATA_DIR", "MAX_REGEX", "Case", "Context", "Issue", "IssueFile",
-    "KnownIssueError", "Source", "load", "load_dir", "load_file", "regex_problem",
+    "KnownIssueError", "Source", "by_source", "fits", "load", "load_dir", "load_file", "packaged",
+    "regex_problem",
 ]
 
 DATA_DIR: Final = Path(__file__).resolve().parent.parent / "data" / "known_issues"
@@ -204,6 +206,12 @@ class Issue(_Strict):
         assert found is not None  # checked by the validator
         return found.group(1)
 
+    @property
+    def cue(self) -> str:
+        """The needle a scan looks for first, lower-cased: the longest (the rarest, as a
+        rule). A text without it cannot hold a matching line."""
+        return max(self.needles, key=len).lower()
+
     def matches(self, line: str) -> bool:
         """Whether one line holds every needle and, when there is one, the regex."""
         insensitive = self.case is Case.INSENSITIVE
@@ -346,6 +354,26 @@ def load_dir(directory: Path) -> tuple[Issue, ...]:
 def load() -> tuple[Issue, ...]:
     """The packaged knowledge base."""
     return load_dir(DATA_DIR)
+
+
+def fits(pattern: str | None, name: str | None) -> bool:
+    """Whether ``name`` (a container, unit, reason or file path) is what an entry's glob
+    ``pattern`` names, case-sensitively; no pattern fits everything."""
+    return pattern is None or (name is not None and fnmatch.fnmatchcase(name, pattern))
+
+
+def by_source(issues: Sequence[Issue]) -> dict[Source, tuple[Issue, ...]]:
+    """The entries of each source kind, in base order."""
+    grouped: dict[Source, list[Issue]] = {source: [] for source in Source}
+    for issue in issues:
+        grouped[issue.source].append(issue)
+    return {source: tuple(found) for source, found in grouped.items()}
+
+
+@functools.cache
+def packaged(source: Source) -> tuple[Issue, ...]:
+    """The packaged entries of one source kind."""
+    return by_source(load())[source]
 
 
 def by_id(issues: Sequence[Issue]) -> dict[str, Issue]:

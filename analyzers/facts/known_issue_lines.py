@@ -1,0 +1,300 @@
+"""Where the known-issues base (:mod:`analyzers.knowledge.known_issues`) meets the bundle:
+every line an entry matches, with the object it belongs to.
+
+Each source kind of an entry is read where the collector puts it:
+
+- ``pod-log``: every collected container log (current and previous run), for entries
+  whose ``container`` glob fits the container and whose ``previous`` flag fits the run;
+- ``event``: every event's message, for entries whose ``reason`` glob fits its reason;
+- ``pod-status``: each container's waiting/terminated reason and message (the current
+  state and the last one) and the pod's own status message;
+- ``journal``: the entries the node's journal scan matched (:mod:`analyzers.facts.journals`
+  matches them in the same pass as the signatures);
+- ``kernel``: the node's kernel records (dmesg and the kernel journal);
+- ``config``: each host file the collector copied, for entries whose ``path`` glob fits
+  the file's host path;
+- ``helm-values``: each Helm release's latest revision: its description (the error Helm
+  recorded) and its values flattened to ``key: value`` lines, a multi-line string value
+  (a device plugin config) read as YAML too, for entries whose ``key`` glob fits.
+
+A text is searched for an entry's cue (its longest needle) first, so the lines of most
+texts are never split. A :class:`Sighting` says whether the line belongs to a failure
+still visible (``current``: a container not ready or restarted, a Warning event, a state
+message, a failed release) or only to history (a running, ready pod's log, a Normal
+event): the rule reports the second kind quietly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from analyzers.facts.evidence import field
+from analyzers.facts.memo import per_run
+from analyzers.facts.podlogs import ContainerLog
+from analyzers.knowledge.known_issues import Issue, Source, fits, packaged
+from analyzers.results.models import Evidence
+from bundle.evidence import clip
+from bundle.kube import ContainerStatus, Event, Pod
+
+if TYPE_CHECKING:
+    from analyzers.facts import Facts
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """One entry matched in one place: the first matching line quoted, how many lines
+    of that place match, and what the line belongs to."""
+
+    issue: Issue
+    evidence: Evidence
+    where: str                  # in words: "log of container c of pod ns/p (previous run)"
+    node: str | None
+    namespace: str | None = None
+    pod: str | None = None      # the pod (pod-log, pod-status, a pod's event)
+    container: str | None = None
+    kind: str | None = None     # the object's kind when it is not a pod (an event's object)
+    name: str | None = None
+    count: int = 1
+    current: bool = True
+
+    @property
+    def place(self) -> str:
+        """The subject part naming where it was seen: ``<namespace>/<pod>``, a node, or
+        ``<namespace>/<kind>/<name>``."""
+        if self.pod is not None:
+            return f"{self.namespace}/{self.pod}"
+        if self.name is not None:
+            return "/".join(p for p in (self.namespace, self.kind, self.name) if p)
+        return self.node or "cluster"
+
+
+def lines_matching(issue: Issue, text: str) -> list[tuple[int, str]]:
+    """(1-based line number, line) of every line of ``text`` the entry matches."""
+    return [(number, line) for number, line in enumerate(text.splitlines(), start=1)
+            if issue.matches(line)]
+
+
+def _in_text(issues: Iterable[Issue], text: str) -> Iterator[tuple[Issue, list[tuple[int, str]]]]:
+    """Each entry that matches a line of ``text``, with the matching lines."""
+    lowered: str | None = None
+    for issue in issues:
+        if lowered is None:
+            lowered = text.lower()
+        if issue.cue not in lowered:
+            continue
+        found = lines_matching(issue, text)
+        if found:
+            yield issue, found
+
+
+def _failing(status: ContainerStatus | None) -> bool:
+    if status is None:
+        return False
+    if status.restart_count > 0 or status.state.waiting is not None:
+        return True
+    terminated = status.state.terminated
+    return (terminated is not None and terminated.exit_code not in (0, None)) or not status.ready
+
+
+def _status_of(pod: Pod, container: str) -> ContainerStatus | None:
+    for status in (*pod.status.init_container_statuses, *pod.status.container_statuses):
+        if status.name == container:
+            return status
+    return None
+
+
+def _completed_init(pod: Pod, log: ContainerLog) -> bool:
+    """An init container that finished with exit code 0: what it logged on the way
+    (waiting for a resource, retrying) is not a failure, and is not read."""
+    status = _status_of(pod, log.container)
+    terminated = status.state.terminated if status is not None else None
+    return log.init and terminated is not None and terminated.exit_code == 0
+
+
+def _pod_logs(facts: Facts) -> Iterator[Sighting]:
+    entries = packaged(Source.POD_LOG)
+    for pod in facts.pods:
+        for log in facts.pod_logs.of(pod):
+            wanted = [i for i in entries if fits(i.container, log.container)
+                      and (i.previous is None or i.previous == log.previous)]
+            if not wanted or _completed_init(pod, log):
+                continue
+            current = log.previous or _failing(_status_of(pod, log.container))
+            run = " (previous run)" if log.previous else ""
+            for issue, found in _in_text(wanted, log.text):
+                number, line = found[0]
+                yield Sighting(
+                    issue, Evidence(path=log.path, line=number, excerpt=clip(line)),
+                    f"log of container {log.container} of pod {pod.namespace}/{pod.name}{run}",
+                    pod.spec.node_name or None, pod.namespace, pod.name, log.container,
+                    count=len(found), current=current)
+
+
+def _events(facts: Facts) -> Iterator[Sighting]:
+    entries = packaged(Source.EVENT)
+    for event in facts.events:
+        message = event.message or ""
+        wanted = [i for i in entries if fits(i.reason, event.reason)]
+        for issue in wanted:
+            if issue.cue in message.lower() and issue.matches(message):
+                yield _event_sighting(facts, issue, event)
+
+
+def _event_sighting(facts: Facts, issue: Issue, event: Event) -> Sighting:
+    target = event.involved_object
+    count = f" (x{event.count})" if event.count and event.count > 1 else ""
+    evidence = field(event, f"{event.reason}: {event.message or ''}{count}", "message")
+    current = (event.type or "Warning") != "Normal"
+    where = f"event {event.reason} on {target.kind} {target.namespace or ''}/{target.name}"
+    if target.kind == "Pod":
+        pod = facts.pods_by_key.get((target.namespace or "", target.name or ""))
+        node = pod.spec.node_name if pod is not None else None
+        return Sighting(issue, evidence, where, node or None, target.namespace, target.name,
+                        count=event.count or 1, current=current)
+    node = target.name if target.kind == "Node" else None
+    return Sighting(issue, evidence, where, node, target.namespace, kind=target.kind,
+                    name=target.name, count=event.count or 1, current=current)
+
+
+def _status_lines(pod: Pod) -> Iterator[tuple[str | None, str | None, str, tuple[Any, ...]]]:
+    """(container, reason, "reason: message", pointer) of each state of the pod."""
+    if pod.status.message or pod.status.reason:
+        yield (None, pod.status.reason,
+               f"{pod.status.reason or ''}: {pod.status.message or ''}".strip(": "),
+               ("status", "message"))
+    for key, statuses in (("initContainerStatuses", pod.status.init_container_statuses),
+                          ("containerStatuses", pod.status.container_statuses)):
+        for index, status in enumerate(statuses):
+            for state_key, state in (("state", status.state), ("lastState", status.last_state)):
+                for kind, detail in (("waiting", state.waiting), ("terminated", state.terminated)):
+                    if detail is None or not (detail.message or detail.reason):
+                        continue
+                    text = f"{detail.reason or ''}: {detail.message or ''}".strip(": ")
+                    yield (status.name, detail.reason, text,
+                           ("status", key, index, state_key, kind, "message"))
+
+
+def _pod_states(facts: Facts) -> Iterator[Sighting]:
+    entries = packaged(Source.POD_STATUS)
+    for pod in facts.pods:
+        seen: set[str] = set()
+        for container, reason, text, pointer in _status_lines(pod):
+            for issue in entries:
+                if issue.id in seen or not fits(issue.reason, reason) or (
+                        issue.container is not None and not fits(issue.container, container)):
+                    continue
+                if issue.cue in text.lower() and issue.matches(text):
+                    seen.add(issue.id)
+                    of = f"container {container} of " if container else ""
+                    yield Sighting(issue, field(pod, text, *pointer),
+                                   f"status of {of}pod {pod.namespace}/{pod.name}",
+                                   pod.spec.node_name or None, pod.namespace, pod.name, container)
+
+
+def _journals(facts: Facts, node: str) -> Iterator[Sighting]:
+    by_id = {issue.id: issue for issue in packaged(Source.JOURNAL)}
+    for unit in facts.node(node).journal_units:
+        scan = facts.node(node).journal(unit)
+        first: dict[str, tuple[int, str]] = {}
+        counts: dict[str, int] = {}
+        for entry, ids in scan.known:
+            for ident in ids:
+                first.setdefault(ident, (entry.line, entry.message))
+                counts[ident] = counts.get(ident, 0) + 1
+        for ident, (line, message) in first.items():
+            issue = by_id.get(ident)
+            if issue is not None:
+                yield Sighting(issue, Evidence(path=scan.path, line=line, excerpt=clip(message)),
+                               f"journal of {unit} on node {node}", node,
+                               count=counts[ident])
+
+
+def _kernel(facts: Facts, node: str) -> Iterator[Sighting]:
+    entries = packaged(Source.KERNEL)
+    lines = facts.node(node).kernel.lines
+    if not entries or not lines:
+        return
+    for issue in entries:
+        found = [line for line in lines
+                 if issue.cue in line.message.lower() and issue.matches(line.message)]
+        if found:
+            first = found[0]
+            yield Sighting(issue, Evidence(path=first.path, line=first.line,
+                                           excerpt=clip(first.message)),
+                           f"kernel log of node {node}", node, count=len(found))
+
+
+def _configs(facts: Facts, node: str) -> Iterator[Sighting]:
+    entries = packaged(Source.CONFIG)
+    if not entries:
+        return
+    for host_path, path, text in facts.node(node).host_files:
+        wanted = [i for i in entries if fits(i.path, host_path)]
+        for issue, found in _in_text(wanted, text):
+            number, line = found[0]
+            yield Sighting(issue, Evidence(path=path, line=number, excerpt=clip(line)),
+                           f"{host_path} on node {node}", node, count=len(found))
+
+
+def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted key, ``key: value`` line) of each leaf of Helm values; a string holding a
+    YAML mapping (a device plugin config under ``config.map``) is read as one too."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+        return
+    if isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _flatten(inner, f"{prefix}.{index}")
+        return
+    leaf = prefix.rpartition(".")[2]
+    if isinstance(value, str) and "\n" in value:
+        try:
+            nested = yaml.safe_load(value)
+        except yaml.YAMLError:
+            nested = None
+        if isinstance(nested, dict):
+            yield from _flatten(nested, prefix)
+            return
+    shown = str(value).lower() if isinstance(value, bool) else str(value)
+    yield prefix, f"{leaf}: {shown}"
+
+
+def _helm(facts: Facts) -> Iterator[Sighting]:
+    entries = packaged(Source.HELM_VALUES)
+    if not entries:
+        return
+    for release, revisions in sorted(facts.helm_releases.items()):
+        if not revisions:
+            continue
+        latest = max(revisions, key=lambda r: r.revision)
+        current = latest.status != "deployed"
+        lines: list[tuple[str, str, tuple[str, ...]]] = (
+            [("", latest.description, ("description",))] if latest.description else [])
+        lines += [(key, line, ("values", *key.split("."))) for key, line in
+                  _flatten(latest.values)]
+        for issue in entries:
+            for key, line, pointer in lines:
+                if (issue.key is None or fits(issue.key, key)) and \
+                        issue.cue in line.lower() and issue.matches(line):
+                    yield Sighting(issue, field(latest, line, *pointer),
+                                   f"Helm release {release} revision {latest.revision}",
+                                   None, kind="HelmRelease", name=release, current=current)
+                    break
+
+
+@per_run
+def sightings(facts: Facts) -> tuple[Sighting, ...]:
+    """Every entry of the packaged base matched in the bundle, in a stable order."""
+    found: list[Sighting] = [*_pod_logs(facts), *_events(facts), *_pod_states(facts),
+                             *_helm(facts)]
+    for node in sorted(facts.node_dirs):
+        found += [*_journals(facts, node), *_kernel(facts, node), *_configs(facts, node)]
+    return tuple(found)
+
+
+__all__ = ["Sighting", "lines_matching", "sightings"]

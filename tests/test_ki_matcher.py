@@ -1,0 +1,189 @@
+"""KI001 and the facts behind it: where entries are matched, how their context is judged,
+how a second opinion gives way, and the false-match guard over every sample.
+
+Log lines quoted here are the verbatim examples of the entries they exercise (their
+threads are the entries' ``sources``)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import kit
+import pytest
+
+from analyzers.commands import opens_destructively
+from analyzers.engine.casebundle import parse, write
+from analyzers.engine.deference import give_way
+from analyzers.facts.known_issue_conditions import in_range, numbers
+from analyzers.knowledge.known_issues import load
+from analyzers.results.models import Evidence, Finding, ObjectRef, Severity
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted(p for p in (ROOT / "samples").iterdir() if (p / "manifest.json").exists())
+LOUD = {Severity.MEDIUM, Severity.HIGH, Severity.CRITICAL}
+# Samples whose own failure is an entry's failure: the entry is right there, and names it.
+RIGHTLY_NAMED = {"exporter-oomkilled": ["KI001:KI-DCGM-003/gpu-operator/nvidia-dcgm-exporter"]}
+
+TOOLKIT_LOG = ("logs/gpu-operator/nvidia-container-toolkit-daemonset-gpu-a/"
+               "nvidia-container-toolkit-ctr")
+VERSION_3 = ('time="2026-01-21T12:32:09Z" level=fatal msg="Error: unable to load config: '
+             'unsupported config version: 3"\n')
+CONTAINERD_2 = "containerd containerd.io v2.0.5 fb4c30d4ede3531652d86197bf3fc9515e5276d9\n"
+
+
+def _toolkit(image: str, *, failing: bool) -> dict[str, Any]:
+    status: dict[str, Any] = {"name": "nvidia-container-toolkit-ctr", "ready": not failing,
+                              "restartCount": 7 if failing else 0}
+    status["state"] = ({"waiting": {"reason": "CrashLoopBackOff"}} if failing
+                       else {"running": {"startedAt": "2026-11-29T13:00:00Z"}})
+    patch: dict[str, Any] = {
+        "file": "cluster/pods.json", "name": "nvidia-container-toolkit-daemonset-gpu-a",
+        "merge": {"spec": {"containers": [{"name": "nvidia-container-toolkit-ctr",
+                                           "image": image}]},
+                  "status": {"containerStatuses": [status]}}}
+    if failing:
+        patch["unset"] = [["status", "containerStatuses", "nvidia-container-toolkit-ctr",
+                           "state", "running"]]
+    return patch
+
+
+def _analyse(tmp_path: Path, files: dict[str, Any], patches: list[dict[str, Any]]
+             ) -> dict[str, Finding]:
+    inline = parse({"base": "healthy-operator", "files": files, "patch": patches}, "test")
+    root = write(inline, tmp_path / "bundle", "test")
+    return kit.findings(kit.analyse(root), "KI001")
+
+
+def test_versions_compare_on_the_parts_a_clause_names() -> None:
+    assert numbers("v1.17.4-ubuntu20.04") == (1, 17, 4)
+    assert numbers("5.15.0-1040-aws") == (5, 15, 0)
+    assert numbers("containerd://2.0.5-k3s1") == (2, 0, 5)
+    assert numbers("latest") is None
+    assert in_range((1, 17, 3), "<1.17.4") and not in_range((1, 17, 4), "<1.17.4")
+    assert not in_range((2, 0, 5), "<2.0") and in_range((2, 0, 5), ">=2.0")
+    assert in_range((24, 9, 2), ">=24.9.0,<25.3") and not in_range((25, 3, 0), ">=24.9.0,<25.3")
+
+
+def test_conditions_that_hold_make_a_confirmed_high_finding(tmp_path: Path) -> None:
+    found = _analyse(tmp_path, {f"{TOOLKIT_LOG}.previous.log": VERSION_3,
+                                "nodes/gpu-a/containerd/version.txt": CONTAINERD_2},
+                     [_toolkit("nvcr.io/nvidia/k8s/container-toolkit:v1.14.6", failing=True)])
+    finding = found["KI001:KI-TOOLKIT-003/gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert (finding.severity, finding.confidence.value) == (Severity.HIGH, "confirmed")
+    assert finding.nodes == ["gpu-a"]
+    assert [(e.path, e.line) for e in finding.evidence] == [
+        (f"{TOOLKIT_LOG}.previous.log", 1)]
+    assert "https://github.com/NVIDIA/gpu-operator/issues/2060" in finding.summary
+    assert "toolkit 1.14.6 (<1.17.4); containerd 2.0.5 (>=2.0); cri containerd" in \
+        finding.summary
+    # the component's crash loop hangs under it (and the node's stage under that)
+    assert finding.causes == ["CMP007:gpu-operator/nvidia-container-toolkit-daemonset"]
+
+
+def test_a_condition_the_bundle_does_not_show_makes_it_only_likely(tmp_path: Path) -> None:
+    unknown_runtime = {"file": "cluster/nodes.json", "name": "gpu-a",
+                       "unset": [["status", "nodeInfo", "containerRuntimeVersion"]]}
+    found = _analyse(tmp_path, {f"{TOOLKIT_LOG}.previous.log": VERSION_3},
+                     [_toolkit("nvcr.io/nvidia/k8s/container-toolkit:v1.14.6", failing=True),
+                      unknown_runtime])
+    finding = found["KI001:KI-TOOLKIT-003/gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert finding.confidence.value == "likely"
+    assert "Not shown by the bundle: containerd >=2.0" in finding.summary
+
+
+def test_a_failed_condition_drops_the_entry(tmp_path: Path) -> None:
+    found = _analyse(tmp_path, {f"{TOOLKIT_LOG}.previous.log": VERSION_3,
+                                "nodes/gpu-a/containerd/version.txt": CONTAINERD_2},
+                     [_toolkit("nvcr.io/nvidia/k8s/container-toolkit:v1.17.8", failing=True)])
+    assert found == {}
+
+
+def test_a_line_in_a_running_ready_container_is_history_and_low(tmp_path: Path) -> None:
+    found = _analyse(tmp_path, {f"{TOOLKIT_LOG}.log": VERSION_3,
+                                "nodes/gpu-a/containerd/version.txt": CONTAINERD_2},
+                     [_toolkit("nvcr.io/nvidia/k8s/container-toolkit:v1.14.6", failing=False)])
+    finding = found["KI001:KI-TOOLKIT-003/gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert finding.severity is Severity.LOW
+    assert "a past occurrence" in finding.summary
+
+
+def test_a_journal_line_is_matched_for_its_unit_only(tmp_path: Path) -> None:
+    # the first Fabric Manager entry's example, as the unit's journal would hold it
+    entry = next(i for i in load() if i.source.value == "journal"
+                 and i.unit == "nvidia-fabricmanager")
+    record = ('{"MESSAGE": %s, "_TRANSPORT": "stdout", "SYSLOG_IDENTIFIER": "nv-fabricmanager",'
+              ' "__REALTIME_TIMESTAMP": "1764000000000000"}\n')
+    line = record % json.dumps(entry.examples[0])
+    found = _analyse(tmp_path, {"nodes/gpu-b/journal/nvidia-fabricmanager.jsonl": line,
+                                "nodes/gpu-b/journal/containerd.jsonl": line}, [])
+    key = f"KI001:{entry.id}/gpu-b"
+    assert list(found) == [key]
+    assert [(e.path, e.line) for e in found[key].evidence] == [
+        ("nodes/gpu-b/journal/nvidia-fabricmanager.jsonl", 1)]
+    # OP005 reads the same Fabric Manager line with evidence of its own: KI001 gives way
+    assert found[key].severity is Severity.LOW
+    assert found[key].summary.endswith(
+        "OP005:gpu-b already explains this with evidence of its own: shown as context.")
+
+
+def _finding(ident: str, *, causes: list[str] | None = None, caused_by: list[str] | None = None,
+             evidence: list[Evidence] | None = None, pods: list[str] | None = None,
+             severity: Severity = Severity.HIGH) -> Finding:
+    return Finding(id=ident, rule_id=ident.partition(":")[0], title="t", severity=severity,
+                   summary="s", causes=causes or [], caused_by=caused_by or [],
+                   evidence=evidence or [],
+                   objects=[ObjectRef(kind="Pod", namespace="ns", name=p) for p in pods or []])
+
+
+def test_a_second_opinion_gives_way_to_a_rule_explaining_its_effect() -> None:
+    ki = _finding("KI001:KI-X-001/ns/w", causes=["CMP007:ns/w"])
+    cmp = _finding("CMP007:ns/w", caused_by=["KI001:KI-X-001/ns/w", "OP008:gpu-a"])
+    op = _finding("OP008:gpu-a", causes=["CMP007:ns/w"])
+    out = {f.id: f for f in give_way([ki, cmp, op], {"KI001"})}
+    assert out[ki.id].severity is Severity.LOW and out[ki.id].causes == []
+    assert "OP008:gpu-a already explains this" in out[ki.id].summary
+    assert out["CMP007:ns/w"].caused_by == ["OP008:gpu-a"]
+
+
+def test_a_second_opinion_stays_the_cause_of_what_only_it_explains() -> None:
+    ki = _finding("KI001:KI-X-001/ns/w", causes=["CMP007:ns/w"])
+    cmp = _finding("CMP007:ns/w", caused_by=["KI001:KI-X-001/ns/w"],
+                   evidence=[Evidence(path="logs/a.log", line=3, excerpt="boom")])
+    out = give_way([ki, cmp], {"KI001"})
+    assert out == [ki, cmp]
+
+
+def test_a_second_opinion_gives_way_to_a_rule_quoting_its_line_or_naming_its_pod() -> None:
+    line = Evidence(path="nodes/gpu-a/dmesg.txt", line=31, excerpt="Xid 79")
+    ki = _finding("KI001:KI-KERNEL-005/gpu-a", evidence=[line])
+    drv = _finding("DRV001:gpu-a/0000:b1:00.0", evidence=[line])
+    assert give_way([ki, drv], {"KI001"})[0].severity is Severity.LOW
+    ki_pod = _finding("KI001:KI-DP-011/ns/p", pods=["p"])
+    sc = _finding("SC006:ns/w", pods=["p"])
+    info = _finding("SC007:ns/w", pods=["p"], severity=Severity.INFO)
+    assert give_way([ki_pod, info], {"KI001"})[0].severity is Severity.HIGH
+    assert give_way([ki_pod, sc], {"KI001"})[0].severity is Severity.LOW
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
+def test_no_sample_matches_an_entry_at_medium_or_above(sample: Path) -> None:
+    """The false-match guard: a sample's failure is explained by its own rule, and an
+    entry matching a line there is context (low) unless it names that very failure."""
+    report = kit.analyse(sample)
+    loud = sorted(f.id for f in report.findings if f.rule_id == "KI001" and f.severity in LOUD)
+    assert loud == RIGHTLY_NAMED.get(sample.name, [])
+
+
+def test_no_entry_opens_with_a_command_that_changes_the_cluster() -> None:
+    """KI001 makes likely findings; a likely cause never opens with a destructive step."""
+    bad = [(issue.id, step) for issue in load()
+           if (step := opens_destructively("\n".join(issue.commands)))]
+    assert bad == []
+
+
+def test_the_case_file_covers_a_firing_and_a_quiet_case() -> None:
+    cases = tomllib.loads((ROOT / "tests/rules/cases/KI001.toml").read_text())["case"]
+    assert any(c.get("expect") for c in cases) and any(not c.get("expect") for c in cases)
