@@ -209,6 +209,7 @@ class Rule:
         caused_by: Iterable[Link] = (),
         causes: Iterable[Link] = (),
         confidence: Confidence | None = None,
+        references: Iterable[str] = (),
     ) -> Finding:
         """Build a finding whose id is ``<rule id>:<subject>`` (stable across bundles).
         Links name other findings by id through ``analyzers.refs``
@@ -233,6 +234,7 @@ class Rule:
             caused_by=sorted(set(caused_by)),
             causes=sorted(set(causes)),
             confidence=confidence,
+            references=list(references),
         )
 
 

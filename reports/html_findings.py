@@ -122,6 +122,7 @@ class FindingView:
     group: MemberTable | None = None
     filter_nodes: str = ""      # every node the card stands for (data-nodes)
     cause: str = ""             # "cause", "likely cause", "likely" or "" (view.cause_label)
+    references: tuple[str, ...] = ()   # https pages where it was seen before (validated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +385,7 @@ class Builder:
             if doc else None,
             group=self.members(item) if item is not None else None,
             filter_nodes=" ".join(_cap(n, 253) for n in nodes),
+            references=tuple(_cap(u, 500) for u in finding.references[:8]),
         )
 
     def compact(self, finding: Finding) -> CompactView:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections import Counter
 
 import click
 
@@ -193,14 +194,23 @@ def _lines(report: Report, view: View, inspect: bool) -> list[str]:
                     if incomplete else "No problems found. Checked: ")
                    + ", ".join(_one(r.rule_id) for r in report.rules
                                if r.status.value == "passed"))
-    for title, items in (("ROOT CAUSES", view.root_groups),
-                         ("OTHER FINDINGS", view.standalone_groups)):
+    # info-only findings (context, such as a known issue beside the rule that explains
+    # it) are counted on one line: the summary stays a screen
+    context = [g for g in view.standalone_groups if g.group.severity is Severity.INFO]
+    others = [g for g in view.standalone_groups if g.group.severity is not Severity.INFO]
+    for title, items in (("ROOT CAUSES", list(view.root_groups)), ("OTHER FINDINGS", others)):
         if not items:
             continue
         out.append(title)
         for item in items:
             out.extend(_group(item, view, False, root=title == "ROOT CAUSES", inspect=inspect))
         out.append("")
+    if context:
+        kinds = Counter(g.group.rule_id for g in context)
+        out.append(f"{len(context)} context finding(s) at info ("
+                   + ", ".join(f"{rule} ×{n}" if n > 1 else rule
+                               for rule, n in sorted(kinds.items()))
+                   + "); see the HTML or JSON report.")
     # An outlier says so in its own entry ("differs from the largest ... group"), after
     # the root causes: no separate line names it a second time.
     symptoms = sum(len(c.symptoms) for c in view.chains)

@@ -60,7 +60,8 @@ def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
 @dataclass(frozen=True, slots=True)
 class CauseGroup:
     """One :class:`FindingGroup` with its member findings (sorted by node) and what its
-    members explain. ``others`` is the size of the largest group of the same rule among
+    members explain. ``others`` is the size of the largest group of the same rule (and
+    title) among
     the root and standalone findings when that is at least :data:`OUTLIER_RATIO` times
     this one: then this group is an outlier (these nodes differ from most of that rule's
     nodes); else 0."""
@@ -214,13 +215,15 @@ def _cause_groups(report: Report, by_id: dict[str, Finding],
                                                                f.id)))
         built.append(CauseGroup(group, members, symptoms))
     head_ids = {f.id for f in heads}
-    top: dict[str, int] = {}
+    # same rule and title: one kind of finding (KI001's entries each title their own)
+    top: dict[tuple[str, str], int] = {}
     for item in built:
+        kind = (item.group.rule_id, item.group.title)
         if any(m.id in head_ids for m in item.members):
-            top[item.group.rule_id] = max(top.get(item.group.rule_id, 0), len(item.members))
+            top[kind] = max(top.get(kind, 0), len(item.members))
     out: dict[str, CauseGroup] = {}
     for item in built:
-        largest = top.get(item.group.rule_id, 0)
+        largest = top.get((item.group.rule_id, item.group.title), 0)
         if any(m.id in head_ids for m in item.members) and largest >= OUTLIER_RATIO * len(
                 item.members):
             item = CauseGroup(item.group, item.members, item.symptoms, others=largest)

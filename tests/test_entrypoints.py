@@ -63,7 +63,7 @@ def test_the_installed_builtin_entry_points_are_what_pyproject_registers() -> No
 
 def test_the_builtin_rules_load_as_installed(site: Path) -> None:
     fast = _pairs(discover())
-    assert len(fast[0]) == 69 and fast[1] == []  # every built-in family's rules
+    assert len(fast[0]) == 70 and fast[1] == []  # every built-in family's rules
     assert {origin for _, origin in fast[0]} == {"built-in"}
 
 

@@ -32,7 +32,9 @@ EXPECTED: dict[str, dict[str, str]] = {
         "CMP007:gpu-operator/nvidia-driver-daemonset": "high",
     },
     "exporter-oomkilled": {"OP001:gpu-2": "medium", "OP006:cluster-policy": "high",
-                           "CMP008:gpu-operator/nvidia-dcgm-exporter": "medium"},
+                           "CMP008:gpu-operator/nvidia-dcgm-exporter": "medium",
+                           # the known failure behind it: the chart's memory limit too low
+                           "KI001:KI-DCGM-003/gpu-operator/nvidia-dcgm-exporter": "high"},
     "plugin-daemonset-refused": {
         "OP017:nvidia-device-plugin/nvdp-nvidia-device-plugin": "high",
         "OP008:gpu-1": "high", "OP008:gpu-2": "high", "SC001:research/vit-finetune-0": "high",

@@ -114,9 +114,10 @@ def test_each_shared_problem_is_one_group_listing_every_node(fleet: Report) -> N
 def test_the_three_nodes_with_a_third_problem_stand_apart(fleet: Report) -> None:
     third = [g for g in fleet.groups if set(g.nodes) == set(XID_NODES)]
     assert third and {g.rule_id for g in third} >= {"DRV001"}
+    by_id = {f.id: f for f in fleet.findings}
     for group in third:
         assert len(group.findings) == 3
-        assert [f.split(":", 1)[1].split("/")[0] for f in group.findings] == XID_NODES
+        assert [by_id[f].nodes for f in group.findings] == [[n] for n in XID_NODES]
     # no group of a shared rule was split by the Xid nodes
     assert all(len(g.findings) == COUNT for g in fleet.groups
                if g.rule_id in SHARED - {"RT004"})

@@ -66,8 +66,8 @@ def test_family_headings_come_from_the_registering_modules() -> None:
     headings = [family.heading for family in catalog.builtin_families()]
     assert headings[0] == ("BND: the bundle itself — what was not collected, and what could "
                            "not be read")
-    assert [h.split(":")[0] for h in headings] == ["BND", "CFG", "CMP", "DRV", "HELM", "OP",
-                                                   "RT", "SC"]
+    assert [h.split(":")[0] for h in headings] == ["BND", "CFG", "CMP", "DRV", "HELM", "KI",
+                                                   "OP", "RT", "SC"]
     for family in catalog.builtin_families():
         assert {rule.family() for rule in family.rules} == {family.heading.split(":")[0]}
 

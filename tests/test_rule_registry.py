@@ -34,7 +34,8 @@ def _modules(family: str) -> list[str]:
 
 def test_every_entry_point_names_its_family_package() -> None:
     assert {family: f"analyzers.rules.{family}:RULES" for family in FAMILIES} == FAMILIES
-    assert sorted(FAMILIES) == PACKAGES == ["bnd", "cfg", "cmp", "drv", "helm", "op", "rt", "sc"]
+    assert sorted(FAMILIES) == PACKAGES == ["bnd", "cfg", "cmp", "drv", "helm", "ki", "op", "rt",
+                                            "sc"]
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

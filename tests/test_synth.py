@@ -65,8 +65,11 @@ def test_findings_are_exactly_the_planted_ones(bundle_s: tuple[Path, dict[str, A
     for rule_id, expected in planted["expected"].items():
         assert sorted(found.get(rule_id, [])) == expected, rule_id
     allowed = {finding for ids in planted["chained"].values() for finding in ids}
+    # KI001's context beside the planted causes (info: a rule with evidence of its own
+    # explains each) is allowed; a known issue above info would be a second cause
+    context = {f.id for f in report.findings if f.rule_id == "KI001" and f.severity.value == "info"}
     others = sorted(f for rule_id, ids in found.items() if rule_id not in planted["expected"]
-                    for f in ids)
+                    for f in ids if f not in context)
     assert [f for f in others if f not in allowed] == []
     assert report.problems == []
 

@@ -3,15 +3,18 @@
 A rule that says ``defers = True`` (KI001: a known-issue entry matched a line) recognises
 a failure by its words alone. Where another rule already explains what it would claim —
 a finding it names as its effect is caused by a finding of a rule that does not defer,
-or a finding of such a rule (above info) quotes the same line or names the same pod
-among its objects — the deferring finding
-is kept as context: low, without its cause links, its summary naming the finding that
-explains it. It never becomes a second root beside a rule with evidence of its own.
+or a finding of such a rule (above info) quotes the same line, names the same pod among
+its objects, or on the same node quotes the same words (the message of an event, read
+by that rule from the pod status it left) — the deferring finding is kept as context:
+info, without its cause links, its summary naming the rule that explains it (the rule,
+not the finding: the same context on many nodes groups as one). It never becomes a
+second root beside a rule with evidence of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from difflib import SequenceMatcher
 
 from analyzers.results.models import Evidence, Finding, Severity
 
@@ -34,13 +37,36 @@ def _below(finding: Finding, by_id: dict[str, Finding]) -> set[str]:
     return found
 
 
+# Two quotes say the same thing when they share a run of this many characters (a
+# whole clause of a message: "requested number of devices unavailable for nvidia.com/gpu").
+SAME_WORDS = 48
+
+
+def _same_words(mine: Iterable[Evidence], theirs: Iterable[Evidence]) -> bool:
+    """Whether a quote of ``mine`` and one of ``theirs`` share :data:`SAME_WORDS`
+    characters in a row (case-insensitively): the same message, quoted from another
+    place (an event and the pod status it left, say)."""
+    ours = [e.excerpt.lower() for e in mine if len(e.excerpt) >= SAME_WORDS]
+    for other in theirs:
+        text = other.excerpt.lower()
+        if len(text) < SAME_WORDS:
+            continue
+        for quote in ours:
+            match = SequenceMatcher(None, quote, text, autojunk=False).find_longest_match(
+                0, len(quote), 0, len(text))
+            if match.size >= SAME_WORDS:
+                return True
+    return False
+
+
 def _pods(finding: Finding) -> set[tuple[str | None, str]]:
     return {(o.namespace, o.name) for o in finding.objects if o.kind == "Pod"}
 
 
 def _explainer(finding: Finding, by_id: dict[str, Finding], deferring: Collection[str],
                quoting: dict[tuple[str, int | None, str | None], list[Finding]],
-               naming: dict[tuple[str | None, str], list[Finding]]) -> str | None:
+               naming: dict[tuple[str | None, str], list[Finding]],
+               on_node: dict[str, list[Finding]]) -> str | None:
     """The id of a finding of a rule that does not defer which already explains what
     ``finding`` would claim; None when there is none. What the finding explains itself
     (its effects, and theirs) never counts."""
@@ -58,36 +84,43 @@ def _explainer(finding: Finding, by_id: dict[str, Finding], deferring: Collectio
         for other in naming.get(pod, ()):
             if other.id not in children:
                 return other.id
+    for node in finding.nodes:
+        for other in on_node.get(node, ()):
+            if other.id not in children and _same_words(finding.evidence, other.evidence):
+                return other.id
     return None
 
 
 def give_way(findings: list[Finding], deferring: Collection[str]) -> list[Finding]:
     """``findings`` (linked both ways) with each deferring finding that another explains
-    made context: severity at most low, no ``causes``, the explainer named."""
+    made context: severity info, no ``causes``, the explainer's rule named."""
     if not any(f.rule_id in deferring for f in findings):
         return findings
     by_id = {f.id: f for f in findings}
     quoting: dict[tuple[str, int | None, str | None], list[Finding]] = {}
     naming: dict[tuple[str | None, str], list[Finding]] = {}
+    on_node: dict[str, list[Finding]] = {}
     for other in findings:
         if other.rule_id not in deferring and other.severity is not Severity.INFO:
             for spot in _spots(other.evidence):
                 quoting.setdefault(spot, []).append(other)
             for pod in _pods(other):
                 naming.setdefault(pod, []).append(other)
+            for node in other.nodes:
+                on_node.setdefault(node, []).append(other)
     explained = {f.id: by for f in findings if f.rule_id in deferring
-                 and (by := _explainer(f, by_id, deferring, quoting, naming)) is not None}
+                 and (by := _explainer(f, by_id, deferring, quoting, naming, on_node))
+                 is not None}
     if not explained:
         return findings
     out = []
     for finding in findings:
         by = explained.get(finding.id)
         if by is not None:
-            severity = finding.severity if finding.severity.rank <= Severity.LOW.rank \
-                else Severity.LOW
+            rule = by_id[by].rule_id
             finding = finding.model_copy(update={
-                "severity": severity, "causes": [],
-                "summary": f"{finding.summary} {by} already explains this with evidence of "
+                "severity": Severity.INFO, "causes": [],
+                "summary": f"{finding.summary} {rule} already explains this with evidence of "
                            "its own: shown as context."})
         dropped = [parent for parent in finding.caused_by if parent in explained]
         if dropped:

@@ -9,6 +9,7 @@ apply: the rule says *likely*, never *confirmed*). Where each value comes from:
 - ``driver``: ``nvidia-smi``'s driver version, else GFD's driver-version labels, else the
   tag of the driver container's image on the node;
 - ``toolkit`` / ``device_plugin``: the tag of that component's image on the node;
+- ``dcgm_exporter``: the DCGM release leading the exporter image's tag on the node;
 - ``containerd``: ``containerd --version``, else the kubelet's runtime version;
 - ``kernel``: ``uname``, else the kubelet's kernel version;
 - ``kubernetes``: the kubelet's version, else the API server's;
@@ -163,6 +164,7 @@ _VERSIONS = {
     "driver": _driver,
     "toolkit": lambda facts, node: _image_version(facts, node, "container-toolkit"),
     "device_plugin": lambda facts, node: _image_version(facts, node, "k8s-device-plugin"),
+    "dcgm_exporter": lambda facts, node: _image_version(facts, node, "dcgm-exporter:"),
     "containerd": _containerd,
     "kernel": _kernel,
     "kubernetes": _kubernetes,

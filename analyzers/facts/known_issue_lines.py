@@ -26,7 +26,8 @@ event): the rule reports the second kind quietly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from analyzers.facts.memo import per_run
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.knowledge.known_issues import Issue, Source, fits, packaged
 from analyzers.results.models import Evidence
+from bundle import specs
 from bundle.evidence import clip
 from bundle.kube import ContainerStatus, Event, Pod
 
@@ -115,12 +117,25 @@ def _completed_init(pod: Pod, log: ContainerLog) -> bool:
     return log.init and terminated is not None and terminated.exit_code == 0
 
 
+def _wanted(source: Source) -> Callable[..., tuple[Issue, ...]]:
+    """The entries of ``source`` whose place fits a given container/reason (and, for a
+    log, run), remembered per distinct key: a bundle repeats few of them."""
+    entries = packaged(source)
+
+    @functools.cache
+    def wanted(name: str | None, previous: bool | None = None) -> tuple[Issue, ...]:
+        if source is Source.POD_LOG:
+            return tuple(i for i in entries if fits(i.container, name)
+                         and (i.previous is None or i.previous == previous))
+        return tuple(i for i in entries if fits(i.reason, name))
+    return wanted
+
+
 def _pod_logs(facts: Facts) -> Iterator[Sighting]:
-    entries = packaged(Source.POD_LOG)
+    fitting = _wanted(Source.POD_LOG)
     for pod in facts.pods:
         for log in facts.pod_logs.of(pod):
-            wanted = [i for i in entries if fits(i.container, log.container)
-                      and (i.previous is None or i.previous == log.previous)]
+            wanted = fitting(log.container, log.previous)
             if not wanted or _completed_init(pod, log):
                 continue
             current = log.previous or _failing(_status_of(pod, log.container))
@@ -135,12 +150,15 @@ def _pod_logs(facts: Facts) -> Iterator[Sighting]:
 
 
 def _events(facts: Facts) -> Iterator[Sighting]:
-    entries = packaged(Source.EVENT)
+    fitting = _wanted(Source.EVENT)
     for event in facts.events:
-        message = event.message or ""
-        wanted = [i for i in entries if fits(i.reason, event.reason)]
+        wanted = fitting(event.reason)
+        if not wanted or not event.message:
+            continue
+        message, lowered = event.message, event.message.lower()
+        target = event.involved_object.name
         for issue in wanted:
-            if issue.cue in message.lower() and issue.matches(message):
+            if issue.cue in lowered and fits(issue.object, target) and issue.matches(message):
                 yield _event_sighting(facts, issue, event)
 
 
@@ -185,7 +203,8 @@ def _pod_states(facts: Facts) -> Iterator[Sighting]:
         for container, reason, text, pointer in _status_lines(pod):
             for issue in entries:
                 if issue.id in seen or not fits(issue.reason, reason) or (
-                        issue.container is not None and not fits(issue.container, container)):
+                        issue.container is not None and not fits(issue.container, container)
+                ) or not fits(issue.object, pod.name):
                     continue
                 if issue.cue in text.lower() and issue.matches(text):
                     seen.add(issue.id)
@@ -287,6 +306,23 @@ def _helm(facts: Facts) -> Iterator[Sighting]:
                     break
 
 
+def unread(facts: Facts) -> list[str]:
+    """What kinds of entries could not be matched because the bundle lacks their source
+    (each a reason for the rule to say ``partial``)."""
+    missing = []
+    for path, kind in ((specs.EVENTS, "event"), (specs.PODS, "pod-status and pod-log")):
+        if not facts.has(path):
+            missing.append(f"{path} is not in the bundle: its {kind} entries were not matched")
+    if facts.has(specs.PODS) and not facts.bundle.paths_under(specs.LOGS_DIR):
+        missing.append("no container log is in the bundle: pod-log entries were not matched")
+    nodes = sorted(facts.node_dirs)
+    if not any(facts.node(n).journal_units for n in nodes):
+        missing.append("no node journal is in the bundle: journal entries were not matched")
+    if not any(facts.node(n).kernel.lines or facts.node(n).has(specs.DMESG) for n in nodes):
+        missing.append("no node kernel log is in the bundle: kernel entries were not matched")
+    return missing
+
+
 @per_run
 def sightings(facts: Facts) -> tuple[Sighting, ...]:
     """Every entry of the packaged base matched in the bundle, in a stable order."""
@@ -297,4 +333,4 @@ def sightings(facts: Facts) -> tuple[Sighting, ...]:
     return tuple(found)
 
 
-__all__ = ["Sighting", "lines_matching", "sightings"]
+__all__ = ["Sighting", "lines_matching", "sightings", "unread"]

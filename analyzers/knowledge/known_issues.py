@@ -110,6 +110,9 @@ class Context(_Strict):
     driver: VersionRange | None = None
     toolkit: VersionRange | None = None
     device_plugin: VersionRange | None = None
+    # The DCGM release an exporter image is built on: the first version of its tag
+    # (``3.3.5-3.4.1-ubuntu22.04`` is DCGM 3.3.5, exporter 3.4.1).
+    dcgm_exporter: VersionRange | None = None
     containerd: VersionRange | None = None
     kernel: VersionRange | None = None
     kubernetes: VersionRange | None = None
@@ -119,8 +122,8 @@ class Context(_Strict):
     cloud: tuple[NonEmpty, ...] = ()
 
     _ranges = field_validator(
-        "operator", "driver", "toolkit", "device_plugin", "containerd", "kernel", "kubernetes"
-    )(_check_range)
+        "operator", "driver", "toolkit", "device_plugin", "dcgm_exporter", "containerd", "kernel",
+        "kubernetes")(_check_range)
 
 
 class Issue(_Strict):
@@ -133,6 +136,9 @@ class Issue(_Strict):
     container: NonEmpty | None = None
     previous: StrictBool | None = None
     reason: NonEmpty | None = None
+    # A glob on the name of the object the event or state is about (the validator's own
+    # pod, say): an entry about one component's pod never reads another's.
+    object: NonEmpty | None = None
     unit: NonEmpty | None = None
     path: NonEmpty | None = None
     key: NonEmpty | None = None
@@ -181,7 +187,7 @@ class Issue(_Strict):
     @model_validator(mode="after")
     def _coherent(self) -> Issue:
         allowed = _WHERE[self.source]
-        for name in ("container", "previous", "reason", "unit", "path", "key"):
+        for name in ("container", "previous", "reason", "object", "unit", "path", "key"):
             if getattr(self, name) is not None and name not in allowed:
                 raise ValueError(f"{name!r} does not apply to source {self.source.value!r}")
         if self.source is Source.JOURNAL and self.unit is None:
@@ -224,8 +230,8 @@ class Issue(_Strict):
 #: The optional location keys each source kind accepts.
 _WHERE: Final[dict[Source, frozenset[str]]] = {
     Source.POD_LOG: frozenset({"container", "previous"}),
-    Source.EVENT: frozenset({"reason"}),
-    Source.POD_STATUS: frozenset({"reason", "container"}),
+    Source.EVENT: frozenset({"reason", "object"}),
+    Source.POD_STATUS: frozenset({"reason", "container", "object"}),
     Source.JOURNAL: frozenset({"unit"}),
     Source.KERNEL: frozenset(),
     Source.CONFIG: frozenset({"path", "key"}),

@@ -8,6 +8,7 @@ new ``schema_version``.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,6 +121,10 @@ class Finding(_Strict):
     causes: list[str] = Field(default_factory=fresh_list)
     # Added within schema 1: reports written before it read as "confirmed".
     confidence: Confidence = Confidence.CONFIRMED
+    # Added within schema 1: public pages (https) where this failure was seen before and
+    # its cause established (KI001: the known-issue entry's threads).
+    references: list[Annotated[str, Field(pattern=r"^https://[^\s\"'<>]+$")]] = Field(
+        default_factory=fresh_list)
 
 
 class FindingGroup(_Strict):

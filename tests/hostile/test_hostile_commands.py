@@ -234,8 +234,8 @@ def test_hostile_bundles_still_analyse(reports: dict[str, tuple[Report, Report]]
 def test_planted_names_reach_the_same_rules(reports: dict[str, tuple[Report, Report]]) -> None:
     """The payload reached the rules: with names planted (node names kept), every rule
     that fired on a sample fires on its hostile twin, less only OP008, OP012, OP013,
-    OP014, OP015 and CMP020, whose evidence is an operand's log (the device plugin's, the
-    driver container's, the DCGM exporter's, the MIG manager's: a log path holds the
+    OP014, OP015, CMP020 and KI001, whose evidence is an operand's log (the device plugin's,
+    the driver container's, the DCGM exporter's, the MIG manager's: a log path holds the
     namespace, which no longer matches). An RT009 on a node whose toolkit is told to edit the
     generated file may become that node's RT008: the payload appended to every env value
     makes CONTAINERD_CONFIG another file."""
@@ -247,7 +247,8 @@ def test_planted_names_reach_the_same_rules(reports: dict[str, tuple[Report, Rep
         moved = [f.id for f in before.findings if f.rule_id == "RT009" and f.id not in after_ids]
         if moved and all("RT008" + fid[len("RT009"):] in after_ids for fid in moved):
             lost.discard("RT009")
-        assert lost <= {"OP008", "OP012", "OP013", "OP014", "OP015", "CMP020"}, (name, lost)
+        assert lost <= {"OP008", "OP012", "OP013", "OP014", "OP015", "CMP020", "KI001"}, \
+            (name, lost)
 
 
 def test_no_payload_in_any_offered_command(reports: dict[str, tuple[Report, Report]]) -> None:

@@ -352,7 +352,9 @@ def test_an_operand_oom_kill_is_op001s_cause_when_no_specific_rule_explains_it(
     assert "No rule identified" not in op001.summary
     assert "Kubernetes' record of the dcgm-exporter pod: nvidia-dcgm-exporter: OOMKilled, " \
         "exit code 137 (SIGKILL) (see CMP008)." in op001.summary
-    assert found[key].caused_by == [] and found[key].causes == ["OP001:gpu-d"]
+    # the known exporter OOM (KI-DCGM-003: the chart's limit too low) is the cause above it
+    assert found[key].caused_by == ["KI001:KI-DCGM-003/gpu-operator/nvidia-dcgm-exporter"]
+    assert found[key].causes == ["OP001:gpu-d"]
 
 
 def test_a_specific_rule_stays_root_and_the_cmp_finding_is_its_evidence() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from analyzers import refs
 from analyzers.facts.known_issue_conditions import Judged, Verdict, judge
-from analyzers.facts.known_issue_lines import Sighting, sightings
+from analyzers.facts.known_issue_lines import Sighting, sightings, unread
 from analyzers.knowledge.known_issues import Issue, Source
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
@@ -65,7 +65,7 @@ class KnownIssue(Rule):
     ready, or a Normal event, is history: reported low. The finding quotes the line and
     names the thread it was seen in; it is the cause of the generic findings of the same
     workload (CMP) and node stage (OP001), and gives way to a rule that explains them
-    with direct evidence of its own.
+    with direct evidence of its own (it is then info: context beside that rule).
 
     Why it matters:
     The same failure recurs across clusters; its thread holds the cause and the fix a
@@ -86,10 +86,18 @@ class KnownIssue(Rule):
     inputs = (cluster(specs.PODS, optional=True), cluster(specs.EVENTS, optional=True),
               cluster(specs.HELM_RELEASES, optional=True),
               node(specs.JOURNALS, optional=True), node(specs.DMESG, optional=True),
-              node(specs.HOST_FILES_ANY, optional=True), LOGS)
+              node(specs.HOST_FILES_ANY, optional=True), LOGS,
+              # what the entries' conditions are read from (facts.known_issue_conditions)
+              node(specs.NVIDIA_SMI, optional=True), node(specs.OS_RELEASE, optional=True),
+              node(specs.CONTAINERD_VERSION, optional=True), node(specs.UNAME, optional=True),
+              node(specs.RUNTIME_JSON, optional=True),
+              cluster(specs.NODES, optional=True), cluster(specs.VERSION, optional=True),
+              cluster(specs.DEPLOYMENTS, optional=True), cluster(specs.DAEMONSETS, optional=True))
     tags = ("known-issues",)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
+        for reason in unread(ctx.facts):
+            self.unjudged(reason)
         grouped: dict[tuple[str, str], _Seen] = {}
         for sighting in sightings(ctx.facts):
             held = judge(ctx.facts, sighting.node, sighting.issue.context)
@@ -146,7 +154,8 @@ class KnownIssue(Rule):
             refs.KNOWN.of(issue.id, seen.place), " ".join(said), severity=severity,
             title=f"{issue.id}: {issue.title}", nodes=nodes, objects=_objects(seen),
             evidence=[s.evidence for s in seen.sightings[:4]], remediation=remediation,
-            causes=causes, confidence=Confidence.LIKELY if likely else Confidence.CONFIRMED)
+            causes=causes, confidence=Confidence.LIKELY if likely else Confidence.CONFIRMED,
+            references=issue.sources)
 
 
 def _workload(ctx: Context, sighting: Sighting) -> str | None:
