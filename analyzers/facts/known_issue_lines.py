@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from analyzers.facts.evidence import field
 from analyzers.facts.memo import per_run
 from analyzers.facts.podlogs import ContainerLog
@@ -272,6 +270,8 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
         return
     leaf = prefix.rpartition(".")[2]
     if isinstance(value, str) and "\n" in value:
+        import yaml  # only for a multi-line value: analyze's start-up stays without it
+
         try:
             nested = yaml.safe_load(value)
         except yaml.YAMLError:
