@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzers.knowledge.known_issues import load
+from analyzers.knowledge.known_issues import DATA_DIR, load
 from gpu_triage.cli import cli, main
 
 # A contributed entry as a support engineer would write it. The example is quoted from
@@ -166,3 +166,18 @@ def test_rules_test_fails_a_negative_a_packaged_entry_takes(tmp_path: Path) -> N
 def test_rules_test_needs_dir_or_known_issues() -> None:
     code, _, err = _run(["rules", "test"])
     assert code == 2 and "--known-issues PATH" in err
+
+
+def test_rules_test_of_the_packaged_base_in_place_passes() -> None:
+    code, out, _ = _run(["rules", "test", "--known-issues", str(DATA_DIR)])
+    assert code == 0
+    assert out.splitlines()[-1] == f"{len(load())} passed, 0 failed"
+    assert "FAIL" not in out
+
+
+def test_a_copy_of_a_packaged_file_is_not_a_collision_with_itself(tmp_path: Path) -> None:
+    copy = _entry(tmp_path, (DATA_DIR / "gfd-nfd.toml").read_text(encoding="utf-8"))
+    code, out, _ = _run(["rules", "test", "--known-issues", str(copy)])
+    ids = sorted(i.id for i in load() if i.id.startswith("KI-GFD-"))
+    assert code == 0
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("PASS")] == ids

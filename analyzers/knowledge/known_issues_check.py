@@ -137,8 +137,8 @@ def check(tested: Sequence[Located], base: Sequence[Located] | None = None,
             if other is entry or other.issue.id == issue.id:
                 continue
             if any(other.issue.matches(line) for line in issue.examples):
-                verdict.notes.append(f"{other.label} also matches its example: the same "
-                                     "failure twice, or one of them too broad?")
+                verdict.notes.append(f"{other.label} also matches its example (on one "
+                                     "line KI001 reports the more specific entry first)")
             if other.issue.matches(issue.negative):
                 verdict.problems.append(f"{other.label} matches its negative: "
                                         f"{issue.negative!r}")
