@@ -70,10 +70,15 @@ def _paragraph(text: str) -> list[str]:
 
 def explain_issue(ident: str, extra: Sequence[Path] = ()) -> None:
     """Print one entry (from ``extra`` files first, then the packaged base)."""
+    from analyzers.knowledge.known_issues import KnownIssueError
     from analyzers.knowledge.known_issues_check import find
     from reports.terminal import lines
 
-    entry = find(ident, _load(extra))
+    extra_entries = _load(extra)
+    try:
+        entry = find(ident, extra_entries)
+    except KnownIssueError as exc:  # the packaged base itself
+        raise Failure(f"packaged known issues: {exc}", Exit.USAGE) from None
     if entry is None:
         raise Failure(f"unknown known issue {ident!r}; list them with `gpu-triage rules "
                       "--known-issues`", Exit.USAGE)
