@@ -34,6 +34,7 @@ from gpu_triage.cli_common import (
     write_output,
 )
 from gpu_triage.cli_diff import diff as diff_command
+from gpu_triage.cli_known import ISSUE_PATH, explain_issue, is_known_issue, list_issues
 from gpu_triage.cli_redact import redact as redact_command
 from gpu_triage.cli_render import render as render_command
 from gpu_triage.cli_rules import resolve, rules_dir_option, rules_test, selection_options
@@ -246,12 +247,27 @@ def _planned_files(formats: tuple[str, ...], output: str | None, stem: str,
 
 @cli.group("rules", invoke_without_command=True)
 @rules_dir_option
+@click.option("--known-issues", "known_issues", is_flag=True,
+              help="List the known-issue entries instead (KI001 matches them): ID, primary "
+                   "component, title and where the line appears.")
+@click.option("--component", "components", multiple=True, metavar="NAME",
+              help="With --known-issues: only entries naming this component (repeatable).")
+@click.option("--prefix", "prefixes", multiple=True, metavar="ID-PREFIX",
+              help="With --known-issues: only IDs starting so (KI-TOOLKIT or TOOLKIT; "
+                   "repeatable).")
 @click.pass_context
-def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
+def list_rules(ctx: click.Context, rule_dirs: tuple[Path, ...], known_issues: bool,
+               components: tuple[str, ...], prefixes: tuple[str, ...]) -> None:
     """List the installed rules: ID, severity, title and origin (`rules test DIR`: run the
-    cases of local rules)."""
+    cases of local rules; `rules --known-issues`: list the known-issue entries)."""
     if ctx.invoked_subcommand is not None:
         return
+    if known_issues:
+        list_issues(components, prefixes)
+        return
+    if components or prefixes:
+        raise Failure("--component and --prefix filter the known-issue entries: add "
+                      "--known-issues", Exit.USAGE)
     for loaded in load_rules(rule_dirs):
         rule = loaded.rule
         click.echo(f"{one_line(rule.id):<8} {rule.severity.value:<9} {one_line(rule.title())}  "
@@ -266,10 +282,16 @@ cli.add_command(redact_command)
 
 
 @cli.command()
-@click.argument("rule_id")
+@click.argument("rule_id", metavar="ID")
 @rules_dir_option
-def explain(rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
-    """Print a rule's documentation."""
+@click.option("--known-issues", "issue_paths", multiple=True, type=ISSUE_PATH, metavar="PATH",
+              help="Also look up KI- IDs in these known-issue files (a TOML file or a "
+                   "directory of them), before the packaged base.")
+def explain(rule_id: str, rule_dirs: tuple[Path, ...], issue_paths: tuple[Path, ...]) -> None:
+    """Print a rule's documentation, or a known-issue entry (ID KI-...)."""
+    if is_known_issue(rule_id):
+        explain_issue(rule_id, issue_paths)
+        return
     by_id = {loaded.rule.id: loaded for loaded in load_rules(rule_dirs)}
     loaded = by_id.get(rule_id.upper())
     if loaded is None:

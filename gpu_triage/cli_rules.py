@@ -1,5 +1,6 @@
 """Rule options shared by ``analyze``, ``diff``, ``rules`` and ``explain`` (``--rules``,
-``--only``, ``--skip``, ``--suppress``), and ``gpu-triage rules test DIR``.
+``--only``, ``--skip``, ``--suppress``), and ``gpu-triage rules test [DIR]
+[--known-issues PATH]``.
 
 Part of the CLI: it reads files and environment only through its arguments, and
 turns bad input into :class:`gpu_triage.cli_common.Failure`. The options are declared
@@ -111,16 +112,44 @@ def notes(outcome: Outcome) -> list[str]:
     return lines
 
 
-@click.command("test", epilog="\b\nExit codes:\n  0  every case passed\n  1  a case failed\n"
-               "  2  no cases, or a case file or rule file that cannot be read")
-@click.argument("directory", metavar="DIR", type=RULE_DIR)
-def rules_test(directory: Path) -> None:
+@click.command("test", epilog="\b\nExit codes:\n  0  every case and entry passed\n"
+               "  1  a case or entry failed\n"
+               "  2  no cases, or a case file, rule file or known-issue file that cannot be read")
+@click.argument("directory", metavar="[DIR]", type=RULE_DIR, required=False)
+@click.option("--known-issues", "issue_paths", multiple=True,
+              type=click.Path(exists=True, path_type=Path), metavar="PATH",
+              help="Test known-issue entries: a TOML file, or a directory of them (or of "
+                   "known_issues/*.toml). Repeatable.")
+def rules_test(directory: Path | None, issue_paths: tuple[Path, ...]) -> None:
     """Run the TOML cases of the local rules in DIR and print pass/fail.
 
     Cases live in DIR/<rule file>.cases.toml or DIR/cases/*.toml (DIR/cases/<ID>.toml:
     rule ID alone); a case names a bundle or writes one inline on a base. See
     docs/writing-rules.md.
+
+    With --known-issues PATH: load the entries in PATH strictly (each example must
+    match, the negative must not), then check that each ID is new to the packaged base
+    and that no packaged entry takes a new entry's negative, nor a new entry a packaged
+    one's. See docs/known-issues.md.
     """
+    if directory is None and not issue_paths:
+        raise _usage("give DIR (rule cases), --known-issues PATH (entries), or both")
+    passed = failed = 0
+    if directory is not None:
+        passed, failed = _rule_cases(directory)
+    if issue_paths:
+        from gpu_triage.cli_known import test_issues
+
+        more_passed, more_failed = test_issues(issue_paths)
+        passed, failed = passed + more_passed, failed + more_failed
+    click.echo(f"{passed} passed, {failed} failed")
+    if failed:
+        raise click.exceptions.Exit(int(Exit.FINDINGS))
+
+
+def _rule_cases(directory: Path) -> tuple[int, int]:
+    """Run the cases of the local rules in ``directory``: print PASS/FAIL per case and
+    return (passed, failed)."""
     from analyzers.engine.local_rules import load_dir
     from analyzers.engine.plugins import Discovery
     from analyzers.engine.ruletest import CaseFileError, case_files, load_cases, run
@@ -145,6 +174,4 @@ def rules_test(directory: Path) -> None:
         for failure in result.failures:
             click.echo(f"      {one_line(failure, None)}")
     failed = sum(not r.passed for r in results)
-    click.echo(f"{len(results) - failed} passed, {failed} failed")
-    if failed:
-        raise click.exceptions.Exit(int(Exit.FINDINGS))
+    return len(results) - failed, failed
