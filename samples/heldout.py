@@ -775,6 +775,19 @@ ROUND6: dict[int, Builder] = {
 }
 
 
+# -- orders 905 onwards (mine9: NVIDIA components) --------------------------------------------
+
+
+def e910(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's dcgm-exporter keeps running and logs the field it cannot map."""
+    return _running_log(b, "nvidia-dcgm-exporter-", t.lines)
+
+
+ROUND9: dict[int, Builder] = {
+    905: _on_base(e215), 910: _on_base(e910),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -803,6 +816,7 @@ BUILDERS: dict[int, Builder] = {
     605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
     625: _on_base(e625), 630: _on_base(e160),
     **ROUND6,
+    **ROUND9,
 }
 
 
