@@ -783,8 +783,23 @@ def e910(b: kit.Bundle, t: Thread) -> Placed:
     return _running_log(b, "nvidia-dcgm-exporter-", t.lines)
 
 
+def e915(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's toolkit container keeps running; its log names where it wrote the
+    containerd drop-in."""
+    return _running_log(b, "nvidia-container-toolkit-daemonset-", t.lines)
+
+
+def e920(b: kit.Bundle, t: Thread) -> Placed:
+    """The dcgm-exporter DaemonSet from the project's manifest crash-loops at start."""
+    kit.add_plugin(b, namespace="default", ds_name="dcgm-exporter",
+                   labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="dcgm-exporter",
+                   image="nvidia/dcgm-exporter", log=False)
+    return _failing(b, "dcgm-exporter-", t.lines)
+
+
 ROUND9: dict[int, Builder] = {
-    905: _on_base(e215), 910: _on_base(e910),
+    905: _on_base(e215), 910: _on_base(e910), 915: _on_base(e915),
+    920: _on(_standalone, e920),
 }
 
 
