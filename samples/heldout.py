@@ -799,7 +799,7 @@ def e920(b: kit.Bundle, t: Thread) -> Placed:
 
 ROUND9: dict[int, Builder] = {
     905: _on_base(e215), 910: _on_base(e910), 915: _on_base(e915),
-    920: _on(_standalone, e920),
+    920: _on(_standalone, e920), 925: _on_base(e235),
 }
 
 
