@@ -797,9 +797,22 @@ def e920(b: kit.Bundle, t: Thread) -> Placed:
     return _failing(b, "dcgm-exporter-", t.lines)
 
 
+def e930(b: kit.Bundle, t: Thread) -> Placed:
+    """A ComputeDomain IMEX daemon pod of the DRA driver never passes its startup probe."""
+    name = "imex-channel-injection-8j4x2-q7m2d"
+    image = "nvcr.io/nvidia/k8s-dra-driver-gpu"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name,
+                 namespace="nvidia-dra-driver-gpu", container="compute-domain-daemon",
+                 image=image, owner="imex-channel-injection-8j4x2")
+    pod["spec"].pop("runtimeClassName", None)
+    _not_ready(pod)
+    _put(b, pod, image)
+    return _event(b, pod, "Unhealthy", t.lines[0])
+
+
 ROUND9: dict[int, Builder] = {
     905: _on_base(e215), 910: _on_base(e910), 915: _on_base(e915),
-    920: _on(_standalone, e920), 925: _on_base(e235),
+    920: _on(_standalone, e920), 925: _on_base(e235), 930: _on_base(e930),
 }
 
 
