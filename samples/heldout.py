@@ -810,9 +810,22 @@ def e930(b: kit.Bundle, t: Thread) -> Placed:
     return _event(b, pod, "Unhealthy", t.lines[0])
 
 
+def e935(b: kit.Bundle, t: Thread) -> Placed:
+    """A GPU pod cannot start: nvidia-container-runtime aborts while generating CDI edits and
+    its Go stack trace is the container's waiting message."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    message = ("Error: failed to create containerd task: failed to create shim task: OCI runtime "
+               "create failed: nvidia-container-runtime did not terminate successfully: exit "
+               "status 2: free(): invalid pointer\nSIGABRT: abort\n" + t.lines[0] + "\n")
+    _waiting(pod, "RunContainerError", message)
+    _replace(b, pod)
+    return Placed("cluster/pods.json")
+
+
 ROUND9: dict[int, Builder] = {
     905: _on_base(e215), 910: _on_base(e910), 915: _on_base(e915),
     920: _on(_standalone, e920), 925: _on_base(e235), 930: _on_base(e930),
+    935: _on_base(e935),
 }
 
 
