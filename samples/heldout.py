@@ -775,6 +775,60 @@ ROUND6: dict[int, Builder] = {
 }
 
 
+# -- orders 905 onwards (mine9: NVIDIA components) --------------------------------------------
+
+
+def e910(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's dcgm-exporter keeps running and logs the field it cannot map."""
+    return _running_log(b, "nvidia-dcgm-exporter-", t.lines)
+
+
+def e915(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's toolkit container keeps running; its log names where it wrote the
+    containerd drop-in."""
+    return _running_log(b, "nvidia-container-toolkit-daemonset-", t.lines)
+
+
+def e920(b: kit.Bundle, t: Thread) -> Placed:
+    """The dcgm-exporter DaemonSet from the project's manifest crash-loops at start."""
+    kit.add_plugin(b, namespace="default", ds_name="dcgm-exporter",
+                   labels={"app.kubernetes.io/name": "dcgm-exporter"}, container="dcgm-exporter",
+                   image="nvidia/dcgm-exporter", log=False)
+    return _failing(b, "dcgm-exporter-", t.lines)
+
+
+def e930(b: kit.Bundle, t: Thread) -> Placed:
+    """A ComputeDomain IMEX daemon pod of the DRA driver never passes its startup probe."""
+    name = "imex-channel-injection-8j4x2-q7m2d"
+    image = "nvcr.io/nvidia/k8s-dra-driver-gpu"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name,
+                 namespace="nvidia-dra-driver-gpu", container="compute-domain-daemon",
+                 image=image, owner="imex-channel-injection-8j4x2")
+    pod["spec"].pop("runtimeClassName", None)
+    _not_ready(pod)
+    _put(b, pod, image)
+    return _event(b, pod, "Unhealthy", t.lines[0])
+
+
+def e935(b: kit.Bundle, t: Thread) -> Placed:
+    """A GPU pod cannot start: nvidia-container-runtime aborts while generating CDI edits and
+    its Go stack trace is the container's waiting message."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    message = ("Error: failed to create containerd task: failed to create shim task: OCI runtime "
+               "create failed: nvidia-container-runtime did not terminate successfully: exit "
+               "status 2: free(): invalid pointer\nSIGABRT: abort\n" + t.lines[0] + "\n")
+    _waiting(pod, "RunContainerError", message)
+    _replace(b, pod)
+    return Placed("cluster/pods.json")
+
+
+ROUND9: dict[int, Builder] = {
+    905: _on_base(e215), 910: _on_base(e910), 915: _on_base(e915),
+    920: _on(_standalone, e920), 925: _on_base(e235), 930: _on_base(e930),
+    935: _on_base(e935),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -803,6 +857,7 @@ BUILDERS: dict[int, Builder] = {
     605: _on_base(e10), 610: _on_base(e160), 615: _on_base(e160), 620: _on_base(e160),
     625: _on_base(e625), 630: _on_base(e160),
     **ROUND6,
+    **ROUND9,
 }
 
 
