@@ -803,8 +803,17 @@ def e1010(b: kit.Bundle, t: Thread) -> Placed:
                        pod["status"]["containerStatuses"][0]["name"], t.lines))
 
 
+def e1015(b: kit.Bundle, t: Thread) -> Placed:
+    """NFD's master keeps running and retrying; its own log holds the RBAC refusal."""
+    pod = _by_container(b, "master", "cp-1")
+    meta = pod["metadata"]
+    return Placed(_log(b, meta["namespace"], meta["name"],
+                       pod["status"]["containerStatuses"][0]["name"], t.lines))
+
+
 ROUND10: dict[int, Builder] = {
     1005: _on_base(e1005), 1010: _on(_managed(kit.aks_managed), e1010),
+    1015: _on_base(e1015),
 }
 
 
