@@ -813,7 +813,7 @@ def e1015(b: kit.Bundle, t: Thread) -> Placed:
 
 ROUND10: dict[int, Builder] = {
     1005: _on_base(e1005), 1010: _on(_managed(kit.aks_managed), e1010),
-    1015: _on_base(e1015),
+    1015: _on_base(e1015), 1020: _on(_managed(kit.eks_managed), _plugin_failing),
 }
 
 
