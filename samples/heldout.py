@@ -811,9 +811,16 @@ def e1015(b: kit.Bundle, t: Thread) -> Placed:
                        pod["status"]["containerStatuses"][0]["name"], t.lines))
 
 
+def e1025(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: new pods on the GPU node never get a sandbox network; kubelet's event says why."""
+    pod = _creating(b, "nvidia-gpu-device-plugin-small-cos-")
+    return _event(b, pod, "FailedCreatePodSandBox", t.lines[0])
+
+
 ROUND10: dict[int, Builder] = {
     1005: _on_base(e1005), 1010: _on(_managed(kit.aks_managed), e1010),
     1015: _on_base(e1015), 1020: _on(_managed(kit.eks_managed), _plugin_failing),
+    1025: _on(_managed(kit.gke_managed), e1025),
 }
 
 
