@@ -829,6 +829,55 @@ ROUND9: dict[int, Builder] = {
 }
 
 
+# -- orders 1005 onwards (round 10: distributions, runtimes, managed clouds, kernel) ---------
+
+
+def _by_container(bundle: kit.Bundle, container: str, node: str) -> dict[str, Any]:
+    """The pod on ``node`` whose first container has this name."""
+    return next(p for p in _pods(bundle) if p["spec"].get("nodeName") == node
+                and p["spec"]["containers"][0]["name"] == container)
+
+
+def e1005(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator itself crash-loops on the control-plane node and logs why."""
+    pod = _by_container(b, "gpu-operator", "cp-1")
+    status = pod["status"]["containerStatuses"][0]
+    _crashloop(status, pod)
+    _not_ready(pod)
+    _replace(b, pod)
+    meta = pod["metadata"]
+    return Placed(_log(b, meta["namespace"], meta["name"], status["name"], t.lines))
+
+
+def e1010(b: kit.Bundle, t: Thread) -> Placed:
+    """AKS: the user's CUDA pod keeps running but its nvidia-smi calls now fail."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    meta = pod["metadata"]
+    return Placed(_log(b, meta["namespace"], meta["name"],
+                       pod["status"]["containerStatuses"][0]["name"], t.lines))
+
+
+def e1015(b: kit.Bundle, t: Thread) -> Placed:
+    """NFD's master keeps running and retrying; its own log holds the RBAC refusal."""
+    pod = _by_container(b, "master", "cp-1")
+    meta = pod["metadata"]
+    return Placed(_log(b, meta["namespace"], meta["name"],
+                       pod["status"]["containerStatuses"][0]["name"], t.lines))
+
+
+def e1025(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: new pods on the GPU node never get a sandbox network; kubelet's event says why."""
+    pod = _creating(b, "nvidia-gpu-device-plugin-small-cos-")
+    return _event(b, pod, "FailedCreatePodSandBox", t.lines[0])
+
+
+ROUND10: dict[int, Builder] = {
+    1005: _on_base(e1005), 1010: _on(_managed(kit.aks_managed), e1010),
+    1015: _on_base(e1015), 1020: _on(_managed(kit.eks_managed), _plugin_failing),
+    1025: _on(_managed(kit.gke_managed), e1025),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -858,6 +907,7 @@ BUILDERS: dict[int, Builder] = {
     625: _on_base(e625), 630: _on_base(e160),
     **ROUND6,
     **ROUND9,
+    **ROUND10,
 }
 
 
