@@ -47,7 +47,7 @@ def _load(paths: Sequence[Path]) -> list[Located]:
 
 def _where(issue: Issue) -> str:
     """The source kind and its location keys, in words."""
-    keys = [f"{name} {value}" for name in ("container", "reason", "unit", "path", "key")
+    keys = [f"{name} {value}" for name in ("container", "reason", "object", "unit", "path", "key")
             if (value := getattr(issue, name)) is not None]
     if issue.previous:
         keys.append("the previous run's log")

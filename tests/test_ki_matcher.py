@@ -211,3 +211,22 @@ def test_the_exporter_condition_reads_the_dcgm_release_of_its_image(
     assert (key in found) is fires
     if fires:
         assert "dcgm_exporter 3.3.5 (>=3.3.3,<4.1.1)" in found[key].summary
+
+
+def _admission_event(pod: str) -> dict[str, Any]:
+    # KI-OPERATOR-021's example (https://github.com/NVIDIA/gpu-operator/issues/233)
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{pod}.1", "namespace": "gpu-operator"},
+            "involvedObject": {"kind": "Pod", "namespace": "gpu-operator", "name": pod},
+            "reason": "UnexpectedAdmissionError", "type": "Warning",
+            "message": "Allocate failed due to requested number of devices unavailable for "
+                       "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"}
+
+
+def test_an_entry_about_one_pod_reads_only_that_pods_events(tmp_path: Path) -> None:
+    validator = "nvidia-device-plugin-validator-x7k2p"
+    found = _analyse(tmp_path / "v", {"cluster/events.json": [_admission_event(validator)]}, [])
+    assert f"KI001:KI-OPERATOR-021/gpu-operator/{validator}" in found
+    found = _analyse(tmp_path / "u", {"cluster/events.json": [_admission_event("trainer-0")]},
+                     [])
+    assert not [key for key in found if "KI-OPERATOR-021" in key]

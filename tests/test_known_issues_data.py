@@ -155,6 +155,7 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
     [
         ((NEEDLE, NEEDLE + '\ncolour = "red"'), "colour"),
         ((NEEDLE, NEEDLE + '\nunit = "kubelet"'), "does not apply to source"),
+        ((NEEDLE, NEEDLE + '\nobject = "nvidia-*"'), "does not apply to source"),
         (('id = "KI-X-001"', 'id = "KI-Y-001"'), "prefix"),
         (('id = "KI-X-001"', 'id = "X-1"'), "KI-<COMPONENT>-<NNN>"),
         (('components = ["driver"]', 'components = ["gpu-thing"]'), "unknown component"),
