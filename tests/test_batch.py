@@ -8,15 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from kit.bundles import pack_dir
+from kit.cli import invoke as _run
 from layouts_kit import must_gather_files, troubleshoot_files, write
 
 from analyzers.results.batch_models import IndexRecord
 from bundle import Limits
 from gpu_triage import batch
 from gpu_triage.bundle_paths import expand
-from gpu_triage.cli import cli, main
+from gpu_triage.cli import main
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 INCIDENT = SAMPLES / "incident-toolkit-disabled"
@@ -26,11 +26,6 @@ HEALTHY = SAMPLES / "healthy-toolkit-enabled"
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _index(path: Path) -> list[IndexRecord]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from kit.cli import invoke as _run
 
 from analyzers.knowledge.known_issues import DATA_DIR, load
-from gpu_triage.cli import cli, main
+from gpu_triage.cli import main
 
 # A contributed entry as a support engineer would write it. The example is quoted from
 # https://github.com/NVIDIA/k8s-device-plugin/pull/1561 (a maintainer explains there that
@@ -39,11 +39,6 @@ established = "The device plugin maintainer described the failure and its mechan
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _entry(tmp_path: Path, text: str, name: str = "ticket.toml") -> Path:

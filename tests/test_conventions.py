@@ -9,10 +9,9 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from kit.cli import invoke as _run
 
 from gpu_triage import outputs
-from gpu_triage.cli import cli
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 INCIDENT = SAMPLES / "incident-toolkit-disabled"   # created 2026-11-20T09:30:00Z
@@ -23,11 +22,6 @@ NULL_DEVICE = os.path.exists(os.devnull) and os.devnull == "/dev/null"
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

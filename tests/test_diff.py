@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from kit.bundles import kube_list, write_dir
+from kit.cli import invoke as _run
 from kit.objects import DUMP_WITH_NVIDIA, node
 
 from analyzers.engine import analyze
@@ -27,7 +27,6 @@ from analyzers.results.models import (
     Severity,
 )
 from bundle import open_bundle
-from gpu_triage.cli import cli
 from reports.diff import render
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -39,11 +38,6 @@ HOSTILE = "<script>alert(1)</script> \x1b[31mred\x1b[0m | `tick` [link](http://x
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _diff(before: Path, after: Path) -> DiffReport:

@@ -9,13 +9,12 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from kit.cli import invoke as _run
 
 from analyzers.engine.plugins import discover
 from analyzers.engine.selection import Selection, SelectionError
 from analyzers.engine.suppress import SuppressionError, apply, parse
 from analyzers.results.models import Finding, Severity
-from gpu_triage.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -57,11 +56,6 @@ def rule_source(rule_id: str, severity: str = "LOW", name: str = "SiteCheck") ->
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 # -- a package exposing the gpu_triage.rules entry point --------------------------------

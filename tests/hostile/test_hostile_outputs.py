@@ -14,15 +14,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hostile_kit import valid_files
 from kit.bundles import pack_dir, write_dir
+from kit.cli import invoke as _run
 
 from analyzers.results.batch_models import IndexRecord
 from collectors.collect import main as collect_main
 from collectors.collect import write_new
 from gpu_triage import batch, outputs
-from gpu_triage.cli import cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 INCIDENT = SAMPLES / "incident-toolkit-disabled"
@@ -43,11 +42,6 @@ def victim(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_text(VICTIM, encoding="utf-8")
     return path
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _leftovers(directory: Path) -> list[str]:

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hostile_kit import Member, analyze_path, tar_bytes, valid_files, valid_members, write
 from kit.bundles import write_dir
+from kit.cli import invoke as _run
 
 from analyzers.engine.diff import compare
 from analyzers.facts import Facts
@@ -19,7 +19,6 @@ from analyzers.results.diff_models import DiffReport
 from analyzers.results.models import Evidence, Finding, RuleResult, RuleStatus, Severity
 from bundle import open_bundle
 from bundle.archive import NOT_AN_ARCHIVE
-from gpu_triage.cli import cli
 from reports import terminal
 from reports.diff import render as render_diff
 
@@ -30,11 +29,6 @@ OSC8 = "\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\"
 ESCAPES = OSC52 + OSC8 + "\x1b[2J\x1b[H\x1b[31m\x9b1m\u202e\x00"
 # What must never reach the terminal: C0/C1 controls (newline aside), bidi overrides.
 ACTIVE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _run(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _active(text: str) -> list[str]:
