@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from analyzers.facts.evidence import field
+from analyzers.facts.evidence import event_evidence, field
+from analyzers.facts.kernel_events import line_evidence
 from analyzers.facts.memo import per_run
 from analyzers.facts.podlogs import ContainerLog
 from analyzers.knowledge.known_issues import Issue, Source, fits, packaged
@@ -72,21 +73,17 @@ class Sighting:
         return self.node or "cluster"
 
 
-def lines_matching(issue: Issue, text: str) -> list[tuple[int, str]]:
-    """(1-based line number, line) of every line of ``text`` the entry matches."""
-    return [(number, line) for number, line in enumerate(text.splitlines(), start=1)
-            if issue.matches(line)]
-
-
 def _in_text(issues: Iterable[Issue], text: str) -> Iterator[tuple[Issue, list[tuple[int, str]]]]:
-    """Each entry that matches a line of ``text``, with the matching lines."""
-    lowered: str | None = None
-    for issue in issues:
-        if lowered is None:
-            lowered = text.lower()
-        if issue.cue not in lowered:
-            continue
-        found = lines_matching(issue, text)
+    """Each entry that matches a line of ``text``, with the (1-based number, line) of
+    every matching line. The text is lowered once for the cues and split only when one
+    of them occurs."""
+    lowered = text.lower()
+    held = [issue for issue in issues if issue.cue in lowered]
+    if not held:
+        return
+    lines = list(enumerate(text.splitlines(), start=1))
+    for issue in held:
+        found = [(number, line) for number, line in lines if issue.matches(line)]
         if found:
             yield issue, found
 
@@ -162,8 +159,7 @@ def _events(facts: Facts) -> Iterator[Sighting]:
 
 def _event_sighting(facts: Facts, issue: Issue, event: Event) -> Sighting:
     target = event.involved_object
-    count = f" (x{event.count})" if event.count and event.count > 1 else ""
-    evidence = field(event, f"{event.reason}: {event.message or ''}{count}", "message")
+    evidence = event_evidence(event)
     current = (event.type or "Warning") != "Normal"
     where = f"event {event.reason} on {target.kind} {target.namespace or ''}/{target.name}"
     if target.kind == "Pod":
@@ -235,14 +231,13 @@ def _kernel(facts: Facts, node: str) -> Iterator[Sighting]:
     lines = facts.node(node).kernel.lines
     if not entries or not lines:
         return
+    lowered = [line.message.lower() for line in lines]
     for issue in entries:
-        found = [line for line in lines
-                 if issue.cue in line.message.lower() and issue.matches(line.message)]
+        found = [line for line, low in zip(lines, lowered, strict=True)
+                 if issue.cue in low and issue.matches(line.message)]
         if found:
-            first = found[0]
-            yield Sighting(issue, Evidence(path=first.path, line=first.line,
-                                           excerpt=clip(first.message)),
-                           f"kernel log of node {node}", node, count=len(found))
+            yield Sighting(issue, line_evidence(found[0]), f"kernel log of node {node}",
+                           node, count=len(found))
 
 
 def _configs(facts: Facts, node: str) -> Iterator[Sighting]:
@@ -333,4 +328,4 @@ def sightings(facts: Facts) -> tuple[Sighting, ...]:
     return tuple(found)
 
 
-__all__ = ["Sighting", "lines_matching", "sightings", "unread"]
+__all__ = ["Sighting", "sightings", "unread"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -148,8 +149,9 @@ class KnownIssue(Rule):
                 causes += [refs.link(rule, ns, name) for rule in _WORKLOAD_SYMPTOMS]
             elif first.pod is not None:
                 causes += [refs.link(rule, n) for rule in _NODE_SYMPTOMS for n in nodes]
-        remediation = "\n".join([*(f"# {line}" for line in _wrap(f"Fix: {issue.fix}")),
-                                 *issue.commands])
+        fix = textwrap.wrap(f"Fix: {issue.fix}", 88, break_long_words=False,
+                            break_on_hyphens=False)
+        remediation = "\n".join([*(f"# {line}" for line in fix), *issue.commands])
         return self.finding(
             refs.KNOWN.of(issue.id, seen.place), " ".join(said), severity=severity,
             title=f"{issue.id}: {issue.title}", nodes=nodes, objects=_objects(seen),
@@ -202,14 +204,3 @@ def _objects(seen: _Seen) -> list[ObjectRef]:
                           name=first.name)]
     return []
 
-
-def _wrap(text: str, width: int = 88) -> list[str]:
-    lines: list[str] = []
-    current = ""
-    for word in text.split():
-        if current and len(current) + 1 + len(word) > width:
-            lines.append(current)
-            current = word
-        else:
-            current = f"{current} {word}" if current else word
-    return [*lines, current] if current else lines
