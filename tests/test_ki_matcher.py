@@ -17,9 +17,11 @@ import pytest
 from analyzers.commands import opens_destructively
 from analyzers.engine.casebundle import parse, write
 from analyzers.engine.deference import give_way
-from analyzers.facts.known_issue_conditions import in_range, numbers
-from analyzers.knowledge.known_issues import load
+from analyzers.facts import Facts
+from analyzers.facts.known_issue_conditions import Judged, Verdict, in_range, judge, numbers
+from analyzers.knowledge.known_issues import Context, load
 from analyzers.results.models import Evidence, Finding, ObjectRef, Severity
+from bundle import open_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = sorted(p for p in (ROOT / "samples").iterdir() if (p / "manifest.json").exists())
@@ -230,3 +232,47 @@ def test_an_entry_about_one_pod_reads_only_that_pods_events(tmp_path: Path) -> N
     found = _analyse(tmp_path / "u", {"cluster/events.json": [_admission_event("trainer-0")]},
                      [])
     assert not [key for key in found if "KI-OPERATOR-021" in key]
+
+
+def _judged(tmp_path: Path, patches: list[dict[str, Any]], node: str | None,
+            context: Context, drop: tuple[str, ...] = ()) -> Judged:
+    inline = parse({"base": "healthy-operator", "patch": patches, "drop": list(drop)}, "test")
+    with open_bundle(write(inline, tmp_path / "bundle", "test")) as opened:
+        return judge(Facts(opened), node, context)
+
+
+KERNEL_LABEL = "feature.node.kubernetes.io/kernel-version.full"
+
+
+def _labelled(*nodes: str) -> list[dict[str, Any]]:
+    return [{"file": "cluster/nodes.json", "name": name,
+             "merge": {"metadata": {"labels": {KERNEL_LABEL: "5.15.0-105-generic"}}}}
+            for name in nodes]
+
+
+def test_a_missing_label_cause_holds_only_where_a_node_lacks_the_label(tmp_path: Path) -> None:
+    # KI-OPERATOR-013 says NFD's kernel-version label is missing: false where all carry it
+    context = Context(labels_missing=(KERNEL_LABEL,))
+    every = _judged(tmp_path / "all", _labelled("cp-1", "gpu-a", "gpu-b"), None, context)
+    assert (every.verdict, every.failed) == (Verdict.FAILS, f"every node carries {KERNEL_LABEL}")
+    one_lacks = _judged(tmp_path / "one", _labelled("cp-1", "gpu-a"), None, context)
+    assert (one_lacks.verdict, one_lacks.checked) == (Verdict.HOLDS,
+                                                      (f"a node lacks {KERNEL_LABEL}",))
+
+
+def test_a_cause_through_another_pod_needs_that_pod_on_the_node(tmp_path: Path) -> None:
+    # KI-DCGM-015 blames GKE's driver installer: without one on the node it is not the cause
+    context = Context(pods=("nvidia-driver-installer*",))
+    absent = _judged(tmp_path / "absent", [], "gpu-a", context)
+    assert (absent.verdict, absent.failed) == (
+        Verdict.FAILS, "no pod named nvidia-driver-installer* runs on gpu-a")
+    installer = {"file": "cluster/pods.json", "name": "nvidia-dcgm-exporter-gpu-a",
+                 "merge": {"spec": {"initContainers": [
+                     {"name": "nvidia-driver-installer", "image": "cos-nvidia-installer:fixed"}]}}}
+    present = _judged(tmp_path / "present", [installer], "gpu-a", context)
+    assert present.verdict is Verdict.HOLDS
+    elsewhere = _judged(tmp_path / "elsewhere", [installer], "gpu-b", context)
+    assert elsewhere.verdict is Verdict.FAILS
+    unread = _judged(tmp_path / "unread", [], "gpu-a", context, drop=("cluster/pods.json",))
+    assert (unread.verdict, unread.unknown) == (Verdict.UNKNOWN,
+                                                ("pods nvidia-driver-installer*",))

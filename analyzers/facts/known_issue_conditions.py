@@ -21,11 +21,16 @@ apply: the rule says *likely*, never *confirmed*). Where each value comes from:
   label, else not shown; for product lines (geforce, quadro ...) the product brand and
   name of ``nvidia-smi`` or the ``nvidia.com/gpu.product`` label;
 - ``cloud``: the node's ``providerID`` scheme (aws, gce, azure) and the managed
-  service's node labels (eks, gke, aks).
+  service's node labels (eks, gke, aks);
+- ``pods``: the names of the pods on the node and of their containers (for a cluster-wide
+  line, every pod's), from ``pods.json``; not shown without it;
+- ``labels_missing``: the labels of every Node object; holds where one node lacks one of
+  the labels, fails where every node carries them all; not shown without Node objects.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -229,6 +234,51 @@ def _named(values: set[str], wanted: tuple[str, ...]) -> bool:
                for want in wanted for value in values)
 
 
+def _pods(facts: Facts, node: str | None, wanted: tuple[str, ...]) -> bool | None:
+    """Whether a pod, or a container of one, named like one of ``wanted`` runs on ``node``
+    (anywhere for None); None where the bundle has no pods."""
+    if not facts.has(specs.PODS):
+        return None
+    pods = facts.pods_by_node.get(node, ()) if node else facts.pods
+    return any(fnmatch.fnmatchcase(name, glob) for pod in pods
+               for name in (pod.name, *(c.name for c in (*pod.spec.init_containers,
+                                                        *pod.spec.containers)))
+               for glob in wanted)
+
+
+def _labels_missing(facts: Facts, wanted: tuple[str, ...]) -> bool | None:
+    """Whether some node lacks one of the ``wanted`` labels; None without Node objects."""
+    if not facts.nodes:
+        return None
+    return any(key not in obj.labels for obj in facts.nodes.values() for key in wanted)
+
+
+def _presence(facts: Facts, node: str | None, context: Context) -> Judged:
+    """The ``pods`` and ``labels_missing`` conditions alone."""
+    checked: list[str] = []
+    unknown: list[str] = []
+    if context.pods:
+        seen = _pods(facts, node, context.pods)
+        wanted = "/".join(context.pods)
+        if seen is None:
+            unknown.append(f"pods {wanted}")
+        elif not seen:
+            where = f"on {node}" if node else "in the bundle"
+            return Judged(Verdict.FAILS, failed=f"no pod named {wanted} runs {where}")
+        else:
+            checked.append(f"pod {wanted} runs {f'on {node}' if node else 'in the cluster'}")
+    if context.labels_missing:
+        lacking = _labels_missing(facts, context.labels_missing)
+        wanted = "/".join(context.labels_missing)
+        if lacking is None:
+            unknown.append(f"nodes lacking {wanted}")
+        elif not lacking:
+            return Judged(Verdict.FAILS, failed=f"every node carries {wanted}")
+        else:
+            checked.append(f"a node lacks {wanted}")
+    return Judged(Verdict.UNKNOWN if unknown else Verdict.HOLDS, tuple(checked), tuple(unknown))
+
+
 def judge(facts: Facts, node: str | None, context: Context) -> Judged:
     """The entry's ``context`` on ``node`` (None: a cluster-wide place, where only the
     operator's and the API server's versions can be read)."""
@@ -273,6 +323,11 @@ def judge(facts: Facts, node: str | None, context: Context) -> Judged:
         else:
             return Judged(Verdict.FAILS,
                           failed=f"{name} is {'/'.join(sorted(values))}, not {'/'.join(wanted)}")
+    presence = _presence(facts, node, context)
+    if presence.verdict is Verdict.FAILS:
+        return presence
+    checked += presence.checked
+    unknown += presence.unknown
     verdict = Verdict.UNKNOWN if unknown else Verdict.HOLDS
     return Judged(verdict, tuple(checked), tuple(unknown))
 

@@ -120,6 +120,11 @@ class Context(_Strict):
     cri: tuple[NonEmpty, ...] = ()
     gpu_family: tuple[NonEmpty, ...] = ()
     cloud: tuple[NonEmpty, ...] = ()
+    # Pods the cause runs through (globs of a pod's or a container's name): one must run on
+    # the line's node (for a cluster-wide line, anywhere), else the cause is not this one.
+    pods: tuple[NonEmpty, ...] = ()
+    # Node labels whose absence is the cause: at least one node must lack one of them.
+    labels_missing: tuple[NonEmpty, ...] = ()
 
     _ranges = field_validator(
         "operator", "driver", "toolkit", "device_plugin", "dcgm_exporter", "containerd", "kernel",
