@@ -89,10 +89,17 @@ def reference_key(node: dict[str, Any], key: Any) -> bool:
 
 
 def plain_value(value: str) -> bool:
-    """Values that are never secrets, whatever their key: empty, booleans, numbers, null."""
+    """Values that are never secrets, whatever their key: empty, booleans and null (quoted
+    or not, and with the full stop that ends a sentence in free text: the device plugin's
+    `PASS_DEVICE_SPECS: "true"` is not a password) and bare numbers."""
     text = value.strip()
-    return (text.lower() in NOT_SECRET or bool(NUMBER_RE.match(text))
-            or bool(BLOCK_INDICATOR_RE.match(text)))
+    if text.lower() in NOT_SECRET or BLOCK_INDICATOR_RE.match(text):
+        return True
+    if NUMBER_RE.match(text):
+        return True
+    if len(text) > 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]  # a quoted number stays a possible PIN; a quoted boolean does not
+    return (text[:-1] if text.endswith(".") else text).lower() in NOT_SECRET
 
 
 def _key_pattern(words: str) -> str:

@@ -206,6 +206,13 @@ def test_helm_values_at_any_depth():
         ("export GITHUB_TOKEN='ghp_1'", "export GITHUB_TOKEN='<redacted>'"),
         ('enableAuth: true\nkey: ""', 'enableAuth: true\nkey: ""'),
         ("nvidia.com/gpu: 1\nreplicas: 4", "nvidia.com/gpu: 1\nreplicas: 4"),
+        # the device plugin's setting is a boolean, quoted or at the end of a sentence
+        ('PASS_DEVICE_SPECS: "true"', 'PASS_DEVICE_SPECS: "true"'),
+        ("- name: PASS_DEVICE_SPECS\n  value: 'false'", "- name: PASS_DEVICE_SPECS\n  value: 'false'"),
+        ("deployed with PASS_DEVICE_SPECS=True.", "deployed with PASS_DEVICE_SPECS=True."),
+        # a quoted number may be a PIN; a quoted word that is not a boolean is a secret
+        ('password: "123456"', 'password: "<redacted>"'),
+        ("PASS_PHRASE='true story'", "PASS_PHRASE='<redacted>'"),
     ],
 )
 def test_scrub_free_text(text, expected):
