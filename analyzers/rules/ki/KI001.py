@@ -123,7 +123,7 @@ class KnownIssue(Rule):
         nodes = sorted({s.node for s in seen.sightings if s.node})
         likely = seen.context.verdict is Verdict.UNKNOWN
         severity = _severity(seen)
-        said = [f"{issue.id} — {issue.title}."]
+        said: list[str] = []
         count = sum(s.count for s in seen.sightings)
         more = f" ({count} matching lines)" if count > 1 else ""
         places = len(seen.sightings)
