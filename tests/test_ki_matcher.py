@@ -276,3 +276,29 @@ def test_a_cause_through_another_pod_needs_that_pod_on_the_node(tmp_path: Path) 
     unread = _judged(tmp_path / "unread", [], "gpu-a", context, drop=("cluster/pods.json",))
     assert (unread.verdict, unread.unknown) == (Verdict.UNKNOWN,
                                                 ("pods nvidia-driver-installer*",))
+
+
+def _trainer(pod: str, node: str) -> dict[str, Any]:
+    return {"file": "cluster/pods.json", "item": {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": pod, "namespace": "ml", "labels": {"pod-template-hash": "7d9f8c6b5"},
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "trainer-7d9f8c6b5"}]},
+        "spec": {"nodeName": node, "containers": [{"name": "train", "image": "pytorch:24.01"}]},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "train", "ready": False, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}}
+
+
+def test_pods_of_one_deployment_make_one_finding_naming_them(tmp_path: Path) -> None:
+    # KI-TOOLKIT-005's line in two replicas of a user's Deployment on two nodes
+    line = "Failed to initialize NVML: Unknown Error\n"
+    pods = ("trainer-7d9f8c6b5-abcde", "trainer-7d9f8c6b5-fghij")
+    inline = parse({"base": "healthy-operator",
+                    "add": [_trainer(pods[0], "gpu-a"), _trainer(pods[1], "gpu-b")],
+                    "files": {f"logs/ml/{pod}/train.log": line for pod in pods}}, "test")
+    found = kit.findings(kit.analyse(write(inline, tmp_path / "bundle", "test")), "KI001")
+    toolkit = {key: f for key, f in found.items() if "KI-TOOLKIT-005" in key}
+    assert list(toolkit) == ["KI001:KI-TOOLKIT-005/ml/trainer"]
+    finding = toolkit["KI001:KI-TOOLKIT-005/ml/trainer"]
+    assert finding.nodes == ["gpu-a", "gpu-b"]
+    assert [o.name for o in finding.objects] == list(pods)

@@ -105,7 +105,7 @@ class KnownIssue(Rule):
             if held.verdict is Verdict.FAILS:
                 continue
             workload = _workload(ctx, sighting)
-            place = workload or sighting.place
+            place = workload or _controller(ctx, sighting) or sighting.place
             key = (sighting.issue.id, place)
             seen = grouped.get(key)
             if seen is None:
@@ -167,6 +167,27 @@ def _workload(ctx: Context, sighting: Sighting) -> str | None:
     pod = ctx.facts.pods_by_key.get((sighting.namespace, sighting.pod))
     workload = ctx.facts.inventory.of(pod) if pod is not None else None
     return workload.key if workload is not None else None
+
+
+_CONTROLLERS = frozenset({"ReplicaSet", "Job", "StatefulSet", "DaemonSet"})
+
+
+def _controller(ctx: Context, sighting: Sighting) -> str | None:
+    """``<namespace>/<controller>`` of a pod outside the stack that a controller made (a
+    Deployment through its ReplicaSet, a Job, a StatefulSet, a DaemonSet): one finding for
+    all its pods instead of one per pod."""
+    if sighting.pod is None or sighting.namespace is None:
+        return None
+    pod = ctx.facts.pods_by_key.get((sighting.namespace, sighting.pod))
+    owner = next((o for o in pod.metadata.owner_references if o.kind in _CONTROLLERS),
+                 None) if pod is not None else None
+    if pod is None or owner is None or not owner.name:
+        return None
+    name = owner.name
+    template = pod.metadata.labels.get("pod-template-hash", "")
+    if owner.kind == "ReplicaSet" and template and name.endswith(f"-{template}"):
+        name = name.removesuffix(f"-{template}")  # the Deployment's own name
+    return f"{sighting.namespace}/{name}"
 
 
 def _severity(seen: _Seen) -> Severity:
