@@ -95,3 +95,15 @@ def test_the_report_renders_the_same_from_the_cache(
         .get_template("report.html.j2")
     assert cached.root_render_func.__code__.co_code == \
         fresh.root_render_func.__code__.co_code
+
+
+def test_the_diff_report_keeps_its_compiled_template_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reports.diff import html as diff_html
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    diff_html._environment.cache_clear()
+    try:
+        diff_html._environment().get_template("diff.html.j2")
+        assert len(list((tmp_path / "gpu-triage" / "templates").glob("*.bin"))) == 1
+    finally:
+        diff_html._environment.cache_clear()

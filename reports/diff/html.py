@@ -20,6 +20,7 @@ import jinja2
 from analyzers.results.diff_models import DiffReport
 from analyzers.results.models import Finding
 from reports.diff.view import cluster_name, fact_line, side, warning
+from reports.template_cache import template_cache
 from reports.view import clean
 
 EXCERPT = 300
@@ -29,7 +30,8 @@ EXCERPT = 300
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
                               autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True)
+                              trim_blocks=True, lstrip_blocks=True,
+                              bytecode_cache=template_cache())  # as the report's
 
 
 @cache
