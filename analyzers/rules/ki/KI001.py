@@ -123,7 +123,7 @@ class KnownIssue(Rule):
         nodes = sorted({s.node for s in seen.sightings if s.node})
         likely = seen.context.verdict is Verdict.UNKNOWN
         severity = _severity(seen)
-        said: list[str] = []
+        said = [issue.cause]
         count = sum(s.count for s in seen.sightings)
         more = f" ({count} matching lines)" if count > 1 else ""
         places = len(seen.sightings)
@@ -132,7 +132,6 @@ class KnownIssue(Rule):
         if not seen.current:
             said.append("The pod is running and ready now (or the event is Normal): a past "
                         "occurrence, shown low.")
-        said.append(f"Cause: {issue.cause}")
         if seen.context.checked:
             said.append("Conditions checked: " + "; ".join(seen.context.checked) + ".")
         if likely:
