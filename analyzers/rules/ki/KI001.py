@@ -100,8 +100,12 @@ class KnownIssue(Rule):
         for reason in unread(ctx.facts):
             self.unjudged(reason)
         grouped: dict[tuple[str, str], _Seen] = {}
+        judged: dict[tuple[str, str | None], Judged] = {}  # an entry's context on a node
         for sighting in sightings(ctx.facts):
-            held = judge(ctx.facts, sighting.node, sighting.issue.context)
+            asked = (sighting.issue.id, sighting.node)
+            if asked not in judged:
+                judged[asked] = judge(ctx.facts, sighting.node, sighting.issue.context)
+            held = judged[asked]
             if held.verdict is Verdict.FAILS:
                 continue
             workload = _workload(ctx, sighting)
