@@ -908,6 +908,7 @@ def e1205(b: kit.Bundle, t: Thread) -> Placed:
 
 ROUND12: dict[int, Builder] = {
     1205: _on(_managed(kit.gke_managed), e1205),
+    1210: _on(_managed(kit.eks_managed), _plugin_failing),
 }
 
 
