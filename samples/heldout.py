@@ -882,10 +882,10 @@ ROUND10: dict[int, Builder] = {
 
 
 def _object_event(bundle: kit.Bundle, kind: str, api_version: str, name: str, namespace: str,
-                  reason: str, message: str, source: str) -> Placed:
-    """A Warning event a controller recorded on one of its custom objects (no pod)."""
+                  reason: str, message: str, source: str, type_: str = "Warning") -> Placed:
+    """An event a controller (not the kubelet) recorded on an object."""
     event = {
-        "apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": reason,
+        "apiVersion": "v1", "kind": "Event", "type": type_, "reason": reason,
         "message": message, "count": 12,
         "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
         "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name,
@@ -906,9 +906,24 @@ def e1205(b: kit.Bundle, t: Thread) -> Placed:
                          "FailedToCreateWorkerPod", t.lines[0], "raycluster-controller")
 
 
+def e1215(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the user's GPU pod is Pending, unscheduled; the cluster autoscaler's event on it
+    says the GPU group is in back-off after a failed scale-up."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "lastTransitionTime": "2026-11-20T10:50:00Z"}]}
+    _replace(b, pod)
+    meta = pod["metadata"]
+    return _object_event(b, "Pod", "v1", meta["name"], meta["namespace"], "NotTriggerScaleUp",
+                         t.lines[0], "cluster-autoscaler", type_="Normal")
+
+
 ROUND12: dict[int, Builder] = {
     1205: _on(_managed(kit.gke_managed), e1205),
     1210: _on(_managed(kit.eks_managed), _plugin_failing),
+    1215: _on(_managed(kit.gke_managed), e1215),
 }
 
 
