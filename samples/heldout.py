@@ -878,6 +878,55 @@ ROUND10: dict[int, Builder] = {
 }
 
 
+# -- orders 1205 onwards (round 12, mine12a: managed clouds and their node images) ------------
+
+
+def _object_event(bundle: kit.Bundle, kind: str, api_version: str, name: str, namespace: str,
+                  reason: str, message: str, source: str, type_: str = "Warning") -> Placed:
+    """An event a controller (not the kubelet) recorded on an object."""
+    event = {
+        "apiVersion": "v1", "kind": "Event", "type": type_, "reason": reason,
+        "message": message, "count": 12,
+        "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
+        "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name,
+                           "namespace": namespace, "uid": f"uid-{name}"},
+        "metadata": {"name": f"{name}.18e9bba6acaf{len(bundle.items('events')):04x}",
+                     "namespace": namespace, "uid": f"ev-{name}-{reason}",
+                     "creationTimestamp": "2026-11-20T10:50:00Z"},
+        "reportingComponent": source, "source": {"component": source},
+    }
+    bundle.set_items("events", [*bundle.items("events"), event])
+    return Placed("cluster/events.json")
+
+
+def e1205(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the KubeRay operator cannot create the RayCluster's GPU worker pods; the
+    refusal is the message of its event on the RayCluster."""
+    return _object_event(b, "RayCluster", "ray.io/v1", "raycluster-gpu", "default",
+                         "FailedToCreateWorkerPod", t.lines[0], "raycluster-controller")
+
+
+def e1215(b: kit.Bundle, t: Thread) -> Placed:
+    """GKE: the user's GPU pod is Pending, unscheduled; the cluster autoscaler's event on it
+    says the GPU group is in back-off after a failed scale-up."""
+    pod = _find(_pods(b), "cuda-test", "gpu-b")
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "lastTransitionTime": "2026-11-20T10:50:00Z"}]}
+    _replace(b, pod)
+    meta = pod["metadata"]
+    return _object_event(b, "Pod", "v1", meta["name"], meta["namespace"], "NotTriggerScaleUp",
+                         t.lines[0], "cluster-autoscaler", type_="Normal")
+
+
+ROUND12: dict[int, Builder] = {
+    1205: _on(_managed(kit.gke_managed), e1205),
+    1210: _on(_managed(kit.eks_managed), _plugin_failing),
+    1215: _on(_managed(kit.gke_managed), e1215),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -908,6 +957,7 @@ BUILDERS: dict[int, Builder] = {
     **ROUND6,
     **ROUND9,
     **ROUND10,
+    **ROUND12,
 }
 
 
