@@ -878,6 +878,25 @@ ROUND10: dict[int, Builder] = {
 }
 
 
+# -- orders 1305 onwards (round 13: distributions, runtimes, kubelet device manager) ---------
+
+
+def e1305(b: kit.Bundle, t: Thread) -> Placed:
+    """RKE2 v1.24.9 node: after containerd restarts, the toolkit pod's sandbox is recreated."""
+    def rke2(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == NODE:
+            obj["status"]["nodeInfo"].update(kubeletVersion="v1.24.9+rke2r1",
+                                             kubeProxyVersion="v1.24.9+rke2r1")
+    b.edit_nodes(rke2)
+    pod = _find(_pods(b), "nvidia-container-toolkit-daemonset-")
+    return _event(b, pod, "SandboxChanged", t.lines[0], kind="Normal", count=31)
+
+
+ROUND13: dict[int, Builder] = {
+    1305: _on_base(e1305),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -908,6 +927,7 @@ BUILDERS: dict[int, Builder] = {
     **ROUND6,
     **ROUND9,
     **ROUND10,
+    **ROUND13,
 }
 
 
