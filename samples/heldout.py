@@ -892,8 +892,30 @@ def e1305(b: kit.Bundle, t: Thread) -> Placed:
     return _event(b, pod, "SandboxChanged", t.lines[0], kind="Normal", count=31)
 
 
+def e1310(b: kit.Bundle, t: Thread) -> Placed:
+    """KubeVirt v1.9.0: a GPU VM's virt-launcher pod on gpu-a never gets its container created."""
+    name = "virt-launcher-win11-gpu-7xq2d"
+    image = "quay.io/kubevirt/virt-launcher:v1.9.0"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="default",
+                 container="compute", image=image, owner="win11-gpu",
+                 labels={"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "win11-gpu"})
+    pod["metadata"]["ownerReferences"] = [{
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "win11-gpu",
+        "uid": "uid-vmi-win11-gpu", "controller": True, "blockOwnerDeletion": True}]
+    gpu = {"nvidia.com/GA102GL_A10": "1", "devices.kubevirt.io/kvm": "1"}
+    pod["spec"]["containers"][0]["resources"] = {"limits": dict(gpu), "requests": dict(gpu)}
+    pod["status"].pop("podIP", None)
+    pod["status"].pop("podIPs", None)
+    _waiting(pod, "CreateContainerError", "failed to generate container spec: failed to "
+             "generate spec: " + t.lines[0])
+    b.set_items("pods", [*_pods(b), pod])
+    _event(b, pod, "Failed", "Error: failed to generate container spec: failed to generate "
+           "spec: " + t.lines[0], count=12)
+    return Placed("cluster/pods.json")
+
+
 ROUND13: dict[int, Builder] = {
-    1305: _on_base(e1305),
+    1305: _on_base(e1305), 1310: _on_base(e1310),
 }
 
 
