@@ -927,6 +927,47 @@ ROUND12: dict[int, Builder] = {
 }
 
 
+# -- orders 1305 onwards (round 13: distributions, runtimes, kubelet device manager) ---------
+
+
+def e1305(b: kit.Bundle, t: Thread) -> Placed:
+    """RKE2 v1.24.9 node: after containerd restarts, the toolkit pod's sandbox is recreated."""
+    def rke2(obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == NODE:
+            obj["status"]["nodeInfo"].update(kubeletVersion="v1.24.9+rke2r1",
+                                             kubeProxyVersion="v1.24.9+rke2r1")
+    b.edit_nodes(rke2)
+    pod = _find(_pods(b), "nvidia-container-toolkit-daemonset-")
+    return _event(b, pod, "SandboxChanged", t.lines[0], kind="Normal", count=31)
+
+
+def e1310(b: kit.Bundle, t: Thread) -> Placed:
+    """KubeVirt v1.9.0: a GPU VM's virt-launcher pod on gpu-a never gets its container created."""
+    name = "virt-launcher-win11-gpu-7xq2d"
+    image = "quay.io/kubevirt/virt-launcher:v1.9.0"
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace="default",
+                 container="compute", image=image, owner="win11-gpu",
+                 labels={"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "win11-gpu"})
+    pod["metadata"]["ownerReferences"] = [{
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance", "name": "win11-gpu",
+        "uid": "uid-vmi-win11-gpu", "controller": True, "blockOwnerDeletion": True}]
+    gpu = {"nvidia.com/GA102GL_A10": "1", "devices.kubevirt.io/kvm": "1"}
+    pod["spec"]["containers"][0]["resources"] = {"limits": dict(gpu), "requests": dict(gpu)}
+    pod["status"].pop("podIP", None)
+    pod["status"].pop("podIPs", None)
+    _waiting(pod, "CreateContainerError", "failed to generate container spec: failed to "
+             "generate spec: " + t.lines[0])
+    b.set_items("pods", [*_pods(b), pod])
+    _event(b, pod, "Failed", "Error: failed to generate container spec: failed to generate "
+           "spec: " + t.lines[0], count=12)
+    return Placed("cluster/pods.json")
+
+
+ROUND13: dict[int, Builder] = {
+    1305: _on_base(e1305), 1310: _on_base(e1310),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -958,6 +999,7 @@ BUILDERS: dict[int, Builder] = {
     **ROUND9,
     **ROUND10,
     **ROUND12,
+    **ROUND13,
 }
 
 
