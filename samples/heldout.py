@@ -878,6 +878,34 @@ ROUND10: dict[int, Builder] = {
 }
 
 
+# -- orders 1405 onwards (mine12c: NVIDIA components around the operator) --------------------
+
+
+def _daemon_pod(b: kit.Bundle, *, name: str, container: str, image: str, owner: str,
+                namespace: str = NS) -> dict[str, Any]:
+    """A running, ready DaemonSet pod on gpu-a (an operand the base bundle does not deploy)."""
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace=namespace,
+                 container=container, image=image, owner=owner)
+    _put(b, pod, image)
+    ready = [dict(d, status={**d["status"], "numberReady": 1, "numberAvailable": 1})
+             if d["metadata"]["name"] == owner else d for d in b.items("daemonsets")]
+    b.set_items("daemonsets", ready)
+    return pod
+
+
+def e1405(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's MIG manager keeps running and logs why it refused the requested profile."""
+    name = "nvidia-mig-manager-q4w8n"
+    _daemon_pod(b, name=name, container="nvidia-mig-manager", owner="nvidia-mig-manager",
+                image="nvcr.io/nvidia/cloud-native/k8s-mig-manager")
+    return Placed(_log(b, NS, name, "nvidia-mig-manager", t.lines))
+
+
+ROUND14: dict[int, Builder] = {
+    1405: _on_base(e1405),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -908,6 +936,7 @@ BUILDERS: dict[int, Builder] = {
     **ROUND6,
     **ROUND9,
     **ROUND10,
+    **ROUND14,
 }
 
 
