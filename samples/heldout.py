@@ -901,8 +901,13 @@ def e1405(b: kit.Bundle, t: Thread) -> Placed:
     return Placed(_log(b, NS, name, "nvidia-mig-manager", t.lines))
 
 
+def e1410(b: kit.Bundle, t: Thread) -> Placed:
+    """A user's GPU pod keeps running while its CUDA allocations fail; its own log says so."""
+    return e1010(b, t)
+
+
 ROUND14: dict[int, Builder] = {
-    1405: _on_base(e1405),
+    1405: _on_base(e1405), 1410: _on_base(e1410),
 }
 
 
