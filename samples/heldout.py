@@ -907,7 +907,7 @@ def e1410(b: kit.Bundle, t: Thread) -> Placed:
 
 
 ROUND14: dict[int, Builder] = {
-    1405: _on_base(e1405), 1410: _on_base(e1410),
+    1405: _on_base(e1405), 1410: _on_base(e1410), 1415: _on_base(e1405),
 }
 
 
