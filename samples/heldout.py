@@ -968,6 +968,39 @@ ROUND13: dict[int, Builder] = {
 }
 
 
+# -- orders 1405 onwards (mine12c: NVIDIA components around the operator) --------------------
+
+
+def _daemon_pod(b: kit.Bundle, *, name: str, container: str, image: str, owner: str,
+                namespace: str = NS) -> dict[str, Any]:
+    """A running, ready DaemonSet pod on gpu-a (an operand the base bundle does not deploy)."""
+    pod = _clone(b, "nvidia-container-toolkit-daemonset-", name=name, namespace=namespace,
+                 container=container, image=image, owner=owner)
+    _put(b, pod, image)
+    ready = [dict(d, status={**d["status"], "numberReady": 1, "numberAvailable": 1})
+             if d["metadata"]["name"] == owner else d for d in b.items("daemonsets")]
+    b.set_items("daemonsets", ready)
+    return pod
+
+
+def e1405(b: kit.Bundle, t: Thread) -> Placed:
+    """The operator's MIG manager keeps running and logs why it refused the requested profile."""
+    name = "nvidia-mig-manager-q4w8n"
+    _daemon_pod(b, name=name, container="nvidia-mig-manager", owner="nvidia-mig-manager",
+                image="nvcr.io/nvidia/cloud-native/k8s-mig-manager")
+    return Placed(_log(b, NS, name, "nvidia-mig-manager", t.lines))
+
+
+def e1410(b: kit.Bundle, t: Thread) -> Placed:
+    """A user's GPU pod keeps running while its CUDA allocations fail; its own log says so."""
+    return e1010(b, t)
+
+
+ROUND14: dict[int, Builder] = {
+    1405: _on_base(e1405), 1410: _on_base(e1410), 1415: _on_base(e1405),
+}
+
+
 BUILDERS: dict[int, Builder] = {
     5: t5, 10: _on_base(e10), 15: _on_base(e15), 20: _on_base(e20), 25: _on_base(e25),
     30: _on_base(e30), 35: _on(_docker_operator, e35), 40: _on_base(e40),
@@ -1000,6 +1033,7 @@ BUILDERS: dict[int, Builder] = {
     **ROUND10,
     **ROUND12,
     **ROUND13,
+    **ROUND14,
 }
 
 

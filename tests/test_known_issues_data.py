@@ -23,7 +23,7 @@ BASE = load_dir(DATA_DIR)
 IDS_TXT = DATA_DIR / "ids.txt"
 HELDOUT = Path(__file__).resolve().parent / "fixtures" / "known_issues_heldout" / "threads.toml"
 #: The count this base reached; lower it only together with ids.txt retirements.
-MINIMUM_ENTRIES = 248
+MINIMUM_ENTRIES = 258
 #: A public thread: a GitHub issue, pull request or discussion, or a public forum post.
 THREAD = re.compile(
     r"https://(?:github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+"
