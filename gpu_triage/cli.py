@@ -85,7 +85,7 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     Collect a bundle at the customer with `gpu-triage collect`, then analyse it
     anywhere with `gpu-triage analyze BUNDLE`.
     """
-    ctx.obj = {"verbose": verbose}
+    ctx.ensure_object(dict)["verbose"] = verbose
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_SafeFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
@@ -165,6 +165,11 @@ def analyze(ctx: click.Context, bundle_paths: tuple[Path, ...], formats: tuple[s
     from gpu_triage.progress import Progress
     from reports import render
 
+    if ctx.obj.get("program"):
+        # What the imports made lives until the process ends (see main): frozen, the
+        # collections of the run need not walk it again (11 ms of 14 ms of collection on
+        # a small bundle).
+        gc.freeze()
     remove_stale()  # what runs killed outright left behind (provably dead ones only)
     choice = resolve(load_rules(rule_dirs), only, skip, suppress_files)
     limits = Limits(max_member_bytes=max_member_mib << 20, max_total_bytes=max_total_gib << 30,
@@ -394,7 +399,8 @@ def _run(argv: list[str] | None) -> int:
     prepare()  # UTF-8 when redirected, ASCII fallbacks on a terminal that lacks a character
     unwind_on_termination()
     try:
-        result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="gpu-triage", standalone_mode=False,
+                          obj={"program": argv is None})
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
