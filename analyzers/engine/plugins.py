@@ -45,15 +45,24 @@ class Point:
     load: Callable[[], object]
 
 
-def _origin(ep: metadata.EntryPoint) -> str:
-    dist = ep.dist.name if ep.dist is not None else "unknown"
+def _origin(ep: metadata.EntryPoint, names: dict[int, str]) -> str:
+    """Who provides ``ep``. A distribution's name is read from its whole ``METADATA``
+    (the README included) on every ask, so it is asked once per distribution:
+    ``names`` holds the answers by distribution object."""
+    if ep.dist is None:
+        dist = "unknown"
+    else:
+        if id(ep.dist) not in names:
+            names[id(ep.dist)] = ep.dist.name
+        dist = names[id(ep.dist)]
     return BUILTIN_ORIGIN if dist == OWN_NAME else f"{dist} ({ep.name})"
 
 
 def entry_points(group: str = GROUP) -> list[Point]:
     """The entry points of ``group``, built-in ones first, each run by name."""
-    points = [Point(_origin(ep), ep.name, ep.value, ep.load)
-              for ep in metadata.entry_points(group=group)]
+    found = metadata.entry_points(group=group)
+    names: dict[int, str] = {}
+    points = [Point(_origin(ep, names), ep.name, ep.value, ep.load) for ep in found]
     return sorted(points, key=lambda p: (p.origin != BUILTIN_ORIGIN, p.name))
 
 
