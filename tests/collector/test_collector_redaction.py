@@ -208,7 +208,8 @@ def test_helm_values_at_any_depth():
         ("nvidia.com/gpu: 1\nreplicas: 4", "nvidia.com/gpu: 1\nreplicas: 4"),
         # the device plugin's setting is a boolean, quoted or at the end of a sentence
         ('PASS_DEVICE_SPECS: "true"', 'PASS_DEVICE_SPECS: "true"'),
-        ("- name: PASS_DEVICE_SPECS\n  value: 'false'", "- name: PASS_DEVICE_SPECS\n  value: 'false'"),
+        ("- name: PASS_DEVICE_SPECS\n  value: 'false'",
+         "- name: PASS_DEVICE_SPECS\n  value: 'false'"),
         ("deployed with PASS_DEVICE_SPECS=True.", "deployed with PASS_DEVICE_SPECS=True."),
         # a quoted number may be a PIN; a quoted word that is not a boolean is a secret
         ('password: "123456"', 'password: "<redacted>"'),
