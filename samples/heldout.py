@@ -218,31 +218,47 @@ def _os(bundle: kit.Bundle, pretty: str, release: str, version_id: str,
     if kernel and uname.exists():
         uname.write_text(f"Linux {node} {kernel} #1 SMP x86_64 x86_64 x86_64 GNU/Linux\n")
 
+    _node_info(bundle, node, osImage=pretty, **({"kernelVersion": kernel} if kernel else {}))
+
+
+def _node_info(bundle: kit.Bundle, node: str = NODE, **fields: str) -> None:
+    """Fields of the node's ``status.nodeInfo`` as the thread reports them."""
     def change(obj: dict[str, Any]) -> None:
         if obj["metadata"]["name"] == node:
-            obj["status"]["nodeInfo"]["osImage"] = pretty
-            if kernel:
-                obj["status"]["nodeInfo"]["kernelVersion"] = kernel
+            obj["status"]["nodeInfo"].update(fields)
     bundle.edit_nodes(change)
+
+
+def _object_event(bundle: kit.Bundle, kind: str, api_version: str, name: str, namespace: str,
+                  reason: str, message: str, source: str, type_: str = "Warning",
+                  count: int = 12, uid: str | None = None, host: str | None = None) -> Placed:
+    """An event ``source`` recorded on an object (``host``: the node of a kubelet's)."""
+    event: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Event", "type": type_, "reason": reason,
+        "message": message, "count": count,
+        "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
+        "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name,
+                           "namespace": namespace,
+                           "uid": f"uid-{name}" if uid is None else uid},
+        "metadata": {"name": f"{name}.18e9bba6acaf{len(bundle.items('events')):04x}",
+                     "namespace": namespace, "uid": f"ev-{name}-{reason}",
+                     "creationTimestamp": "2026-11-20T10:50:00Z"},
+        "reportingComponent": source,
+    }
+    if host is not None:
+        event["reportingInstance"] = host
+    event["source"] = {"component": source, **({"host": host} if host is not None else {})}
+    bundle.set_items("events", [*bundle.items("events"), event])
+    return Placed("cluster/events.json")
 
 
 def _event(bundle: kit.Bundle, pod: dict[str, Any], reason: str, message: str,
            kind: str = "Warning", count: int = 7) -> Placed:
+    """An event the kubelet of the pod's node recorded on the pod."""
     meta = pod["metadata"]
-    event = {
-        "apiVersion": "v1", "kind": "Event", "type": kind, "reason": reason,
-        "message": message, "count": count,
-        "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                           "namespace": meta["namespace"], "uid": meta.get("uid", "")},
-        "metadata": {"name": f"{meta['name']}.18e9bba6acaf{len(bundle.items('events')):04x}",
-                     "namespace": meta["namespace"], "uid": f"ev-{meta['name']}-{reason}",
-                     "creationTimestamp": "2026-11-20T10:50:00Z"},
-        "reportingComponent": "kubelet", "reportingInstance": pod["spec"].get("nodeName", ""),
-        "source": {"component": "kubelet", "host": pod["spec"].get("nodeName", "")},
-    }
-    bundle.set_items("events", [*bundle.items("events"), event])
-    return Placed("cluster/events.json")
+    return _object_event(bundle, "Pod", "v1", meta["name"], meta["namespace"], reason,
+                         message, "kubelet", type_=kind, count=count, uid=meta.get("uid", ""),
+                         host=pod["spec"].get("nodeName", ""))
 
 
 def _waiting(pod: dict[str, Any], reason: str, message: str | None = None,
@@ -746,11 +762,8 @@ def e805(b: kit.Bundle, t: Thread) -> Placed:
 
 def e810(b: kit.Bundle, t: Thread) -> Placed:
     """K3s v1.21 agent: its own journal holds the template error it exits on."""
-    def k3s(obj: dict[str, Any]) -> None:
-        if obj["metadata"]["name"] == NODE:
-            obj["status"]["nodeInfo"].update(kubeletVersion="v1.21.5+k3s2",
-                                             containerRuntimeVersion="containerd://1.4.11-k3s1")
-    b.edit_nodes(k3s)
+    _node_info(b, kubeletVersion="v1.21.5+k3s2",
+               containerRuntimeVersion="containerd://1.4.11-k3s1")
     return _journal(b, "k3s", "k3s", t.lines)
 
 
@@ -881,24 +894,6 @@ ROUND10: dict[int, Builder] = {
 # -- orders 1205 onwards (round 12, mine12a: managed clouds and their node images) ------------
 
 
-def _object_event(bundle: kit.Bundle, kind: str, api_version: str, name: str, namespace: str,
-                  reason: str, message: str, source: str, type_: str = "Warning") -> Placed:
-    """An event a controller (not the kubelet) recorded on an object."""
-    event = {
-        "apiVersion": "v1", "kind": "Event", "type": type_, "reason": reason,
-        "message": message, "count": 12,
-        "firstTimestamp": "2026-11-20T10:50:00Z", "lastTimestamp": "2026-11-20T11:04:00Z",
-        "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name,
-                           "namespace": namespace, "uid": f"uid-{name}"},
-        "metadata": {"name": f"{name}.18e9bba6acaf{len(bundle.items('events')):04x}",
-                     "namespace": namespace, "uid": f"ev-{name}-{reason}",
-                     "creationTimestamp": "2026-11-20T10:50:00Z"},
-        "reportingComponent": source, "source": {"component": source},
-    }
-    bundle.set_items("events", [*bundle.items("events"), event])
-    return Placed("cluster/events.json")
-
-
 def e1205(b: kit.Bundle, t: Thread) -> Placed:
     """GKE: the KubeRay operator cannot create the RayCluster's GPU worker pods; the
     refusal is the message of its event on the RayCluster."""
@@ -932,11 +927,7 @@ ROUND12: dict[int, Builder] = {
 
 def e1305(b: kit.Bundle, t: Thread) -> Placed:
     """RKE2 v1.24.9 node: after containerd restarts, the toolkit pod's sandbox is recreated."""
-    def rke2(obj: dict[str, Any]) -> None:
-        if obj["metadata"]["name"] == NODE:
-            obj["status"]["nodeInfo"].update(kubeletVersion="v1.24.9+rke2r1",
-                                             kubeProxyVersion="v1.24.9+rke2r1")
-    b.edit_nodes(rke2)
+    _node_info(b, kubeletVersion="v1.24.9+rke2r1", kubeProxyVersion="v1.24.9+rke2r1")
     pod = _find(_pods(b), "nvidia-container-toolkit-daemonset-")
     return _event(b, pod, "SandboxChanged", t.lines[0], kind="Normal", count=31)
 
