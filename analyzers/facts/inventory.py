@@ -260,13 +260,21 @@ def recognise(meta: ObjectMeta, spec: PodSpec, template_labels: Mapping[str, str
     return component, installer, False, sign.describe()
 
 
-def _owner(pod: Pod) -> tuple[str, str] | None:
+_STACK_OWNERS = frozenset({"DaemonSet", "ReplicaSet"})
+
+
+def controller(pod: Pod, kinds: frozenset[str] = _STACK_OWNERS) -> tuple[str, str] | None:
+    """The kind and name of the workload that made ``pod``, among owners of ``kinds``; a
+    ReplicaSet stands for its Deployment (named ``<deployment>-<pod-template-hash>``)."""
     for owner in pod.metadata.owner_references:
-        if owner.kind == "DaemonSet":
-            return "DaemonSet", owner.name
-        if owner.kind == "ReplicaSet":
-            # a Deployment's ReplicaSet is named <deployment>-<pod-template-hash>
-            return "Deployment", owner.name.rpartition("-")[0] or owner.name
+        if owner.kind not in kinds or not owner.name:
+            continue
+        if owner.kind != "ReplicaSet":
+            return owner.kind, owner.name
+        template = pod.metadata.labels.get("pod-template-hash", "")
+        if template and owner.name.endswith(f"-{template}"):
+            return "Deployment", owner.name.removesuffix(f"-{template}")
+        return "Deployment", owner.name.rpartition("-")[0] or owner.name
     return None
 
 
@@ -317,7 +325,7 @@ def build(daemonsets: Iterable[DaemonSet], deployments: Iterable[Deployment],
     owned: dict[tuple[str, str, str], list[Pod]] = {}
     lone: dict[tuple[str, str, str], Workload] = {}
     for pod in pods:
-        owner = _owner(pod)
+        owner = controller(pod)
         key = (owner[0], pod.namespace, owner[1]) if owner is not None else None
         if key is not None and key in owners:
             owned.setdefault(key, []).append(pod)

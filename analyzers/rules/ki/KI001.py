@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzers import refs
+from analyzers.facts.inventory import controller
 from analyzers.facts.known_issue_conditions import Judged, Verdict, judge
 from analyzers.facts.known_issue_lines import Sighting, sightings, unread
 from analyzers.knowledge.known_issues import Issue, Source
@@ -182,15 +183,8 @@ def _controller(ctx: Context, sighting: Sighting) -> str | None:
     if sighting.pod is None or sighting.namespace is None:
         return None
     pod = ctx.facts.pods_by_key.get((sighting.namespace, sighting.pod))
-    owner = next((o for o in pod.metadata.owner_references if o.kind in _CONTROLLERS),
-                 None) if pod is not None else None
-    if pod is None or owner is None or not owner.name:
-        return None
-    name = owner.name
-    template = pod.metadata.labels.get("pod-template-hash", "")
-    if owner.kind == "ReplicaSet" and template and name.endswith(f"-{template}"):
-        name = name.removesuffix(f"-{template}")  # the Deployment's own name
-    return f"{sighting.namespace}/{name}"
+    made = controller(pod, _CONTROLLERS) if pod is not None else None
+    return f"{sighting.namespace}/{made[1]}" if made is not None else None
 
 
 def _severity(seen: _Seen) -> Severity:
