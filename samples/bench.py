@@ -244,22 +244,19 @@ def extract_pods(bundle: Path, target: Path) -> None:
 
 
 def findings_verdict(report_path: Path, planted_path: Path) -> str:
-    """``as planted`` when the JSON report's findings are exactly the planted ones (and
-    only findings the planted ones may chain), else what differs."""
+    """``as planted`` when the JSON report's findings are the planted ones
+    (:func:`samples.synth.verdict.judge`), else what differs."""
+    from samples.synth.verdict import Found, judge
+
     if not planted_path.exists():
         return "no planted.json"
-    planted = json.loads(planted_path.read_text())
-    found: dict[str, list[str]] = {}
-    for finding in json.loads(report_path.read_text())["findings"]:
-        found.setdefault(finding["rule_id"], []).append(finding["id"])
-    wrong = [rule for rule, ids in planted["expected"].items()
-             if sorted(found.get(rule, [])) != ids]
-    allowed = {finding for ids in planted["chained"].values() for finding in ids}
-    extra = sorted(f for rule, ids in found.items() if rule not in planted["expected"]
-                   for f in ids if f not in allowed)
-    if not wrong and not extra:
+    findings = json.loads(report_path.read_text())["findings"]
+    verdict = judge((Found(f["rule_id"], f["id"], f["severity"]) for f in findings),
+                    json.loads(planted_path.read_text()))
+    if verdict.as_planted:
         return "as planted"
-    return f"NOT as planted: rules differing {wrong}, unexpected {extra[:5]}"
+    return (f"NOT as planted: rules differing {verdict.differing}, "
+            f"unexpected {verdict.unexpected[:5]}")
 
 
 def bench_bundle(size: str, bundle: Path, runs: int, scratch: Path) -> Figures:

@@ -23,6 +23,7 @@ from samples.samplekit.containerd import ContainerdUnavailable
 from samples.synth import configs
 from samples.synth.__main__ import generate
 from samples.synth.plan import SIZES, Plan, Role
+from samples.synth.verdict import Found, judge
 
 JOURNAL_KIB = 256
 
@@ -59,18 +60,10 @@ def test_findings_are_exactly_the_planted_ones(bundle_s: tuple[Path, dict[str, A
         report = analyze(opened, discovery.rules)
     errors = [(r.rule_id, r.reason) for r in report.rules if r.status.value == "error"]
     assert errors == []
-    found: dict[str, list[str]] = {}
-    for finding in report.findings:
-        found.setdefault(finding.rule_id, []).append(finding.id)
-    for rule_id, expected in planted["expected"].items():
-        assert sorted(found.get(rule_id, [])) == expected, rule_id
-    allowed = {finding for ids in planted["chained"].values() for finding in ids}
-    # KI001's context beside the planted causes (info: a rule with evidence of its own
-    # explains each) is allowed; a known issue above info would be a second cause
-    context = {f.id for f in report.findings if f.rule_id == "KI001" and f.severity.value == "info"}
-    others = sorted(f for rule_id, ids in found.items() if rule_id not in planted["expected"]
-                    for f in ids if f not in context)
-    assert [f for f in others if f not in allowed] == []
+    verdict = judge((Found(f.rule_id, f.id, f.severity.value) for f in report.findings),
+                    planted)
+    assert verdict.differing == []
+    assert verdict.unexpected == []
     assert report.problems == []
 
 
@@ -87,3 +80,25 @@ def test_generation_is_deterministic(bundle_s: tuple[Path, dict[str, Any]],
 def test_the_seed_moves_the_failures() -> None:
     assert Plan(SIZES["S"], 0).roles != Plan(SIZES["S"], 1).roles
     assert Plan(SIZES["S"], 1).planted()["expected"]["RT002"]
+
+
+_PLANTED = {"expected": {"RT001": ["RT001:gpu-0002"]},
+            "chained": {"OP008": ["OP008:gpu-0002"]}}
+
+
+@pytest.mark.parametrize(("findings", "differing", "unexpected"), [
+    ([Found("RT001", "RT001:gpu-0002", "high")], [], []),
+    ([Found("RT001", "RT001:gpu-0002", "high"), Found("OP008", "OP008:gpu-0002", "high"),
+      Found("KI001", "KI001:KI-KERNEL-005/gpu-0006", "info")], [], []),
+    # a known issue above info would be a second cause
+    ([Found("RT001", "RT001:gpu-0002", "high"),
+      Found("KI001", "KI001:KI-KERNEL-005/gpu-0006", "high")],
+     [], ["KI001:KI-KERNEL-005/gpu-0006"]),
+    ([Found("RT001", "RT001:gpu-0003", "high"), Found("OP008", "OP008:gpu-0003", "high")],
+     ["RT001"], ["OP008:gpu-0003"]),
+    ([], ["RT001"], []),
+])
+def test_verdict(findings: list[Found], differing: list[str], unexpected: list[str]) -> None:
+    verdict = judge(findings, _PLANTED)
+    assert (verdict.differing, verdict.unexpected) == (differing, unexpected)
+    assert verdict.as_planted is (not differing and not unexpected)
