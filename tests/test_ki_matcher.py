@@ -131,6 +131,18 @@ def test_a_journal_line_is_matched_for_its_unit_only(tmp_path: Path) -> None:
         "OP005 already explains this with evidence of its own: shown as context.")
 
 
+def test_a_log_line_is_quoted_with_its_own_number_after_characters_lowering_lengthens(
+        tmp_path: Path) -> None:
+    # 'İ' lowers to two characters: matching on the lowered text must still quote line 3
+    log = "İİİ starting\nİ ready\n" + VERSION_3
+    found = _analyse(tmp_path, {f"{TOOLKIT_LOG}.log": log,
+                                "nodes/gpu-a/containerd/version.txt": CONTAINERD_2},
+                     [_toolkit("nvcr.io/nvidia/k8s/container-toolkit:v1.14.6", failing=True)])
+    finding = found["KI001:KI-TOOLKIT-003/gpu-operator/nvidia-container-toolkit-daemonset"]
+    assert [(e.path, e.line, e.excerpt) for e in finding.evidence[:1]] == [
+        (f"{TOOLKIT_LOG}.log", 3, VERSION_3.strip())]
+
+
 def _finding(ident: str, *, causes: list[str] | None = None, caused_by: list[str] | None = None,
              evidence: list[Evidence] | None = None, pods: list[str] | None = None,
              severity: Severity = Severity.HIGH) -> Finding:

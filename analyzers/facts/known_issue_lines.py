@@ -76,14 +76,18 @@ class Sighting:
 def _in_text(issues: Iterable[Issue], text: str) -> Iterator[tuple[Issue, list[tuple[int, str]]]]:
     """Each entry that matches a line of ``text``, with the (1-based number, line) of
     every matching line. The text is lowered once for the cues and split only when one
-    of them occurs."""
+    of them occurs; an entry's matcher then runs only on the lines holding its cue."""
     lowered = text.lower()
     held = [issue for issue in issues if issue.cue in lowered]
     if not held:
         return
-    lines = list(enumerate(text.splitlines(), start=1))
+    lines = text.splitlines()
+    # lowering makes and removes no line boundary, so line i of both is the same line
+    low_lines = lowered.splitlines()
     for issue in held:
-        found = [(number, line) for number, line in lines if issue.matches(line)]
+        cue = issue.cue
+        found = [(number, lines[number - 1]) for number, low in enumerate(low_lines, start=1)
+                 if cue in low and issue.matches(lines[number - 1])]
         if found:
             yield issue, found
 
@@ -146,14 +150,22 @@ def _pod_logs(facts: Facts) -> Iterator[Sighting]:
 
 def _events(facts: Facts) -> Iterator[Sighting]:
     fitting = _wanted(Source.EVENT)
+    # events repeat a few messages many times: each (reason, message) is matched once
+    matched: dict[tuple[str | None, str], tuple[Issue, ...]] = {}
     for event in facts.events:
-        wanted = fitting(event.reason)
-        if not wanted or not event.message:
+        message = event.message
+        if not message:
             continue
-        message, lowered = event.message, event.message.lower()
+        key = (event.reason, message)
+        found = matched.get(key)
+        if found is None:
+            lowered = message.lower()
+            found = matched[key] = tuple(
+                issue for issue in fitting(event.reason)
+                if issue.cue in lowered and issue.matches(message))
         target = event.involved_object.name
-        for issue in wanted:
-            if issue.cue in lowered and fits(issue.object, target) and issue.matches(message):
+        for issue in found:
+            if fits(issue.object, target):
                 yield _event_sighting(facts, issue, event)
 
 
@@ -195,12 +207,13 @@ def _pod_states(facts: Facts) -> Iterator[Sighting]:
     for pod in facts.pods:
         seen: set[str] = set()
         for container, reason, text, pointer in _status_lines(pod):
+            lowered = text.lower()
             for issue in entries:
-                if issue.id in seen or not fits(issue.reason, reason) or (
-                        issue.container is not None and not fits(issue.container, container)
-                ) or not fits(issue.object, pod.name):
+                if issue.id in seen or issue.cue not in lowered or not fits(
+                        issue.reason, reason) or (issue.container is not None and not fits(
+                        issue.container, container)) or not fits(issue.object, pod.name):
                     continue
-                if issue.cue in text.lower() and issue.matches(text):
+                if issue.matches(text):
                     seen.add(issue.id)
                     of = f"container {container} of " if container else ""
                     yield Sighting(issue, field(pod, text, *pointer),
@@ -232,7 +245,10 @@ def _kernel(facts: Facts, node: str) -> Iterator[Sighting]:
     if not entries or not lines:
         return
     lowered = [line.message.lower() for line in lines]
+    joined = "\n".join(lowered)  # one search per entry over all lines first
     for issue in entries:
+        if issue.cue not in joined:
+            continue
         found = [line for line, low in zip(lines, lowered, strict=True)
                  if issue.cue in low and issue.matches(line.message)]
         if found:
@@ -240,13 +256,25 @@ def _kernel(facts: Facts, node: str) -> Iterator[Sighting]:
                            node, count=len(found))
 
 
+@functools.cache
+def _config_entries() -> Callable[[str], tuple[Issue, ...]]:
+    """The config entries whose ``path`` glob fits a host path, remembered per path: the
+    nodes of a bundle share their few host paths."""
+    entries = packaged(Source.CONFIG)
+
+    @functools.cache
+    def fitting(host_path: str) -> tuple[Issue, ...]:
+        return tuple(issue for issue in entries if fits(issue.path, host_path))
+    return fitting
+
+
 def _configs(facts: Facts, node: str) -> Iterator[Sighting]:
     entries = packaged(Source.CONFIG)
     if not entries:
         return
+    fitting = _config_entries()
     for host_path, path, text in facts.node(node).host_files:
-        wanted = [i for i in entries if fits(i.path, host_path)]
-        for issue, found in _in_text(wanted, text):
+        for issue, found in _in_text(fitting(host_path), text):
             number, line = found[0]
             yield Sighting(issue, Evidence(path=path, line=number, excerpt=clip(line)),
                            f"{host_path} on node {node}", node, count=len(found))

@@ -217,10 +217,11 @@ class Issue(_Strict):
         assert found is not None  # checked by the validator
         return found.group(1)
 
-    @property
+    @functools.cached_property
     def cue(self) -> str:
         """The needle a scan looks for first, lower-cased: the longest (the rarest, as a
-        rule). A text without it cannot hold a matching line."""
+        rule). A text without it cannot hold a matching line. Kept once made: a scan asks
+        for it once per text and entry."""
         return max(self.needles, key=len).lower()
 
     def matches(self, line: str) -> bool:
