@@ -49,6 +49,7 @@ user's CUDA pod or a Prometheus node exporter carry none of these labels or imag
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -201,15 +202,24 @@ def _images(spec: PodSpec) -> list[str]:
 
 
 def _sign(labels: Mapping[str, str], images: Iterable[str]) -> Sign | None:
-    listed = list(images)
-    for sign in SIGNS:
+    """The first of :data:`SIGNS` the object shows: a label it carries or an image."""
+    shown = _image_signs(tuple(images))
+    for index, sign in enumerate(SIGNS):
         if sign.label is not None:
             key, value = sign.label
             if key in labels and (value is None or labels[key] == value):
                 return sign
-        elif sign.image is not None and any(sign.image.search(i) for i in listed):
+        elif index in shown:
             return sign
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _image_signs(images: tuple[str, ...]) -> frozenset[int]:
+    """Which of :data:`SIGNS` (by index) these images show: the pods of one workload
+    share their images, so each distinct list is searched once."""
+    return frozenset(index for index, sign in enumerate(SIGNS)
+                     if sign.image is not None and any(sign.image.search(i) for i in images))
 
 
 def _more_operand(name: str) -> str | None:
