@@ -41,6 +41,8 @@ from pydantic import (
     model_validator,
 )
 
+from analyzers.knowledge import cache
+
 __all__ = [
     "COMPONENTS", "DATA_DIR", "MAX_REGEX", "Case", "Context", "Issue", "IssueFile",
     "KnownIssueError", "Source", "by_source", "fits", "load", "load_dir", "load_file", "packaged",
@@ -364,8 +366,13 @@ def load_dir(directory: Path) -> tuple[Issue, ...]:
 
 @functools.cache
 def load() -> tuple[Issue, ...]:
-    """The packaged knowledge base."""
-    return load_dir(DATA_DIR)
+    """The packaged knowledge base, checked when it was read: kept parsed between runs
+    (:mod:`analyzers.knowledge.cache`), keyed by its files and this module."""
+    import pydantic  # noqa: PLC0415 - imported already; its version names the models' form
+
+    inputs = [Path(__file__), *sorted(DATA_DIR.glob("*.toml"))]
+    return cache.remembered("known-issues", inputs, lambda: load_dir(DATA_DIR),
+                            salt=pydantic.VERSION)
 
 
 def fits(pattern: str | None, name: str | None) -> bool:

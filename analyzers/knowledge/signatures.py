@@ -35,9 +35,10 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any, Final
 
-from analyzers.knowledge import packaged
+from analyzers.knowledge import cache, packaged
 
 __all__ = [
     "COMPONENTS",
@@ -419,8 +420,13 @@ def _parse_text(text: str, origin: str, known_ids: Iterable[str]) -> tuple[Signa
 
 @functools.cache
 def load() -> tuple[Signature, ...]:
-    """The packaged signatures, read once, from the TOML with every check."""
-    return _parse_text(packaged.read_toml(_DATA_NAME), f"analyzers/data/{_DATA_NAME}.toml", ())
+    """The packaged signatures, from the TOML with every check when it was read: kept
+    parsed between runs (:mod:`analyzers.knowledge.cache`), keyed by the file and this
+    module."""
+    return cache.remembered(
+        "signatures", [Path(__file__), packaged.DATA / f"{_DATA_NAME}.toml"],
+        lambda: _parse_text(packaged.read_toml(_DATA_NAME),
+                            f"analyzers/data/{_DATA_NAME}.toml", ()))
 
 
 def load_file(path: str | os.PathLike[str]) -> tuple[Signature, ...]:
