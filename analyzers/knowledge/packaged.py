@@ -2,9 +2,10 @@
 source, and what a run reads.
 
 Loading them costs a run some milliseconds of ``tomllib`` (pure Python) and, for the
-signatures, of the checks each entry passes against its examples; the JSON twins that
-once saved that time are gone (docs/performance.md, "Optimisations weighed against
-their code").
+signatures and the known-issue base, of the checks each entry passes against its
+examples. Those two are kept parsed between runs in the user's cache
+(:mod:`analyzers.knowledge.cache`); the JSON twins that once saved that time in the
+repository are gone (docs/performance.md, "Optimisations weighed against their code").
 """
 
 from __future__ import annotations
