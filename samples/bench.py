@@ -246,6 +246,8 @@ def extract_pods(bundle: Path, target: Path) -> None:
 def findings_verdict(report_path: Path, planted_path: Path) -> str:
     """``as planted`` when the JSON report's findings are the planted ones
     (:func:`samples.synth.verdict.judge`), else what differs."""
+    if str(ROOT) not in sys.path:  # run as a script: samples/ is the path's head
+        sys.path.insert(0, str(ROOT))
     from samples.synth.verdict import Found, judge
 
     if not planted_path.exists():
