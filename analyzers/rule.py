@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -150,6 +150,11 @@ class Rule:
     # Rules of a later phase run after the others (e.g. reporting parse problems that
     # earlier rules recorded while reading files).
     phase: ClassVar[int] = 0
+    # Facts the rule reads that need nothing of the node files (the cluster files and
+    # container logs only): where worker processes parse node files, the engine makes
+    # them meanwhile, off the rules' serial path. Only for a rule that will run (selected,
+    # no ``needs``, its inputs present), so nothing is read that the run would not read.
+    prepares: ClassVar[tuple[Callable[[Facts], object], ...]] = ()
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         raise NotImplementedError

@@ -3,6 +3,7 @@ as ``analyzers.engine.analyze``; see the package's docstring)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import weakref
@@ -140,6 +141,23 @@ def _order(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-f.severity.rank, f.rule_id, f.id))
 
 
+def _prepared(bundle: Bundle, facts: Facts, rules: Sequence[LoadedRule],
+              selection: Selection | None) -> list[Callable[[], object]]:
+    """The cluster-only facts (``Rule.prepares``) of the rules that will run, each once,
+    as calls for the time worker processes parse node files. A rule that may yet be
+    skipped (one with ``needs``, or an input absent) prepares nothing: what it would
+    read is read only if it runs."""
+    made: dict[Callable[[Facts], object], None] = {}
+    for loaded in rules:
+        rule = loaded.rule
+        if not rule.prepares or rule.needs or (
+                selection is not None and selection.reason(rule.id) is not None):
+            continue
+        if rule.skip_reason(bundle) is None:
+            made.update(dict.fromkeys(rule.prepares))
+    return [functools.partial(prepare, facts) for prepare in made]
+
+
 def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __version__,
             progress: Progress | None = None, selection: Selection | None = None,
             preload: Preload | None = None) -> Report:
@@ -153,7 +171,8 @@ def analyze(bundle: Bundle, rules: Sequence[LoadedRule], *, version: str = __ver
     facts = _FACTS[bundle] = Facts(bundle)
     cluster = bundle.cluster
     meanwhile = (lambda: cluster.nodes, lambda: cluster.pods, lambda: cluster.events,
-                 *facts.cluster_indexes(), lambda: timeline.fold_cluster(facts))
+                 *facts.cluster_indexes(), lambda: timeline.fold_cluster(facts),
+                 *_prepared(bundle, facts, rules, selection))
     if progress is not None and bundle.node_names:
         progress(f"the files of {len(bundle.node_names)} node(s)")
     if preload is not None:

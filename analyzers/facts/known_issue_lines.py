@@ -347,13 +347,19 @@ def unread(facts: Facts) -> list[str]:
 
 
 @per_run
+def cluster_sightings(facts: Facts) -> tuple[Sighting, ...]:
+    """The sightings in what the cluster files and container logs hold (no node file is
+    read): made while worker processes still parse the node files."""
+    return (*_pod_logs(facts), *_events(facts), *_pod_states(facts), *_helm(facts))
+
+
+@per_run
 def sightings(facts: Facts) -> tuple[Sighting, ...]:
     """Every entry of the packaged base matched in the bundle, in a stable order."""
-    found: list[Sighting] = [*_pod_logs(facts), *_events(facts), *_pod_states(facts),
-                             *_helm(facts)]
+    found: list[Sighting] = list(cluster_sightings(facts))
     for node in sorted(facts.node_dirs):
         found += [*_journals(facts, node), *_kernel(facts, node), *_configs(facts, node)]
     return tuple(found)
 
 
-__all__ = ["Sighting", "sightings", "unread"]
+__all__ = ["Sighting", "cluster_sightings", "sightings", "unread"]

@@ -12,7 +12,7 @@ from analyzers.facts.scheduling import blockers
 from analyzers.results.models import Confidence, Evidence, Finding, ObjectRef, Severity
 from analyzers.rule import Context, Rule, cluster
 from analyzers.rules.cmp._base import severity_of
-from analyzers.rules.cmp._daemonsets import standalone
+from analyzers.rules.cmp._daemonsets import prepare_inventory, standalone
 from analyzers.rules.common import names
 from bundle import specs
 from bundle.evidence import join_pointer
@@ -46,6 +46,7 @@ class DaemonSetPlacesNoPod(Rule):
     inputs = (cluster(specs.DAEMONSETS), cluster(specs.NODES),
               cluster(specs.PODS, optional=True), cluster(specs.DEPLOYMENTS, optional=True))
     tags = ("components", "scheduling")
+    prepares = (prepare_inventory,)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         gpu_nodes = [ctx.facts.nodes[n] for n in ctx.facts.gpu_nodes if n in ctx.facts.nodes]

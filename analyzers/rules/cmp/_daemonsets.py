@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from analyzers.facts import Facts
 from analyzers.facts.inventory import Workload
 from analyzers.rule import Context
 from bundle.kube import DaemonSet
+
+
+def prepare_inventory(facts: Facts) -> object:
+    """The inventory, made ahead of the rules (``Rule.prepares``): it reads only the
+    cluster's workloads and pods."""
+    return facts.inventory
 
 
 def standalone(ctx: Context) -> Iterator[tuple[Workload, DaemonSet]]:

@@ -11,7 +11,14 @@ from analyzers.knowledge import xid as catalog
 from analyzers.results.models import Confidence, Evidence, Finding, Severity
 from analyzers.rule import Context, Rule
 from analyzers.rules.common import node_ref
-from analyzers.rules.drv._common import KERNEL_INPUTS, DeviceHealth, device_health, gpu_name, when
+from analyzers.rules.drv._common import (
+    KERNEL_INPUTS,
+    DeviceHealth,
+    device_health,
+    gpu_name,
+    prepare_accounting,
+    when,
+)
 from analyzers.rules.drv._text import action, cause
 from analyzers.rules.drv._xid import GpuXids, _label, _listing, _rank, _remediation, analyse
 from bundle.kernel import XidEvent
@@ -53,6 +60,7 @@ class XidEvents(Rule):
     confidence = Confidence.CONFIRMED
     inputs = KERNEL_INPUTS
     tags = ("gpu", "kernel", "xid")
+    prepares = (prepare_accounting,)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for name, kernel in sorted(ctx.facts.kernel_events.items()):

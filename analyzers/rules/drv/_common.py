@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from analyzers.facts import Facts
 from analyzers.facts.evidence import field as object_field
 from analyzers.facts.kernel_events import GpuIdentity
 from analyzers.facts.logindex import node_logs
@@ -103,6 +104,12 @@ class DeviceHealth:
             return ""
         return (f"{self.resource} capacity {self.capacity}, allocatable {self.allocatable} "
                 f"({self.unhealthy} device(s) withdrawn as unhealthy)")
+
+
+def prepare_accounting(facts: Facts) -> object:
+    """The GPU accounting of every node, made ahead of the rules (``Rule.prepares``): it
+    reads only the Node objects and the pods."""
+    return facts.accounting
 
 
 def device_health(ctx: Context, node: str) -> DeviceHealth:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from analyzers import refs
 from analyzers.facts.inventory import controller
 from analyzers.facts.known_issue_conditions import Judged, Verdict, judge
-from analyzers.facts.known_issue_lines import Sighting, sightings, unread
+from analyzers.facts.known_issue_lines import Sighting, cluster_sightings, sightings, unread
 from analyzers.knowledge.known_issues import Issue, Source
 from analyzers.refs import Link
 from analyzers.results.models import Confidence, Finding, ObjectRef, Severity
@@ -96,6 +96,7 @@ class KnownIssue(Rule):
               cluster(specs.NODES, optional=True), cluster(specs.VERSION, optional=True),
               cluster(specs.DEPLOYMENTS, optional=True), cluster(specs.DAEMONSETS, optional=True))
     tags = ("known-issues",)
+    prepares = (cluster_sightings,)
 
     def check(self, ctx: Context) -> Iterable[Finding]:
         for reason in unread(ctx.facts):
