@@ -107,9 +107,11 @@ def _judge(events: list[list[object]], bundle: Path, workdir: Path,
         writes = bool(int(str(flags)) & WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
         beside_output = path.parent in {o.parent for o in outputs} and \
             path.name.startswith(".gpu-triage-") and path.name.endswith(".tmp")
-        # the compiled HTML template (reports/template_cache.py): the one file besides
-        # the report, in the user's own cache directory, named by the template's hash
-        template = _under(path, [(workdir / "cache" / "gpu-triage" / "templates").resolve()])
+        # the compiled HTML template (reports/template_cache.py) and the parsed packaged
+        # data (analyzers/knowledge/cache.py): the only files besides the report, in the
+        # user's own cache directory, named by the hash of what they were made from
+        cached = workdir / "cache" / "gpu-triage"
+        template = _under(path, [(cached / "templates").resolve(), (cached / "data").resolve()])
         if path in outputs or beside_output or _under(path, [spool]) or template:
             continue
         if writes:
@@ -153,9 +155,13 @@ def test_default_output_writes_only_the_html_report(tmp_path: Path) -> None:
     assert code == 1 and html.exists()
     assert _judge(events, bundle, workdir, {html}) == []
     assert sorted(p.name for p in workdir.iterdir()) == ["bundle.report.html", "cache", "tmp"]
-    # what the cache holds is compiled templates and nothing else
+    # what the cache holds is compiled templates and the packaged data, nothing else
     cached = [p for p in (workdir / "cache").rglob("*") if p.is_file()]
-    assert cached and all(p.parent.name == "templates" and p.suffix == ".bin" for p in cached)
+    kinds = sorted((p.parent.name, p.suffix, p.name.rpartition("-")[0]) for p in cached)
+    assert kinds == [("data", ".pickle", "known-issues"), ("data", ".pickle", "signatures"),
+                     ("templates", ".bin", kinds[2][2])]
+    # and nothing of the bundle: a pod name it holds is in none of them
+    assert not any(b"klmno" in p.read_bytes() for p in cached)
 
 
 def test_the_judge_catches_a_stray_read_and_a_connection(tmp_path: Path) -> None:
