@@ -29,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Final
 
+from pydantic import VERSION as PYDANTIC_VERSION
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -368,11 +369,10 @@ def load_dir(directory: Path) -> tuple[Issue, ...]:
 def load() -> tuple[Issue, ...]:
     """The packaged knowledge base, checked when it was read: kept parsed between runs
     (:mod:`analyzers.knowledge.cache`), keyed by its files and this module."""
-    import pydantic  # noqa: PLC0415 - imported already; its version names the models' form
-
     inputs = [Path(__file__), *sorted(DATA_DIR.glob("*.toml"))]
+    # pydantic's version names the form its models are pickled in
     return cache.remembered("known-issues", inputs, lambda: load_dir(DATA_DIR),
-                            salt=pydantic.VERSION)
+                            salt=PYDANTIC_VERSION)
 
 
 def fits(pattern: str | None, name: str | None) -> bool:
