@@ -106,8 +106,10 @@ class TemplateCache(BytecodeCache):
 
 def cache_dir() -> Path:
     """Where compiled templates are kept (see the module docstring)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpu-triage" / "templates"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    # the XDG spec: a relative path there is invalid and ignored
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "gpu-triage" / "templates"
 
 
 def template_cache(directory: Path | None = None) -> TemplateCache | None:

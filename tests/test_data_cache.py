@@ -132,3 +132,17 @@ def test_the_packaged_data_read_back_is_what_the_files_give(tmp_path: Path) -> N
     kept = sorted(p.name.partition("-")[0] for p in (tmp_path / "gpu-triage" / "data").iterdir())
     assert kept == ["known", "signatures"]
     assert run(MUST_READ_BACK="1") == fresh
+
+
+@pytest.mark.parametrize("value", ["", "relative/cache"])
+def test_an_unset_or_relative_xdg_cache_home_means_the_home_cache(
+        value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from reports.template_cache import cache_dir as template_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    assert cache.cache_dir() == tmp_path / ".cache" / "gpu-triage" / "data"
+    assert template_dir() == tmp_path / ".cache" / "gpu-triage" / "templates"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "gpu-triage" / "data"
+    assert template_dir() == tmp_path / "xdg" / "gpu-triage" / "templates"

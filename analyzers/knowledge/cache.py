@@ -43,8 +43,10 @@ NO_CACHE = "GPU_TRIAGE_NO_DATA_CACHE"
 
 def cache_dir() -> Path:
     """Where parsed data is kept (see the module docstring)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpu-triage" / "data"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    # the XDG spec: a relative path there is invalid and ignored
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "gpu-triage" / "data"
 
 
 def _own(directory: Path) -> Path | None:
