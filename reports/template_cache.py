@@ -24,13 +24,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
 import sys
 import tempfile
 from pathlib import Path
 
 import jinja2
 from jinja2.bccache import Bucket, BytecodeCache
+
+from analyzers.results.usercache import own_directory, user_cache_dir
 
 # The Environment attributes that shape the code a template compiles to.
 _CODEGEN = ("block_start_string", "block_end_string", "variable_start_string",
@@ -104,25 +105,14 @@ class TemplateCache(BytecodeCache):
                 kept.unlink()
 
 
-def cache_dir() -> Path:
-    """Where compiled templates are kept (see the module docstring)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    # the XDG spec: a relative path there is invalid and ignored
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "gpu-triage" / "templates"
+def cache_dir() -> Path | None:
+    """Where compiled templates are kept (see the module docstring); None without a
+    home."""
+    return user_cache_dir("templates")
 
 
 def template_cache(directory: Path | None = None) -> TemplateCache | None:
     """The cache in ``directory`` (default :func:`cache_dir`), made if missing; None
     where it cannot be made or is not this user's own."""
-    try:
-        directory = cache_dir() if directory is None else directory
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.lstat(directory)
-    except (OSError, RuntimeError):  # RuntimeError: no home directory to be found
-        return None
-    user = getattr(os, "geteuid", None)  # none on Windows: no cache there
-    if user is None or not stat.S_ISDIR(found.st_mode) or found.st_uid != user() \
-            or found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return None
-    return TemplateCache(directory)
+    found = own_directory(cache_dir() if directory is None else directory)
+    return TemplateCache(found) if found is not None else None

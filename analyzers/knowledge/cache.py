@@ -26,12 +26,13 @@ import contextlib
 import hashlib
 import os
 import pickle
-import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
+
+from analyzers.results.usercache import own_directory, user_cache_dir
 
 __all__ = ["cache_dir", "remembered"]
 
@@ -41,26 +42,9 @@ T = TypeVar("T")
 NO_CACHE = "GPU_TRIAGE_NO_DATA_CACHE"
 
 
-def cache_dir() -> Path:
-    """Where parsed data is kept (see the module docstring)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    # the XDG spec: a relative path there is invalid and ignored
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "gpu-triage" / "data"
-
-
-def _own(directory: Path) -> Path | None:
-    """``directory``, made if missing, when it is this user's own; else None."""
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.lstat(directory)
-    except (OSError, RuntimeError):  # RuntimeError: no home directory to be found
-        return None
-    user = getattr(os, "geteuid", None)  # none on Windows: no cache there
-    if user is None or not stat.S_ISDIR(found.st_mode) or found.st_uid != user() \
-            or found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return None
-    return directory
+def cache_dir() -> Path | None:
+    """Where parsed data is kept (see the module docstring); None without a home."""
+    return user_cache_dir("data")
 
 
 def _key(inputs: Iterable[Path], salt: str) -> str | None:
@@ -81,7 +65,7 @@ def remembered(name: str, inputs: Iterable[Path], build: Callable[[], T], *,
     run kept it, else built (raising what ``build`` raises) and kept."""
     if os.environ.get(NO_CACHE):
         return build()
-    where = _own(cache_dir() if directory is None else directory)
+    where = own_directory(cache_dir() if directory is None else directory)
     key = _key(inputs, salt) if where is not None else None
     if where is None or key is None:
         return build()
