@@ -146,3 +146,19 @@ def test_an_unset_or_relative_xdg_cache_home_means_the_home_cache(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache.cache_dir() == tmp_path / "xdg" / "gpu-triage" / "data"
     assert template_dir() == tmp_path / "xdg" / "gpu-triage" / "templates"
+
+
+def test_without_a_home_directory_nothing_is_cached(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from reports.template_cache import template_cache
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    build = Builder("v")
+    assert cache.remembered("d", _inputs(tmp_path), build) == "v"
+    assert cache.remembered("d", _inputs(tmp_path), build) == "v"
+    assert build.calls == 2
+    assert template_cache() is None
