@@ -116,16 +116,20 @@ def _completed_init(pod: Pod, log: ContainerLog) -> bool:
     return log.init and terminated is not None and terminated.exit_code == 0
 
 
+@functools.cache
 def _wanted(source: Source) -> Callable[..., tuple[Issue, ...]]:
-    """The entries of ``source`` whose place fits a given container/reason (and, for a
-    log, run), remembered per distinct key: a bundle repeats few of them."""
+    """The entries of ``source`` whose place fits a given container (and, for a log,
+    run), event reason or host path, remembered per distinct key: a bundle repeats few
+    of them (bounded, for a process that analyses bundle after bundle)."""
     entries = packaged(source)
 
-    @functools.cache
+    @functools.lru_cache(maxsize=4096)
     def wanted(name: str | None, previous: bool | None = None) -> tuple[Issue, ...]:
         if source is Source.POD_LOG:
             return tuple(i for i in entries if fits(i.container, name)
                          and (i.previous is None or i.previous == previous))
+        if source is Source.CONFIG:
+            return tuple(i for i in entries if fits(i.path, name))
         return tuple(i for i in entries if fits(i.reason, name))
     return wanted
 
@@ -256,23 +260,11 @@ def _kernel(facts: Facts, node: str) -> Iterator[Sighting]:
                            node, count=len(found))
 
 
-@functools.cache
-def _config_entries() -> Callable[[str], tuple[Issue, ...]]:
-    """The config entries whose ``path`` glob fits a host path, remembered per path: the
-    nodes of a bundle share their few host paths."""
-    entries = packaged(Source.CONFIG)
-
-    @functools.cache
-    def fitting(host_path: str) -> tuple[Issue, ...]:
-        return tuple(issue for issue in entries if fits(issue.path, host_path))
-    return fitting
-
-
 def _configs(facts: Facts, node: str) -> Iterator[Sighting]:
     entries = packaged(Source.CONFIG)
     if not entries:
         return
-    fitting = _config_entries()
+    fitting = _wanted(Source.CONFIG)
     for host_path, path, text in facts.node(node).host_files:
         for issue, found in _in_text(fitting(host_path), text):
             number, line = found[0]
